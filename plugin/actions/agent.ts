@@ -1,0 +1,98 @@
+// POST <hooks.path>/agent: validate, apply the routing policies, and hand a job to the run service.
+import { randomUUID } from 'node:crypto';
+import { HookError } from '../errors.ts';
+import type { ChannelName, GatewayHost } from '../host.ts';
+import type { HooksSnapshot } from '../config/resolve.ts';
+import { formatErrors, validateAgentPayload } from '../config/schemas.ts';
+import { wrapExternalContent } from '../safety/external-content.ts';
+import { checkChannel, checkModel, resolveAgentId, resolveSessionKey } from './policies.ts';
+import type { WakeMode } from './wake.ts';
+
+const DEFAULT_TIMEOUT_SECONDS = 600;
+
+/** What an agent action asks for, from a request body or (later) a mapping. */
+export interface AgentSpec {
+  message: string;
+  name?: string;
+  agentId?: string;
+  /** sessionKey from the request body: subject to hooks.allowRequestSessionKey. */
+  requestSessionKey?: string;
+  /** sessionKey from a mapping: subject only to the prefixes. */
+  mappingSessionKey?: string;
+  wakeMode?: WakeMode;
+  deliver?: boolean;
+  channel?: 'last' | ChannelName;
+  to?: string;
+  model?: string;
+  thinking?: string;
+  timeoutSeconds?: number;
+  /** Only a mapping can set this; a request body never can. */
+  allowUnsafeExternalContent?: boolean;
+  source: string;
+}
+
+export interface AgentJob {
+  runId: string;
+  name: string;
+  agentId: string;
+  /** Full session key of the run: agent:<agentId>:<hook key> */
+  sessionKey: string;
+  prompt: string;
+  model?: string;
+  thinking?: string;
+  timeoutMs: number;
+  wakeMode: WakeMode;
+  deliver: boolean;
+  channel: 'last' | ChannelName;
+  to?: string;
+}
+
+interface AgentPayload {
+  message: string;
+  name?: string;
+  agentId?: string;
+  sessionKey?: string;
+  wakeMode?: WakeMode;
+  deliver?: boolean;
+  channel?: 'last' | ChannelName;
+  to?: string;
+  model?: string;
+  thinking?: string;
+  timeoutSeconds?: number;
+}
+
+export function parseAgentPayload(payload: Record<string, unknown>): AgentSpec {
+  if (!validateAgentPayload(payload)) {
+    throw new HookError(400, 'invalid_payload', formatErrors(validateAgentPayload.errors).join('; '));
+  }
+  const { sessionKey, ...rest } = payload as unknown as AgentPayload;
+  return { ...rest, requestSessionKey: sessionKey, source: 'webhook' };
+}
+
+/** Applies every policy; throws the HookError of the first one that refuses. */
+export function prepareAgentJob(spec: AgentSpec, snap: HooksSnapshot, host: GatewayHost): AgentJob {
+  const agentId = resolveAgentId(spec.agentId, snap, host);
+  const hookKey = resolveSessionKey(spec.requestSessionKey, spec.mappingSessionKey, snap);
+  checkModel(spec.model, host);
+  const deliver = spec.deliver ?? true;
+  const channel = spec.channel ?? 'last';
+  if (deliver) checkChannel(channel, host);
+  const name = spec.name?.trim() || 'agent';
+  const message = spec.message.trim();
+  return {
+    runId: randomUUID(),
+    name,
+    agentId,
+    sessionKey: `agent:${agentId}:${hookKey}`,
+    prompt: spec.allowUnsafeExternalContent
+      ? message
+      : wrapExternalContent(message, { source: spec.source, hookName: name }),
+    model: spec.model,
+    thinking: spec.thinking,
+    timeoutMs: Math.round((spec.timeoutSeconds ?? host.agents.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
+    wakeMode: spec.wakeMode ?? 'now',
+    deliver,
+    channel,
+    to: spec.to,
+  };
+}

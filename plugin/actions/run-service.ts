@@ -1,0 +1,181 @@
+// Runs accepted agent jobs in the background: a bounded queue, a concurrency limit, a timeout per run,
+// and one summary in the main session for every job whatever happens to it.
+import { HookError } from '../errors.ts';
+import type { GatewayHost, RunRecord, RunStatus, TurnResult } from '../host.ts';
+import type { AgentJob } from './agent.ts';
+import { resolveRoute } from './policies.ts';
+
+export interface RunLimits {
+  maxConcurrentRuns: number;
+  maxQueuedRuns: number;
+}
+
+const SUMMARY_MAX = 1000;
+const REASON_MAX = 300;
+const HEARTBEAT_ACK = /^[\s*_`~]*HEARTBEAT_OK[\s*_`~.!]*$/i;
+const SHUTDOWN = 'interrupted: the gateway shut down before the run finished';
+
+export function isHeartbeatAck(reply: string): boolean {
+  return HEARTBEAT_ACK.test(reply);
+}
+
+function clip(text: string, max: number): string {
+  const one = text.replace(/\s+/g, ' ').trim();
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+function reasonOf(err: unknown): string {
+  return clip(err instanceof Error ? err.message : String(err), REASON_MAX) || 'unknown error';
+}
+
+export class RunService {
+  private readonly waiting: AgentJob[] = [];
+  private readonly active = new Map<string, AbortController>();
+  private readonly settled = new Set<Promise<void>>();
+  private closing = false;
+
+  constructor(
+    private readonly host: GatewayHost,
+    private readonly limits: () => RunLimits,
+  ) {}
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  get running(): number {
+    return this.active.size;
+  }
+
+  /** Accepts the job or throws 503 overloaded; never waits for the run. */
+  submit(job: AgentJob): void {
+    const { maxConcurrentRuns, maxQueuedRuns } = this.limits();
+    if (this.closing) throw new HookError(503, 'overloaded', 'the gateway is shutting down', { 'retry-after': '5' });
+    if (this.active.size >= maxConcurrentRuns && this.waiting.length >= maxQueuedRuns) {
+      throw new HookError(503, 'overloaded', 'too many agent runs are waiting; try again later', { 'retry-after': '5' });
+    }
+    this.report(job, 'queued');
+    this.waiting.push(job);
+    this.pump();
+  }
+
+  /** Lets running jobs finish for up to graceMs, then interrupts them; jobs never started are interrupted too. */
+  async close(graceMs: number): Promise<void> {
+    this.closing = true;
+    for (const job of this.waiting.splice(0)) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }));
+    const all = Promise.allSettled([...this.settled]);
+    const timer = setTimeout(() => {
+      for (const ac of this.active.values()) ac.abort(SHUTDOWN);
+    }, graceMs);
+    await all;
+    // Runs interrupted at the deadline finish right after the abort.
+    await Promise.allSettled([...this.settled]);
+    clearTimeout(timer);
+  }
+
+  private pump(): void {
+    const { maxConcurrentRuns } = this.limits();
+    while (this.active.size < maxConcurrentRuns && this.waiting.length > 0) {
+      this.track(this.execute(this.waiting.shift()!));
+    }
+  }
+
+  private track(p: Promise<void>): void {
+    this.settled.add(p);
+    void p.finally(() => this.settled.delete(p));
+  }
+
+  private async execute(job: AgentJob): Promise<void> {
+    const ac = new AbortController();
+    this.active.set(job.runId, ac);
+    let result: TurnResult;
+    try {
+      this.report(job, 'running');
+      result = await this.turn(job, ac);
+    } finally {
+      // The slot frees as soon as the run ends or times out, even if the host never settles.
+      this.active.delete(job.runId);
+      if (!this.closing) this.pump();
+    }
+    await this.finish(job, result);
+  }
+
+  private async turn(job: AgentJob, ac: AbortController): Promise<TurnResult> {
+    const seconds = job.timeoutMs / 1000;
+    let timer: NodeJS.Timeout | undefined;
+    const stopped = new Promise<TurnResult>((resolve) => {
+      timer = setTimeout(() => ac.abort('timeout'), job.timeoutMs);
+      ac.signal.addEventListener('abort', () =>
+        resolve(
+          ac.signal.reason === 'timeout'
+            ? { status: 'timeout', error: `no reply within ${seconds} s` }
+            : { status: 'error', error: String(ac.signal.reason) },
+        ),
+      );
+    });
+    const ran = (async (): Promise<TurnResult> => {
+      try {
+        const r = await this.host.runs.runIsolatedTurn({
+          runId: job.runId,
+          agentId: job.agentId,
+          sessionKey: job.sessionKey,
+          prompt: job.prompt,
+          model: job.model,
+          thinking: job.thinking,
+          timeoutMs: job.timeoutMs,
+          signal: ac.signal,
+        });
+        if (r.status !== 'ok') return { status: r.status, error: clip(r.error ?? r.status, REASON_MAX) };
+        return { status: 'ok', reply: typeof r.reply === 'string' ? r.reply : '' };
+      } catch (err) {
+        return { status: 'error', error: reasonOf(err) };
+      }
+    })();
+    try {
+      return await Promise.race([ran, stopped]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Delivers the reply if asked, then posts the summary and wakes the main session if asked. Never throws. */
+  private async finish(job: AgentJob, result: TurnResult): Promise<void> {
+    let status = result.status;
+    let error = result.error;
+    const reply = result.reply;
+    if (status === 'ok' && job.deliver && reply && !isHeartbeatAck(reply)) {
+      try {
+        const route = resolveRoute(job.channel, job.to, job.agentId, this.host);
+        await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
+      } catch (err) {
+        status = 'error';
+        error = `delivery failed: ${reasonOf(err)}`;
+      }
+    }
+    const summary =
+      status === 'ok'
+        ? `Hook ${job.name}: ${clip(reply ?? '', SUMMARY_MAX) || '(empty reply)'}`
+        : `Hook ${job.name} (${status}): ${error ?? status}`;
+    try {
+      const main = this.host.sessions.mainSessionKey(job.agentId);
+      await this.host.sessions.enqueueSystemEvent(main, summary, { source: 'hook', hook: job.name, runId: job.runId });
+      if (job.wakeMode === 'now') this.host.sessions.requestHeartbeat({ agentId: job.agentId, reason: `hook:${job.name}` });
+    } catch (err) {
+      this.host.logger.error('posting a hook run summary failed', { runId: job.runId, reason: reasonOf(err) });
+    }
+    this.report(job, status, reply, error);
+  }
+
+  private report(job: AgentJob, status: RunStatus, reply?: string, error?: string): void {
+    const notify = this.host.runs.onRunUpdate;
+    if (!notify) return;
+    const record: RunRecord = { runId: job.runId, name: job.name, status, agentId: job.agentId, sessionKey: job.sessionKey };
+    if (reply !== undefined) record.reply = reply;
+    if (error !== undefined) record.error = error;
+    try {
+      notify.call(this.host.runs, record);
+    } catch (err) {
+      this.host.logger.error('onRunUpdate failed', { runId: job.runId, reason: reasonOf(err) });
+    }
+  }
+}

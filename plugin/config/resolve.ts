@@ -1,0 +1,171 @@
+// Turns the hooks block (already read from the file) into an immutable snapshot, or a ConfigError
+// listing every problem with the key it is about. The pipeline reads nothing else per request.
+import path from 'node:path';
+import { ConfigError } from '../errors.ts';
+import type { SelectedConfig } from '../host.ts';
+import { digestToken, type TokenDigest } from '../auth/token.ts';
+import type { AuthRateLimit } from '../auth/limiter.ts';
+import { compileTrustedProxies, type TrustedProxies } from '../http/client-address.ts';
+import { formatErrors, validateHooksConfig } from './schemas.ts';
+
+export interface HooksSnapshot {
+  readonly enabled: boolean;
+  /** Normalised prefix without trailing slash, e.g. "/hooks". */
+  readonly path: string;
+  readonly tokenDigest: TokenDigest;
+  /** null: any agent may be routed to explicitly. */
+  readonly allowedAgentIds: ReadonlySet<string> | null;
+  readonly defaultSessionKey: string | undefined;
+  readonly allowRequestSessionKey: boolean;
+  /** Lower-cased; null: no restriction. */
+  readonly allowedSessionKeyPrefixes: readonly string[] | null;
+  readonly maxBodyBytes: number;
+  readonly bodyTimeoutMs: number;
+  readonly authRateLimit: Readonly<AuthRateLimit>;
+  readonly maxConcurrentRuns: number;
+  readonly maxQueuedRuns: number;
+  readonly trustedProxies: TrustedProxies | undefined;
+  readonly transformsDir: string;
+  readonly presets: readonly string[];
+  readonly mappings: readonly unknown[];
+}
+
+export const DEFAULTS = Object.freeze({
+  path: '/hooks',
+  maxBodyBytes: 262_144,
+  bodyTimeoutSeconds: 30,
+  authRateLimit: Object.freeze({ maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 }),
+  maxConcurrentRuns: 8,
+  maxQueuedRuns: 1000,
+});
+
+interface HooksBlock {
+  enabled?: boolean;
+  token?: string;
+  path?: string;
+  allowedAgentIds?: string[];
+  defaultSessionKey?: string;
+  allowRequestSessionKey?: boolean;
+  allowedSessionKeyPrefixes?: string[];
+  presets?: string[];
+  mappings?: unknown[];
+  transformsDir?: string;
+  maxBodyBytes?: number;
+  bodyTimeoutSeconds?: number;
+  authRateLimit?: Partial<AuthRateLimit>;
+  maxConcurrentRuns?: number;
+  maxQueuedRuns?: number;
+}
+
+/** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
+export function normalizeHooksPath(raw: string): string | undefined {
+  const trimmed = raw.trim().replace(/\/+$/, '');
+  if (trimmed === '') return undefined;
+  return `/${trimmed.replace(/^\/+/, '')}`;
+}
+
+export function matchesSessionPrefix(key: string, prefixes: readonly string[] | null): boolean {
+  if (prefixes === null) return true;
+  const lower = key.toLowerCase();
+  return prefixes.some((p) => lower.startsWith(p));
+}
+
+export function resolveHooksConfig(selected: SelectedConfig, configDir: string, file?: string): HooksSnapshot {
+  const root = selected.hooksKey;
+  const raw = selected.hooks ?? {};
+  if (!validateHooksConfig(raw)) {
+    throw new ConfigError(formatErrors(validateHooksConfig.errors, root), file);
+  }
+  const h = raw as HooksBlock;
+  const problems: string[] = [];
+  const enabled = h.enabled === true;
+
+  let hooksPath: string = DEFAULTS.path;
+  if (h.path !== undefined) {
+    const p = normalizeHooksPath(h.path);
+    if (p === undefined) problems.push(`${root}.path must not be "/" (hooks need their own prefix)`);
+    else if (/[\s?#%\\]|\/\.\.?(\/|$)|\/\//.test(p)) problems.push(`${root}.path "${h.path}" must be a plain URL path`);
+    else hooksPath = p;
+  }
+
+  const token = h.token?.trim();
+  if (enabled && !token) problems.push(`${root}.token is required when ${root}.enabled is true`);
+  if (token && selected.gatewayToken && token === selected.gatewayToken.trim()) {
+    problems.push(`${root}.token must differ from gateway.auth.token (use a dedicated hook token)`);
+  }
+
+  const prefixes = h.allowedSessionKeyPrefixes?.map((p) => p.trim().toLowerCase()) ?? null;
+  if (h.defaultSessionKey !== undefined && !matchesSessionPrefix(h.defaultSessionKey, prefixes)) {
+    problems.push(
+      `${root}.defaultSessionKey "${h.defaultSessionKey}" does not start with any of ${root}.allowedSessionKeyPrefixes`,
+    );
+  }
+
+  let trustedProxies: TrustedProxies | undefined;
+  try {
+    trustedProxies = compileTrustedProxies(trustedProxyList(selected.trustedProxies, problems));
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+
+  const transformsRoot = path.resolve(configDir, 'hooks', 'transforms');
+  let transformsDir = transformsRoot;
+  if (h.transformsDir !== undefined) {
+    const resolved = path.resolve(transformsRoot, h.transformsDir);
+    const rel = path.relative(transformsRoot, resolved);
+    if (rel.startsWith('..') || path.isAbsolute(rel)) {
+      problems.push(`${root}.transformsDir "${h.transformsDir}" must stay inside ${transformsRoot}`);
+    } else transformsDir = resolved;
+  }
+
+  // Mapped hooks are not served yet: refuse them loudly instead of answering 404 to configured names.
+  if (h.mappings?.length) problems.push(`${root}.mappings: mapped hooks are not supported by this version yet`);
+  if (h.presets?.length) problems.push(`${root}.presets: presets are not supported by this version yet`);
+
+  if (problems.length) throw new ConfigError(problems, file);
+
+  const allowed = h.allowedAgentIds;
+  return Object.freeze({
+    enabled,
+    path: hooksPath,
+    tokenDigest: digestToken(token ?? ''),
+    allowedAgentIds: allowed === undefined || allowed.includes('*') ? null : new Set(allowed.map((a) => a.trim())),
+    defaultSessionKey: h.defaultSessionKey,
+    allowRequestSessionKey: h.allowRequestSessionKey === true,
+    allowedSessionKeyPrefixes: prefixes ? Object.freeze(prefixes) : null,
+    maxBodyBytes: h.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
+    bodyTimeoutMs: Math.round((h.bodyTimeoutSeconds ?? DEFAULTS.bodyTimeoutSeconds) * 1000),
+    authRateLimit: Object.freeze({ ...DEFAULTS.authRateLimit, ...h.authRateLimit }),
+    maxConcurrentRuns: h.maxConcurrentRuns ?? DEFAULTS.maxConcurrentRuns,
+    maxQueuedRuns: h.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
+    trustedProxies,
+    transformsDir,
+    presets: Object.freeze([...(h.presets ?? [])]),
+    mappings: Object.freeze([...(h.mappings ?? [])]),
+  });
+}
+
+function trustedProxyList(value: unknown, problems: string[]): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) {
+    problems.push('gateway.trustedProxies must be an array of IP addresses or CIDR ranges');
+    return undefined;
+  }
+  return value as string[];
+}
+
+/** The standalone layout: `hooks` at the top, `gateway.auth.token`, `gateway.trustedProxies`. */
+export function selectStandaloneConfig(file: Record<string, unknown>): SelectedConfig {
+  const gateway = asRecord(file.gateway);
+  const auth = asRecord(gateway?.auth);
+  return {
+    hooks: file.hooks,
+    hooksKey: 'hooks',
+    gatewayToken: typeof auth?.token === 'string' ? auth.token : undefined,
+    trustedProxies: gateway?.trustedProxies,
+  };
+}
+
+function asRecord(v: unknown): Record<string, unknown> | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}

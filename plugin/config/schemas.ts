@@ -1,0 +1,76 @@
+// Every JSON Schema in schema/, compiled once at module load, and one formatter that turns ajv's
+// errors into sentences naming the key (`hooks.allowedAgentIds[2] must be a string`).
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import hooksConfigSchema from '../../schema/hooks-config.schema.json' with { type: 'json' };
+import mappingSchema from '../../schema/mapping.schema.json' with { type: 'json' };
+import wakePayloadSchema from '../../schema/wake-payload.schema.json' with { type: 'json' };
+import agentPayloadSchema from '../../schema/agent-payload.schema.json' with { type: 'json' };
+
+const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+ajv.addSchema(mappingSchema);
+
+export const validateHooksConfig = ajv.compile(hooksConfigSchema);
+export const validateWakePayload = ajv.compile(wakePayloadSchema);
+export const validateAgentPayload = ajv.compile(agentPayloadSchema);
+
+/** Compiles another schema with the shared instance (the standalone gateway's own config). */
+export function compileSchema<T = unknown>(schema: object): ValidateFunction<T> {
+  return ajv.compile<T>(schema);
+}
+
+/** `/allowedAgentIds/2` under `hooks` -> `hooks.allowedAgentIds[2]`; the root itself is `root`. */
+export function keyPath(root: string, instancePath: string): string {
+  let out = root;
+  for (const raw of instancePath.split('/').slice(1)) {
+    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^\d+$/.test(part)) out += `[${part}]`;
+    else if (/^[A-Za-z_$][\w$-]*$/.test(part)) out += out ? `.${part}` : part;
+    else out += `[${JSON.stringify(part)}]`;
+  }
+  return out;
+}
+
+function describe(err: ErrorObject, root: string): string {
+  const at = keyPath(root, err.instancePath);
+  const subject = at || 'body';
+  const p = err.params as Record<string, unknown>;
+  switch (err.keyword) {
+    case 'required':
+      return `${keyPath(root, `${err.instancePath}/${String(p.missingProperty)}`)} is required`;
+    case 'additionalProperties':
+      return `${keyPath(root, `${err.instancePath}/${String(p.additionalProperty)}`)} is not a known field`;
+    case 'type':
+      return `${subject} must be ${article(String(p.type))}`;
+    case 'enum':
+      return `${subject} must be one of: ${(p.allowedValues as unknown[]).map(String).join(', ')}`;
+    case 'pattern':
+      return p.pattern === '\\S' ? `${subject} must not be blank` : `${subject} must match ${String(p.pattern)}`;
+    case 'exclusiveMinimum':
+      return `${subject} must be greater than ${String(p.limit)}`;
+    case 'maximum':
+      return `${subject} must be at most ${String(p.limit)}`;
+    case 'minimum':
+      return `${subject} must be at least ${String(p.limit)}`;
+    case 'minLength':
+      return p.limit === 1 ? `${subject} must not be empty` : `${subject} must have at least ${String(p.limit)} characters`;
+    case 'maxLength':
+      return `${subject} must have at most ${String(p.limit)} characters`;
+    default:
+      return `${subject} ${err.message ?? 'is invalid'}`;
+  }
+}
+
+function article(type: string): string {
+  if (type === 'array' || type === 'integer' || type === 'object') return `an ${type}`;
+  return `a ${type}`;
+}
+
+/** All distinct problems, in the order ajv found them. */
+export function formatErrors(errors: readonly ErrorObject[] | null | undefined, root = ''): string[] {
+  const out: string[] = [];
+  for (const e of errors ?? []) {
+    const line = describe(e, root);
+    if (!out.includes(line)) out.push(line);
+  }
+  return out;
+}

@@ -1,0 +1,127 @@
+// The one door between the plugin core and the gateway it runs in. The core never imports a host;
+// each host (standalone, OpenClaw, the tests' recording host) builds one of these.
+
+export const CHANNEL_ORDER = [
+  'whatsapp',
+  'telegram',
+  'discord',
+  'slack',
+  'mattermost',
+  'signal',
+  'imessage',
+  'msteams',
+] as const;
+export type ChannelName = (typeof CHANNEL_ORDER)[number];
+
+export type LogFields = Record<string, string | number | boolean | undefined>;
+
+/** Never handed raw payloads or tokens. */
+export interface Logger {
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+}
+
+export interface AgentInfo {
+  id: string;
+  default?: boolean;
+}
+
+/** Read on every request, so a host may replace the values when its own config changes. */
+export interface HostAgents {
+  list: readonly AgentInfo[];
+  defaultId: string;
+  /** agents.defaults.models: the model allowlist; undefined means not enforced. */
+  models?: readonly string[];
+  /** agents.defaults.timeoutSeconds: default run timeout; the core falls back to 600. */
+  timeoutSeconds?: number;
+}
+
+export interface Route {
+  channel: ChannelName;
+  to?: string;
+}
+
+export interface SystemEventMeta {
+  source: 'hook';
+  /** wake, agent, or the mapping's name */
+  hook: string;
+  runId?: string;
+}
+
+export interface HostSessions {
+  mainSessionKey(agentId: string): string;
+  /** Resolves once the event is durably accepted; the core acknowledges the request after that. */
+  enqueueSystemEvent(sessionKey: string, text: string, meta: SystemEventMeta): void | Promise<void>;
+  requestHeartbeat(req: { agentId: string; reason: string }): void;
+  lastRoute(agentId: string): Route | undefined;
+}
+
+export interface IsolatedTurn {
+  runId: string;
+  agentId: string;
+  /** Full session key of the run: agent:<agentId>:<hook session key> */
+  sessionKey: string;
+  prompt: string;
+  model?: string;
+  thinking?: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+}
+
+export interface TurnResult {
+  status: 'ok' | 'error' | 'timeout';
+  reply?: string;
+  error?: string;
+}
+
+export type RunStatus = 'queued' | 'running' | 'ok' | 'error' | 'timeout';
+
+export interface RunRecord {
+  runId: string;
+  name: string;
+  status: RunStatus;
+  agentId: string;
+  sessionKey: string;
+  reply?: string;
+  error?: string;
+}
+
+export interface HostRuns {
+  runIsolatedTurn(turn: IsolatedTurn): Promise<TurnResult>;
+  /** Told of every status change of a hook run (queued, running, and the final one). */
+  onRunUpdate?(record: Readonly<RunRecord>): void;
+}
+
+export interface Delivery {
+  channel: ChannelName;
+  to?: string;
+  text: string;
+  runId: string;
+  agentId: string;
+}
+
+/** What the core needs from the gateway's config file besides its own hooks block. */
+export interface SelectedConfig {
+  hooks: unknown;
+  /** Where the hooks block sits in the file, for error messages (e.g. "hooks"). */
+  hooksKey: string;
+  gatewayToken?: string;
+  trustedProxies?: unknown;
+}
+
+export interface GatewayHost {
+  logger: Logger;
+  /** The JSON5 file holding the config; the core reads (and later watches) it. */
+  configPath: string;
+  /** Transforms root is <configDir>/hooks/transforms. */
+  configDir: string;
+  /** Picks the hooks block and the gateway keys the core checks against. Default: standalone layout. */
+  selectConfig?(file: Record<string, unknown>): SelectedConfig;
+  agents: HostAgents;
+  /** Available channels. */
+  channels: readonly ChannelName[];
+  sessions: HostSessions;
+  runs: HostRuns;
+  deliver(delivery: Delivery): Promise<void>;
+}

@@ -1,0 +1,115 @@
+// The request pipeline, in DESIGN.md's order: path prefix, query token, method, address lock, token,
+// sub-path, body, payload. Each stage either passes or answers; data flows one way.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HookError } from '../errors.ts';
+import type { GatewayHost } from '../host.ts';
+import type { HooksSnapshot } from '../config/resolve.ts';
+import { extractToken, tokenMatches } from '../auth/token.ts';
+import type { AuthFailureLimiter } from '../auth/limiter.ts';
+import { clientAddress } from './client-address.ts';
+import { parseJsonObject, readBody } from './body.ts';
+import { internalError, sendError, sendJson } from './respond.ts';
+import { parseWakePayload, runWake } from '../actions/wake.ts';
+import { parseAgentPayload, prepareAgentJob } from '../actions/agent.ts';
+import type { RunService } from '../actions/run-service.ts';
+import { requestId } from './request-id.ts';
+
+export interface PipelineDeps {
+  host: GatewayHost;
+  limiter: AuthFailureLimiter;
+  runs: RunService;
+}
+
+const TOKEN_IN_QUERY = new HookError(
+  400,
+  'token_in_query',
+  'the token may not be sent in the query string; use the Authorization: Bearer header',
+);
+const METHOD_NOT_ALLOWED = new HookError(405, 'method_not_allowed', 'only POST is accepted', { allow: 'POST' });
+const UNAUTHORIZED = new HookError(401, 'unauthorized', 'missing or wrong hook token');
+const NOT_FOUND = new HookError(404, 'not_found', 'no such hook');
+
+/** True when the request was ours (and has been answered); false leaves it to the host. */
+export async function handleHookRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  snap: HooksSnapshot,
+  deps: PipelineDeps,
+): Promise<boolean> {
+  if (!snap.enabled) return false;
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const pathname = q === -1 ? url : url.slice(0, q);
+  const sub = subPath(pathname, snap.path);
+  if (sub === undefined) return false;
+
+  const started = performance.now();
+  const id = requestId();
+  res.setHeader('x-request-id', id);
+  const client = clientAddress(req, snap.trustedProxies);
+  try {
+    await dispatch(req, res, snap, deps, url, q, sub, client);
+  } catch (err) {
+    if (err instanceof HookError) sendError(res, err);
+    else {
+      deps.host.logger.error('hook request failed', { requestId: id, reason: err instanceof Error ? err.message : String(err) });
+      sendError(res, internalError());
+    }
+    if (res.getHeader('connection') === 'close') res.once('finish', () => req.destroy());
+  }
+  deps.host.logger.info('hook request', {
+    requestId: id,
+    method: req.method,
+    path: pathname,
+    status: res.statusCode,
+    ms: Math.round((performance.now() - started) * 10) / 10,
+    client,
+  });
+  return true;
+}
+
+/** The part after the prefix: '' for the bare prefix, undefined when the path is not ours. */
+function subPath(pathname: string, prefix: string): string | undefined {
+  if (!pathname.startsWith(prefix)) return undefined;
+  if (pathname.length === prefix.length) return '';
+  if (pathname.charCodeAt(prefix.length) !== 47 /* / */) return undefined;
+  return pathname.slice(prefix.length + 1);
+}
+
+async function dispatch(
+  req: IncomingMessage,
+  res: ServerResponse,
+  snap: HooksSnapshot,
+  deps: PipelineDeps,
+  url: string,
+  q: number,
+  sub: string,
+  client: string,
+): Promise<void> {
+  if (q !== -1 && new URLSearchParams(url.slice(q + 1)).has('token')) throw TOKEN_IN_QUERY;
+  if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
+
+  const lockedFor = deps.limiter.lockedFor(client);
+  if (lockedFor > 0) throw rateLimited(lockedFor);
+  if (!tokenMatches(extractToken(req.headers), snap.tokenDigest)) {
+    deps.limiter.recordFailure(client, snap.authRateLimit);
+    throw UNAUTHORIZED;
+  }
+
+  if (sub !== 'wake' && sub !== 'agent') throw NOT_FOUND;
+  const payload = parseJsonObject(await readBody(req, snap.maxBodyBytes, snap.bodyTimeoutMs));
+
+  if (sub === 'wake') {
+    sendJson(res, 200, await runWake(parseWakePayload(payload), deps.host));
+    return;
+  }
+  const job = prepareAgentJob(parseAgentPayload(payload), snap, deps.host);
+  deps.runs.submit(job);
+  sendJson(res, 202, { ok: true, runId: job.runId });
+}
+
+function rateLimited(seconds: number): HookError {
+  return new HookError(429, 'rate_limited', `too many failed authentications; retry in ${seconds} s`, {
+    'retry-after': String(seconds),
+  });
+}

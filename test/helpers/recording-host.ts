@@ -1,0 +1,180 @@
+// An in-memory GatewayHost that records every call, for driving the core over real HTTP in tests.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createHooksPlugin, type HooksPlugin } from '../../plugin/index.ts';
+import type {
+  ChannelName,
+  Delivery,
+  GatewayHost,
+  IsolatedTurn,
+  LogFields,
+  Route,
+  RunRecord,
+  SystemEventMeta,
+  TurnResult,
+} from '../../plugin/host.ts';
+
+export const HOOK_TOKEN = 'hook-secret-token-0123456789';
+export const GATEWAY_TOKEN = 'gateway-secret-token-abcdef';
+
+export interface Recorded {
+  events: { sessionKey: string; text: string; meta: SystemEventMeta }[];
+  heartbeats: { agentId: string; reason: string }[];
+  turns: IsolatedTurn[];
+  deliveries: Delivery[];
+  runUpdates: RunRecord[];
+  logs: { level: string; msg: string; fields?: LogFields }[];
+}
+
+export interface TestHostOptions {
+  hooks?: Record<string, unknown>;
+  gateway?: Record<string, unknown>;
+  agents?: { id: string; default?: boolean }[];
+  models?: string[];
+  timeoutSeconds?: number;
+  channels?: ChannelName[];
+  lastRoute?: Route;
+  /** Replaces the default turn (which replies "reply to: <prompt>"). */
+  turn?: (turn: IsolatedTurn) => Promise<TurnResult>;
+  deliver?: (d: Delivery) => Promise<void>;
+}
+
+export interface TestGateway {
+  url: string;
+  rec: Recorded;
+  plugin: HooksPlugin;
+  host: GatewayHost;
+  configPath: string;
+  /** Resolves when `count` run updates with a final status have been recorded. */
+  finalRuns(count: number, timeoutMs?: number): Promise<RunRecord[]>;
+  close(): Promise<void>;
+}
+
+const FINAL = new Set(['ok', 'error', 'timeout']);
+
+export async function startTestGateway(opts: TestHostOptions = {}): Promise<TestGateway> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'hookgate-test-'));
+  const configPath = path.join(dir, 'gateway.json5');
+  const file = {
+    gateway: { auth: { token: GATEWAY_TOKEN }, ...opts.gateway },
+    hooks: { enabled: true, token: HOOK_TOKEN, ...opts.hooks },
+  };
+  await writeFile(configPath, JSON.stringify(file, null, 2));
+
+  const rec: Recorded = { events: [], heartbeats: [], turns: [], deliveries: [], runUpdates: [], logs: [] };
+  const waiters: (() => void)[] = [];
+  const agents = opts.agents ?? [{ id: 'main', default: true }, { id: 'ops' }];
+  const host: GatewayHost = {
+    logger: {
+      info: (msg, fields) => rec.logs.push({ level: 'info', msg, fields }),
+      warn: (msg, fields) => rec.logs.push({ level: 'warn', msg, fields }),
+      error: (msg, fields) => rec.logs.push({ level: 'error', msg, fields }),
+    },
+    configPath,
+    configDir: dir,
+    agents: {
+      list: agents,
+      defaultId: agents.find((a) => a.default)?.id ?? agents[0]!.id,
+      models: opts.models,
+      timeoutSeconds: opts.timeoutSeconds,
+    },
+    channels: opts.channels ?? ['telegram', 'slack'],
+    sessions: {
+      mainSessionKey: (agentId) => `agent:${agentId}:main`,
+      enqueueSystemEvent: async (sessionKey, text, meta) => {
+        rec.events.push({ sessionKey, text, meta });
+      },
+      requestHeartbeat: (r) => {
+        rec.heartbeats.push(r);
+      },
+      lastRoute: () => opts.lastRoute,
+    },
+    runs: {
+      runIsolatedTurn: async (turn) => {
+        rec.turns.push(turn);
+        return opts.turn ? opts.turn(turn) : { status: 'ok', reply: `reply to: ${turn.prompt.length} chars` };
+      },
+      onRunUpdate: (r) => {
+        rec.runUpdates.push({ ...r });
+        for (const w of waiters.splice(0)) w();
+      },
+    },
+    deliver: async (d) => {
+      if (opts.deliver) await opts.deliver(d);
+      rec.deliveries.push(d);
+    },
+  };
+
+  const plugin = await createHooksPlugin(host);
+  const server: Server = createServer((req, res) => {
+    plugin.handle(req, res).then((handled) => {
+      if (!handled) {
+        res.statusCode = 404;
+        res.setHeader('content-type', 'text/plain');
+        res.end('host 404');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    rec,
+    plugin,
+    host,
+    configPath,
+    finalRuns(count, timeoutMs = 5000) {
+      return new Promise((resolve, reject) => {
+        const deadline = setTimeout(() => reject(new Error(`only ${done().length} of ${count} runs finished`)), timeoutMs);
+        const done = () => rec.runUpdates.filter((r) => FINAL.has(r.status));
+        const check = () => {
+          if (done().length >= count) {
+            clearTimeout(deadline);
+            resolve(done());
+          } else waiters.push(check);
+        };
+        check();
+      });
+    },
+    async close() {
+      await plugin.close(100);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface PostOptions {
+  token?: string | null;
+  headers?: Record<string, string>;
+  method?: string;
+  rawBody?: string;
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** POSTs JSON with the hook token as a Bearer header unless told otherwise. */
+export async function post(base: string, p: string, body?: unknown, o: PostOptions = {}): Promise<JsonResponse> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...o.headers };
+  const token = o.token === undefined ? HOOK_TOKEN : o.token;
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  const method = o.method ?? 'POST';
+  const res = await fetch(base + p, {
+    method,
+    headers,
+    body: method === 'GET' || method === 'HEAD' ? undefined : (o.rawBody ?? JSON.stringify(body ?? {})),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  if ((res.headers.get('content-type') ?? '').startsWith('application/json')) parsed = JSON.parse(text);
+  return { status: res.status, headers: res.headers, body: parsed };
+}
