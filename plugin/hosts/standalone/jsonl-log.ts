@@ -1,0 +1,294 @@
+// Durable append-only JSON Lines file with group commit.
+//
+// Every append is serialised to one line and queued. The queue is drained by a single writer: all lines
+// queued in the same tick, or while a previous write is in flight, are written with ONE appendFile call,
+// and each append's promise settles when the write carrying its line has completed. Reads and writes of
+// the file are serialised through one in-process lock so a reader never sees a half-written batch of
+// this instance. The requirement is surviving a killed process (kill -9), not power loss, so no fsync.
+
+import { appendFile, mkdir, open, readFile } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../../host.ts';
+
+interface Pending {
+  line: string;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+const NEWLINE = 0x0a;
+/** A torn tail longer than this is not worth trying to complete; it is cut off. */
+const MAX_TAIL_SALVAGE = 1024 * 1024;
+
+function isErrno(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+}
+
+function errCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function isRecord(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+async function readFully(fh: FileHandle, buf: Buffer, length: number, position: number): Promise<number> {
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await fh.read(buf, done, length - done, position + done);
+    if (bytesRead === 0) break;
+    done += bytesRead;
+  }
+  return done;
+}
+
+export class JsonlLog<T extends object> {
+  readonly file: string;
+  readonly #logger: Logger;
+  #batch: Pending[] = [];
+  #draining = false;
+  /** Tail of the lock chain: every file read or write runs after the previous one settled. */
+  #io: Promise<void> = Promise.resolve();
+  /** Settles (never rejects) when the most recent append has been written or has failed. */
+  #lastAppend: Promise<void> = Promise.resolve();
+  #repaired: Promise<void> | undefined;
+  #dirReady = false;
+  #writes = 0;
+  #appends = 0;
+
+  constructor(file: string, logger: Logger) {
+    this.file = file;
+    this.#logger = logger;
+  }
+
+  /** Number of fs writes issued so far (each carries one whole batch). */
+  get writeCount(): number {
+    return this.#writes;
+  }
+
+  /** Number of records appended so far through this instance. */
+  get appendCount(): number {
+    return this.#appends;
+  }
+
+  append(record: T): Promise<void> {
+    let line: string;
+    try {
+      line = JSON.stringify(record) + '\n';
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (!isRecord(record)) return Promise.reject(new TypeError('JsonlLog.append expects an object record'));
+    this.#appends++;
+    const done = new Promise<void>((resolve, reject) => {
+      this.#batch.push({ line, resolve, reject });
+    });
+    this.#lastAppend = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#schedule();
+    return done;
+  }
+
+  readAll(): Promise<T[]> {
+    return this.#exclusive(async () => {
+      try {
+        await this.#repairOnce();
+      } catch (err) {
+        // Reading does not need the repair; the next append retries it (and reports a failure there).
+        this.#logger.warn(`jsonl log: could not check the tail of ${this.file}`, {
+          file: this.file,
+          code: errCode(err),
+        });
+      }
+      let text = '';
+      try {
+        text = await readFile(this.file, 'utf8');
+      } catch (err) {
+        if (!isErrno(err, 'ENOENT')) throw err;
+      }
+      const records = this.#parse(text);
+      // Lines still queued (not yet handed to the writer) are not in the file yet.
+      for (const pending of this.#batch) records.push(JSON.parse(pending.line) as T);
+      return records;
+    });
+  }
+
+  async flush(): Promise<void> {
+    await this.#lastAppend;
+    await this.#io;
+  }
+
+  async close(): Promise<void> {
+    // appendFile opens and closes the file per batch, so there is no handle to release.
+    await this.flush();
+  }
+
+  #exclusive<R>(fn: () => Promise<R>): Promise<R> {
+    const run = this.#io.then(fn);
+    this.#io = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  #schedule(): void {
+    if (this.#draining) return;
+    this.#draining = true;
+    // setImmediate rather than a microtask: appends issued from promise continuations of the same tick
+    // still join the batch.
+    setImmediate(() => {
+      void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#batch.length > 0) {
+        await this.#exclusive(() => this.#writeBatch());
+      }
+    } finally {
+      this.#draining = false;
+      if (this.#batch.length > 0) this.#schedule();
+    }
+  }
+
+  async #writeBatch(): Promise<void> {
+    const batch = this.#batch;
+    this.#batch = [];
+    if (batch.length === 0) return;
+    try {
+      await this.#repairOnce();
+      const data = batch.length === 1 ? batch[0]!.line : batch.map((p) => p.line).join('');
+      await this.#appendData(data);
+      for (const p of batch) p.resolve();
+    } catch (err) {
+      this.#logger.error(`jsonl log: write to ${this.file} failed`, {
+        file: this.file,
+        records: batch.length,
+        code: errCode(err),
+      });
+      for (const p of batch) p.reject(err);
+    }
+  }
+
+  async #appendData(data: string): Promise<void> {
+    if (!this.#dirReady) {
+      await mkdir(path.dirname(this.file), { recursive: true });
+      this.#dirReady = true;
+    }
+    this.#writes++;
+    try {
+      await appendFile(this.file, data, 'utf8');
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) throw err;
+      // The directory vanished under us; recreate it once and retry.
+      await mkdir(path.dirname(this.file), { recursive: true });
+      this.#writes++;
+      await appendFile(this.file, data, 'utf8');
+    }
+  }
+
+  #repairOnce(): Promise<void> {
+    if (!this.#repaired) {
+      this.#repaired = this.#repairTail().catch((err: unknown) => {
+        this.#repaired = undefined; // try again next time
+        throw err;
+      });
+    }
+    return this.#repaired;
+  }
+
+  /** Makes sure the file ends in "\n", so new lines are never glued onto a torn one. */
+  async #repairTail(): Promise<void> {
+    let fh: FileHandle;
+    try {
+      fh = await open(this.file, 'r+');
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return;
+      throw err;
+    }
+    try {
+      const { size } = await fh.stat();
+      if (size === 0) return;
+      const one = Buffer.alloc(1);
+      await readFully(fh, one, 1, size - 1);
+      if (one[0] === NEWLINE) return;
+
+      // Find the byte after the last newline.
+      const chunk = Buffer.alloc(64 * 1024);
+      let end = size;
+      let cut = 0;
+      while (end > 0) {
+        const start = Math.max(0, end - chunk.length);
+        const got = await readFully(fh, chunk, end - start, start);
+        const idx = chunk.subarray(0, got).lastIndexOf(NEWLINE);
+        if (idx >= 0) {
+          cut = start + idx + 1;
+          break;
+        }
+        end = start;
+      }
+
+      // A tail that is a complete record lost only its newline: keep it.
+      const tailLength = size - cut;
+      if (tailLength <= MAX_TAIL_SALVAGE) {
+        const tail = Buffer.alloc(tailLength);
+        await readFully(fh, tail, tailLength, cut);
+        if (this.#parseLine(tail.toString('utf8')) !== undefined) {
+          await fh.write('\n', size, 'utf8');
+          this.#logger.warn(`jsonl log: ${this.file} did not end in a newline; completed its last line`, {
+            file: this.file,
+          });
+          return;
+        }
+      }
+      await fh.truncate(cut);
+      this.#logger.warn(`jsonl log: cut a torn last line (${tailLength} bytes) from ${this.file}`, {
+        file: this.file,
+        bytes: tailLength,
+      });
+    } finally {
+      await fh.close();
+    }
+  }
+
+  #parseLine(line: string): T | undefined {
+    try {
+      const value: unknown = JSON.parse(line);
+      return isRecord(value) ? (value as T) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #parse(text: string): T[] {
+    const out: T[] = [];
+    const lines = text.split('\n');
+    const endsClean = text.endsWith('\n');
+    // With a trailing newline the last split element is the empty remainder.
+    const count = endsClean ? lines.length - 1 : lines.length;
+    for (let i = 0; i < count; i++) {
+      const line = lines[i]!;
+      if (line.trim() === '') continue;
+      const record = this.#parseLine(line);
+      if (record !== undefined) {
+        out.push(record);
+        continue;
+      }
+      const torn = i === count - 1;
+      this.#logger.warn(
+        torn
+          ? `jsonl log: skipped a torn last line in ${this.file}`
+          : `jsonl log: skipped an unparseable line in ${this.file}`,
+        { file: this.file, line: i + 1 },
+      );
+    }
+    return out;
+  }
+}

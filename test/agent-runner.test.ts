@@ -1,0 +1,251 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AgentRunner } from '../plugin/hosts/standalone/agent-runner.ts';
+import type { RunnerConfig, TurnOutcome } from '../plugin/hosts/standalone/agent-runner.ts';
+
+const API_KEY = 'sk-test-SECRET-0123456789abcdef';
+
+interface Seen {
+  method: string | undefined;
+  url: string | undefined;
+  headers: http.IncomingHttpHeaders;
+  body: unknown;
+}
+
+type Handler = (req: http.IncomingMessage, body: string, res: http.ServerResponse) => void;
+
+async function withServer(handler: Handler, fn: (baseUrl: string) => Promise<void>): Promise<void> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => handler(req, Buffer.concat(chunks).toString('utf8'), res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  try {
+    await fn(`http://127.0.0.1:${port}`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+function json(res: http.ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function runner(config: Partial<RunnerConfig>): AgentRunner {
+  return new AgentRunner(() => ({ defaultModel: 'echo/echo', providers: {}, ...config }));
+}
+
+function signal(): AbortSignal {
+  return new AbortController().signal;
+}
+
+function assertError(outcome: TurnOutcome, pattern: RegExp): string {
+  assert.equal(outcome.status, 'error', JSON.stringify(outcome));
+  assert.ok(outcome.status === 'error');
+  assert.match(outcome.error, pattern);
+  assert.ok(!outcome.error.includes(API_KEY), `api key leaked: ${outcome.error}`);
+  assert.ok(!outcome.error.includes('\n'), 'one line');
+  return outcome.error;
+}
+
+test('echo: replies with the prompt verbatim, default model is echo/echo', async () => {
+  const prompt = 'Hello\n  multi-line 🎉 "quoted"';
+  assert.deepEqual(await runner({}).run({ prompt, signal: signal() }), { status: 'ok', reply: prompt });
+  assert.deepEqual(await runner({ defaultModel: '' }).run({ prompt, signal: signal() }), { status: 'ok', reply: prompt });
+  assert.deepEqual(await runner({ defaultModel: 'nope/x' }).run({ prompt, model: 'echo/any/thing', signal: signal() }), {
+    status: 'ok',
+    reply: prompt,
+  });
+});
+
+test('echo: an already-aborted signal is a timeout', async () => {
+  const ac = new AbortController();
+  ac.abort();
+  assert.deepEqual(await runner({}).run({ prompt: 'x', signal: ac.signal }), { status: 'timeout', error: 'timed out' });
+});
+
+test('model refs: unknown provider and refs without a slash are errors naming them', async () => {
+  const r = runner({});
+  assertError(await r.run({ prompt: 'x', model: 'mystery/gpt-9', signal: signal() }), /^unknown model provider "mystery" \(model "mystery\/gpt-9"\)$/);
+  assertError(await r.run({ prompt: 'x', model: 'noslash', signal: signal() }), /"noslash"/);
+  assertError(await r.run({ prompt: 'x', model: '/model', signal: signal() }), /"\/model"/);
+  assertError(await r.run({ prompt: 'x', model: 'toString/x', signal: signal() }), /unknown model provider "toString"/);
+});
+
+test('openai-compatible provider: request shape and completion', async () => {
+  const seen: Seen[] = [];
+  await withServer(
+    (req, body, res) => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body: JSON.parse(body) });
+      json(res, 200, {
+        id: 'c1',
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'pong' }, finish_reason: 'stop' }],
+      });
+    },
+    async (base) => {
+      const r = runner({ providers: { local: { baseUrl: `${base}/v1/`, apiKey: API_KEY } } });
+      const outcome = await r.run({ prompt: 'ping', model: 'local/org/model-7b', thinking: 'high', signal: signal() });
+      assert.deepEqual(outcome, { status: 'ok', reply: 'pong' });
+
+      assert.equal(seen.length, 1);
+      const s = seen[0]!;
+      assert.equal(s.method, 'POST');
+      assert.equal(s.url, '/v1/chat/completions');
+      assert.equal(s.headers.authorization, `Bearer ${API_KEY}`);
+      assert.match(String(s.headers['content-type']), /^application\/json/);
+      assert.deepEqual(s.body, {
+        model: 'org/model-7b',
+        messages: [{ role: 'user', content: 'ping' }],
+        reasoning_effort: 'high',
+      });
+
+      // Without apiKey and thinking: no auth header, no reasoning_effort; default model used.
+      const plain = runner({ defaultModel: 'bare/m', providers: { bare: { baseUrl: `${base}/?tenant=a` } } });
+      assert.deepEqual(await plain.run({ prompt: 'hi', signal: signal() }), { status: 'ok', reply: 'pong' });
+      const s2 = seen[1]!;
+      assert.equal(s2.url, '/chat/completions?tenant=a');
+      assert.equal(s2.headers.authorization, undefined);
+      assert.deepEqual(s2.body, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    },
+  );
+});
+
+test('openai-compatible provider: content given as an array of parts is joined', async () => {
+  await withServer(
+    (_req, _body, res) =>
+      json(res, 200, {
+        choices: [
+          {
+            message: {
+              role: 'assistant',
+              content: [
+                { type: 'text', text: 'Hello, ' },
+                { type: 'image_url', image_url: { url: 'x' } },
+                { type: 'text', text: 'world' },
+              ],
+            },
+          },
+        ],
+      }),
+    async (base) => {
+      const r = runner({ providers: { p: { baseUrl: base } } });
+      assert.deepEqual(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), { status: 'ok', reply: 'Hello, world' });
+    },
+  );
+});
+
+test('openai-compatible provider: a configured provider named echo replaces the built-in one', async () => {
+  await withServer(
+    (_req, _body, res) => json(res, 200, { choices: [{ message: { content: 'from server' } }] }),
+    async (base) => {
+      const r = runner({ providers: { echo: { baseUrl: base } } });
+      assert.deepEqual(await r.run({ prompt: 'x', signal: signal() }), { status: 'ok', reply: 'from server' });
+    },
+  );
+});
+
+test('openai-compatible provider: HTTP 500 carries the status and error.message, not the api key', async () => {
+  await withServer(
+    (req, _body, res) =>
+      json(res, 500, {
+        error: {
+          message: `backend exploded\nwhile using ${String(req.headers.authorization)} ` + 'z'.repeat(1000),
+          type: 'server_error',
+        },
+      }),
+    async (base) => {
+      const r = runner({ providers: { p: { baseUrl: base, apiKey: API_KEY } } });
+      const error = assertError(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), /500.*backend exploded while using/);
+      assert.ok(error.length < 500, `truncated (${error.length} chars)`);
+    },
+  );
+});
+
+test('openai-compatible provider: HTTP error without a JSON body still names the status', async () => {
+  await withServer(
+    (_req, _body, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end('upstream down');
+    },
+    async (base) => {
+      const r = runner({ providers: { p: { baseUrl: base, apiKey: API_KEY } } });
+      assertError(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), /HTTP 503/);
+    },
+  );
+});
+
+test('openai-compatible provider: bad JSON and missing content are errors', async () => {
+  let mode = 'bad-json';
+  await withServer(
+    (_req, _body, res) => {
+      if (mode === 'bad-json') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"choices": [');
+      } else {
+        json(res, 200, { choices: [{ message: { role: 'assistant', content: null } }] });
+      }
+    },
+    async (base) => {
+      const r = runner({ providers: { p: { baseUrl: base, apiKey: API_KEY } } });
+      assertError(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), /invalid JSON/);
+      mode = 'no-content';
+      assertError(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), /without message content/);
+    },
+  );
+});
+
+test('openai-compatible provider: a provider that never answers times out via the abort signal', async () => {
+  let requests = 0;
+  await withServer(
+    () => {
+      requests++; // never respond
+    },
+    async (base) => {
+      const r = runner({ providers: { slow: { baseUrl: base, apiKey: API_KEY } } });
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), 150);
+      const started = Date.now();
+      const outcome = await r.run({ prompt: 'x', model: 'slow/m', signal: ac.signal });
+      clearTimeout(timer);
+      assert.deepEqual(outcome, { status: 'timeout', error: 'timed out' });
+      assert.ok(Date.now() - started < 5000);
+      assert.equal(requests, 1);
+
+      // AbortSignal.timeout works the same way.
+      const viaTimeout = await r.run({ prompt: 'x', model: 'slow/m', signal: AbortSignal.timeout(100) });
+      assert.equal(viaTimeout.status, 'timeout');
+    },
+  );
+});
+
+test('openai-compatible provider: connection refused is an error without the api key', async () => {
+  // Find a port that nothing listens on.
+  const probe = http.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+
+  const r = runner({ providers: { gone: { baseUrl: `http://127.0.0.1:${port}/v1?key=${API_KEY}`, apiKey: API_KEY } } });
+  const error = assertError(await r.run({ prompt: 'x', model: 'gone/m', signal: signal() }), /connection refused/);
+  assert.match(error, new RegExp(`127\\.0\\.0\\.1:${port}`));
+});
+
+test('invalid provider config is an error, never a throw', async () => {
+  const r = runner({ providers: { bad: { baseUrl: 'not a url' }, ftp: { baseUrl: 'ftp://example.com' } } });
+  assertError(await r.run({ prompt: 'x', model: 'bad/m', signal: signal() }), /invalid baseUrl/);
+  assertError(await r.run({ prompt: 'x', model: 'ftp/m', signal: signal() }), /not http/);
+  const creds = runner({ providers: { c: { baseUrl: 'http://user:hunter2-password@127.0.0.1:1/v1' } } });
+  const error = assertError(await creds.run({ prompt: 'x', model: 'c/m', signal: signal() }), /credentials/);
+  assert.ok(!error.includes('hunter2'));
+  const throwing = new AgentRunner(() => {
+    throw new Error('config unavailable');
+  });
+  assertError(await throwing.run({ prompt: 'x', signal: signal() }), /config unavailable/);
+});

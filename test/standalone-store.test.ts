@@ -1,0 +1,346 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { LogFields, Logger } from '../plugin/host.ts';
+import { JsonlLog } from '../plugin/hosts/standalone/jsonl-log.ts';
+import { Outbox } from '../plugin/hosts/standalone/outbox.ts';
+import {
+  SessionStore,
+  decodeSessionFileName,
+  sessionFileName,
+} from '../plugin/hosts/standalone/session-store.ts';
+
+interface LogLine {
+  level: 'info' | 'warn' | 'error';
+  msg: string;
+  fields?: LogFields;
+}
+
+function recordingLogger(): Logger & { lines: LogLine[]; warnings(): string[] } {
+  const lines: LogLine[] = [];
+  return {
+    lines,
+    info: (msg, fields) => void lines.push({ level: 'info', msg, fields }),
+    warn: (msg, fields) => void lines.push({ level: 'warn', msg, fields }),
+    error: (msg, fields) => void lines.push({ level: 'error', msg, fields }),
+    warnings: () => lines.filter((l) => l.level === 'warn').map((l) => l.msg),
+  };
+}
+
+async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'hookgate-store-'));
+  try {
+    await fn(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function fileLines(file: string): Promise<string[]> {
+  const text = await readFile(file, 'utf8');
+  assert.ok(text.endsWith('\n'), 'file ends with a newline');
+  return text.slice(0, -1).split('\n');
+}
+
+interface Rec {
+  n: number;
+  s?: string;
+}
+
+test('group commit: appends of one tick go out in one write, in order', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'nested', 'deeper', 'log.jsonl');
+    const log = new JsonlLog<Rec>(file, recordingLogger());
+    const appends: Promise<void>[] = [];
+    for (let n = 0; n < 200; n++) appends.push(log.append({ n }));
+    // A read right after appending sees the records still waiting in the batch.
+    const early = await log.readAll();
+    assert.deepEqual(
+      early.map((r) => r.n),
+      Array.from({ length: 200 }, (_, i) => i),
+    );
+    await Promise.all(appends);
+    assert.equal(log.appendCount, 200);
+    assert.equal(log.writeCount, 1, 'all 200 records shared one write');
+
+    const lines = await fileLines(file);
+    assert.deepEqual(
+      lines.map((l) => (JSON.parse(l) as Rec).n),
+      Array.from({ length: 200 }, (_, i) => i),
+    );
+    await log.close();
+  });
+});
+
+test('group commit: appends from promise continuations and during an in-flight write are batched', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'log.jsonl');
+    const log = new JsonlLog<Rec>(file, recordingLogger());
+    const appends: Promise<void>[] = [];
+    for (let n = 0; n < 50; n++) {
+      appends.push(log.append({ n }));
+      await Promise.resolve(); // a microtask hop: still the same tick
+    }
+    await Promise.all(appends);
+    assert.equal(log.writeCount, 1);
+
+    // Keep appending one record per event-loop turn while writes are in flight.
+    const more: Promise<void>[] = [];
+    for (let n = 50; n < 150; n++) {
+      more.push(log.append({ n }));
+      if (n % 10 === 0) await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(more);
+    const laterWrites = log.writeCount - 1;
+    assert.ok(laterWrites >= 1 && laterWrites <= 20, `100 appends over ~10 turns took ${laterWrites} writes`);
+    await log.flush();
+    const all = await log.readAll();
+    assert.deepEqual(
+      all.map((r) => r.n),
+      Array.from({ length: 150 }, (_, i) => i),
+    );
+  });
+});
+
+test('durability: a fresh JsonlLog reads what a previous instance wrote; missing file is empty', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'log.jsonl');
+    assert.deepEqual(await new JsonlLog<Rec>(file, recordingLogger()).readAll(), []);
+
+    const first = new JsonlLog<Rec>(file, recordingLogger());
+    void first.append({ n: 1, s: 'line\nbreak "quoted"' });
+    void first.append({ n: 2, s: 'ünïcødé 🎉' });
+    await first.close();
+
+    const second = new JsonlLog<Rec>(file, recordingLogger());
+    assert.deepEqual(await second.readAll(), [
+      { n: 1, s: 'line\nbreak "quoted"' },
+      { n: 2, s: 'ünïcødé 🎉' },
+    ]);
+    await second.append({ n: 3 });
+    await second.close();
+    assert.equal((await fileLines(file)).length, 3);
+  });
+});
+
+test('torn last line: skipped with a warning naming the file, next append writes valid lines', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'log.jsonl');
+    await writeFile(file, '{"n":1}\n{"n":2}\n{"n":3,"s":"half-writ');
+
+    const logger = recordingLogger();
+    const log = new JsonlLog<Rec>(file, logger);
+    assert.deepEqual(await log.readAll(), [{ n: 1 }, { n: 2 }]);
+    assert.ok(
+      logger.warnings().some((m) => m.includes(file)),
+      `a warning names the file: ${JSON.stringify(logger.warnings())}`,
+    );
+
+    await log.append({ n: 4 });
+    await log.close();
+    const lines = await fileLines(file);
+    assert.deepEqual(
+      lines.map((l) => JSON.parse(l) as Rec),
+      [{ n: 1 }, { n: 2 }, { n: 4 }],
+    );
+  });
+});
+
+test('torn last line: repaired lazily by the first append too', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'log.jsonl');
+    await writeFile(file, '{"n":1}\n{"n":');
+    const logger = recordingLogger();
+    const log = new JsonlLog<Rec>(file, logger);
+    await log.append({ n: 2 });
+    await log.close();
+    assert.deepEqual(
+      (await fileLines(file)).map((l) => JSON.parse(l) as Rec),
+      [{ n: 1 }, { n: 2 }],
+    );
+    assert.ok(logger.warnings().some((m) => m.includes(file)));
+  });
+});
+
+test('a complete last record missing only its newline is kept', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'log.jsonl');
+    await writeFile(file, '{"n":1}\n{"n":2}');
+    const log = new JsonlLog<Rec>(file, recordingLogger());
+    await log.append({ n: 3 });
+    assert.deepEqual(await log.readAll(), [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    await log.close();
+  });
+});
+
+test('unparseable lines in the middle are skipped with a warning, never thrown', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'log.jsonl');
+    await writeFile(file, '{"n":1}\nnot json\n[1,2]\n\n{"n":2}\n');
+    const logger = recordingLogger();
+    const log = new JsonlLog<Rec>(file, logger);
+    assert.deepEqual(await log.readAll(), [{ n: 1 }, { n: 2 }]);
+    assert.equal(logger.warnings().filter((m) => m.includes(file)).length, 2);
+  });
+});
+
+test('session store: history, list and agent ids survive a restart', async () => {
+  await withTempDir(async (dir) => {
+    const sessionsDir = path.join(dir, 'state', 'sessions');
+    const store = new SessionStore(sessionsDir, recordingLogger());
+    await store.open();
+    assert.deepEqual(store.list(), []);
+    await Promise.all([
+      store.append('agent:ops:main', { kind: 'system-event', text: 'disk full', hook: 'wake', at: '2024-01-01T00:00:00.000Z' }),
+      store.append('agent:ops:hook:gmail:1', { kind: 'prompt', text: 'summarise', runId: 'r1', at: '2024-01-01T00:00:01.000Z' }),
+      store.append('agent:ops:hook:gmail:1', { kind: 'reply', text: 'done', runId: 'r1', at: '2024-01-01T00:00:02.000Z' }),
+      store.append('plain-key', { kind: 'prompt', text: 'hello' }),
+    ]);
+    const before = store.list();
+    await store.close();
+
+    const again = new SessionStore(sessionsDir, recordingLogger());
+    await again.open();
+    assert.deepEqual(again.list(), before);
+    assert.deepEqual(
+      again.list().map((s) => [s.key, s.agentId]),
+      [
+        ['agent:ops:hook:gmail:1', 'ops'],
+        ['agent:ops:main', 'ops'],
+        ['plain-key', 'main'],
+      ],
+    );
+    assert.equal(again.list()[0]!.updatedAt, '2024-01-01T00:00:02.000Z');
+    assert.deepEqual(await again.history('agent:ops:hook:gmail:1'), [
+      { kind: 'prompt', text: 'summarise', at: '2024-01-01T00:00:01.000Z', runId: 'r1' },
+      { kind: 'reply', text: 'done', at: '2024-01-01T00:00:02.000Z', runId: 'r1' },
+    ]);
+    const plain = await again.history('plain-key');
+    assert.equal(plain.length, 1);
+    assert.ok(!Number.isNaN(Date.parse(plain[0]!.at)), 'a default ISO time is filled in');
+    assert.deepEqual(await again.history('agent:nobody:main'), []);
+    await again.close();
+  });
+});
+
+test('session store: pending system events are rebuilt after a restart and cleared by heartbeats', async () => {
+  await withTempDir(async (dir) => {
+    const key = 'agent:main:main';
+    const store = new SessionStore(dir, recordingLogger());
+    await store.open();
+    await store.append(key, { kind: 'system-event', text: 'one', hook: 'wake' });
+    await store.append(key, { kind: 'system-event', text: 'two', hook: 'wake' });
+    assert.equal(store.pendingCount(key), 2);
+    void store.append(key, { kind: 'heartbeat', text: 'heartbeat' });
+    assert.equal(store.pendingCount(key), 0, 'a heartbeat entry clears pending events at once');
+    await store.append(key, { kind: 'system-event', text: 'three', hook: 'wake' });
+    await store.append(key, { kind: 'system-event', text: 'four', hook: 'gmail' });
+    assert.equal(store.pendingCount(key), 2);
+    await store.close();
+
+    const restarted = new SessionStore(dir, recordingLogger());
+    await restarted.open();
+    assert.equal(restarted.pendingCount(key), 2);
+    assert.deepEqual(restarted.takePending(key), ['three', 'four']);
+    assert.equal(restarted.pendingCount(key), 0);
+    assert.deepEqual(restarted.takePending(key), []);
+    assert.deepEqual(restarted.takePending('agent:main:unknown'), []);
+    await restarted.append(key, { kind: 'heartbeat', text: 'heartbeat' });
+    await restarted.close();
+
+    const third = new SessionStore(dir, recordingLogger());
+    await third.open();
+    assert.equal(third.pendingCount(key), 0, 'the heartbeat entry made them non-pending on disk too');
+    const kinds = (await third.history(key)).map((e) => e.kind);
+    assert.deepEqual(kinds, ['system-event', 'system-event', 'heartbeat', 'system-event', 'system-event', 'heartbeat']);
+    await third.close();
+  });
+});
+
+test('session store: hostile and unicode keys map to files directly inside the dir', async () => {
+  await withTempDir(async (root) => {
+    const dir = path.join(root, 'sessions');
+    const keys = [
+      'agent:main:main',
+      'agent:main:../../../etc/passwd',
+      'agent:main:a/b\\c',
+      '..',
+      '.',
+      '.hidden',
+      'agent:main:héllo wörld 🎉',
+      'agent:main:Main',
+      'agent:main:main ',
+      'agent:main:' + 'x'.repeat(400),
+      'agent:main:' + '日本語'.repeat(100),
+      'agent:main:' + 'x'.repeat(400) + 'y',
+    ];
+    for (const key of keys) {
+      const name = sessionFileName(key);
+      assert.ok(!name.includes('/') && !name.includes('\\') && !name.includes('..'), name);
+      assert.ok(Buffer.byteLength(name) <= 255, `name too long for ${key.slice(0, 30)}`);
+      assert.equal(name, name.toLowerCase(), 'no upper case (case-insensitive file systems)');
+      if (!name.includes('~')) assert.equal(decodeSessionFileName(name), key);
+    }
+    assert.equal(new Set(keys.map((k) => sessionFileName(k).toLowerCase())).size, keys.length, 'distinct names');
+
+    const store = new SessionStore(dir, recordingLogger());
+    await store.open();
+    await Promise.all(keys.map((key, i) => store.append(key, { kind: 'prompt', text: `t${i}` })));
+    await store.close();
+
+    assert.deepEqual(await readdir(root), ['sessions'], 'nothing written outside the sessions dir');
+    const files = await readdir(dir);
+    assert.equal(files.length, keys.length);
+    for (const f of files) assert.ok((await stat(path.join(dir, f))).isFile());
+
+    const again = new SessionStore(dir, recordingLogger());
+    await again.open();
+    assert.deepEqual(
+      again.list().map((s) => s.key),
+      [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+    );
+    for (const [i, key] of keys.entries()) {
+      assert.deepEqual(
+        (await again.history(key)).map((e) => e.text),
+        [`t${i}`],
+      );
+    }
+    await again.close();
+  });
+});
+
+test('outbox: entries persist, lastRoute follows the latest delivery per agent', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'outbox.jsonl');
+    const outbox = new Outbox(file, recordingLogger());
+    await outbox.open();
+    assert.deepEqual(outbox.list(), []);
+    assert.equal(outbox.lastRoute('main'), undefined);
+
+    await outbox.append({ channel: 'telegram', to: '123', text: 'first', runId: 'r1', agentId: 'main' });
+    await outbox.append({ channel: 'slack', text: 'ops note', runId: 'r2', agentId: 'ops' });
+    await outbox.append({ channel: 'discord', to: 'chan-9', text: 'second', runId: 'r3', agentId: 'main' });
+    assert.deepEqual(outbox.lastRoute('main'), { channel: 'discord', to: 'chan-9' });
+    assert.deepEqual(outbox.lastRoute('ops'), { channel: 'slack' });
+    await outbox.close();
+
+    const again = new Outbox(file, recordingLogger());
+    await again.open();
+    const list = again.list();
+    assert.deepEqual(
+      list.map((e) => [e.channel, e.to, e.text, e.runId, e.agentId]),
+      [
+        ['telegram', '123', 'first', 'r1', 'main'],
+        ['slack', undefined, 'ops note', 'r2', 'ops'],
+        ['discord', 'chan-9', 'second', 'r3', 'main'],
+      ],
+    );
+    for (const e of list) assert.ok(!Number.isNaN(Date.parse(e.at)));
+    assert.deepEqual(again.lastRoute('main'), { channel: 'discord', to: 'chan-9' });
+    assert.deepEqual(again.lastRoute('ops'), { channel: 'slack' });
+    assert.equal(again.lastRoute('nobody'), undefined);
+    await again.close();
+  });
+});
