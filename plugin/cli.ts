@@ -1,0 +1,184 @@
+// The `hookgate` command line: run the standalone gateway, or create, check and read its config.
+import { access } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError } from './errors.ts';
+import { readConfigFile } from './config/load.ts';
+import { resolveHooksConfig, selectStandaloneConfig } from './config/resolve.ts';
+import { resolveGatewaySettings, writeDefaultConfig } from './hosts/standalone/config.ts';
+import { startGateway } from './hosts/standalone/gateway.ts';
+import { createLineLogger } from './hosts/standalone/logger.ts';
+
+const HELP: Record<string, string> = {
+  main: `hookgate — webhook ingress for an assistant gateway
+
+Usage: hookgate <command> [options]
+
+Commands:
+  gateway         Run the standalone gateway (what \`npm start\` runs)
+  config init     Write a default config with fresh tokens, if none exists
+  config check    Validate a config file and report every problem
+  config get KEY  Print one value of the config, e.g. hooks.token
+  help [command]  Show help for a command
+
+Run \`hookgate help <command>\` or \`hookgate <command> --help\` for its options.`,
+  gateway: `Usage: hookgate gateway [--config FILE] [--state-dir DIR] [--port N] [--host ADDR]
+
+Runs the standalone gateway: hooks under hooks.path and the admin API under /api/.
+
+Options:
+  --config FILE     Config file (JSON5). Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
+                    Written with fresh tokens (mode 0600) when it does not exist.
+  --state-dir DIR   Sessions, runs and outbox. Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.
+  --port N          Port (0 = any free port). Default: gateway.port, else 18789.
+  --host ADDR       Address to bind. Default: gateway.bind, else 127.0.0.1.
+
+Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops it cleanly.`,
+  config: `Usage: hookgate config <init|check|get KEY> [--config FILE] [--state-dir DIR]
+
+  init      Write a default config (hooks enabled, fresh hook and gateway tokens, mode 0600)
+            unless the file exists.
+  check     Validate the whole file; prints every problem with its key, exits 1 if any.
+  get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
+};
+
+interface Paths {
+  configPath: string;
+  stateDir: string;
+}
+
+function resolvePaths(values: { config?: string; 'state-dir'?: string }): Paths {
+  const stateDir = path.resolve(values['state-dir'] ?? process.env.HOOKGATE_STATE_DIR ?? path.join(homedir(), '.hookgate'));
+  const configPath = path.resolve(values.config ?? process.env.HOOKGATE_CONFIG ?? path.join(stateDir, 'gateway.json5'));
+  return { configPath, stateDir };
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function runGateway(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      config: { type: 'string' },
+      'state-dir': { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) return print(HELP.gateway!);
+  const paths = resolvePaths(values);
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, not "${values.port}"`);
+  }
+  let created = false;
+  if (!(await exists(paths.configPath))) {
+    await writeDefaultConfig(paths.configPath);
+    created = true;
+  }
+  const logger = createLineLogger();
+  const gw = await startGateway({ ...paths, port, host: values.host, logger });
+  const hooksPath = gw.plugin.snapshot().path;
+  if (created) {
+    console.log(`Wrote a new config with fresh hook and gateway tokens to ${paths.configPath} (mode 0600).`);
+    console.log('Try it:');
+    console.log(`  HOOK_TOKEN=$(npm run -s cli -- config get hooks.token --config '${paths.configPath}')`);
+    console.log(`  curl -s ${gw.url}${hooksPath}/wake -H "Authorization: Bearer $HOOK_TOKEN" -d '{"text":"Hello from curl"}'`);
+  }
+  console.log(`listening on ${gw.url}`);
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string): void => {
+      logger.info('shutting down', { signal });
+      resolve();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  await gw.close();
+  logger.info('stopped');
+  logger.flush();
+  return 0;
+}
+
+async function runConfig(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { config: { type: 'string' }, 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const [sub, key] = positionals;
+  if (values.help || !sub) return print(HELP.config!);
+  const { configPath } = resolvePaths(values);
+  if (sub === 'init') {
+    if (await exists(configPath)) return print(`${configPath} exists; left as it is.`);
+    await writeDefaultConfig(configPath);
+    return print(`Wrote ${configPath} (mode 0600).`);
+  }
+  const file = await readConfigFile(configPath);
+  if (sub === 'check') {
+    const problems: string[] = [];
+    for (const check of [
+      () => resolveGatewaySettings(file, configPath),
+      () => resolveHooksConfig(selectStandaloneConfig(file), path.dirname(configPath), configPath),
+    ]) {
+      try {
+        check();
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        problems.push(...err.problems);
+      }
+    }
+    if (problems.length) throw new ConfigError(problems, configPath);
+    return print(`${configPath}: OK`);
+  }
+  if (sub === 'get') {
+    if (!key) throw new UsageError('config get needs a key, e.g. hooks.token');
+    let value: unknown = file;
+    for (const part of key.split('.')) {
+      value = value !== null && typeof value === 'object' && Object.hasOwn(value, part) ? (value as Record<string, unknown>)[part] : undefined;
+    }
+    if (value === undefined) throw new UsageError(`${key} is not set in ${configPath}`);
+    return print(typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+  }
+  throw new UsageError(`unknown config command "${sub}"`);
+}
+
+class UsageError extends Error {}
+
+function print(text: string): number {
+  console.log(text);
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (!command || command === '--help' || command === '-h') return print(HELP.main!);
+    if (command === 'help') return print(HELP[rest[0] ?? 'main'] ?? HELP.main!);
+    if (command === 'gateway') return await runGateway(rest);
+    if (command === 'config') return await runConfig(rest);
+    throw new UsageError(`unknown command "${command}"`);
+  } catch (err) {
+    if (err instanceof ConfigError) console.error(err.message);
+    else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`hookgate: ${(err as Error).message}\nRun \`hookgate --help\` for usage.`);
+      return 2;
+    } else console.error(`hookgate: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

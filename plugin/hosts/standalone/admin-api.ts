@@ -1,0 +1,82 @@
+// Admin API of the standalone gateway, on the same port: read-only views of sessions, runs and the
+// outbox, behind the gateway token (never the hook token).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HookError } from '../../errors.ts';
+import { digestToken, extractToken, tokenMatches } from '../../auth/token.ts';
+import { AuthFailureLimiter } from '../../auth/limiter.ts';
+import { clientAddress } from '../../http/client-address.ts';
+import { sendError, sendJson } from '../../http/respond.ts';
+import { DEFAULTS } from '../../config/resolve.ts';
+import type { SessionStore } from './session-store.ts';
+import type { Outbox } from './outbox.ts';
+import type { RunRegistry } from './run-registry.ts';
+
+export interface AdminDeps {
+  gatewayToken: () => string;
+  store: SessionStore;
+  outbox: Outbox;
+  runs: RunRegistry;
+}
+
+const PREFIX = '/api/';
+
+export class AdminApi {
+  private readonly limiter = new AuthFailureLimiter();
+  private digest: { token: string; digest: Buffer } | undefined;
+
+  constructor(private readonly deps: AdminDeps) {}
+
+  /** True when the request was for the admin API (and has been answered). */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const url = req.url ?? '/';
+    if (!url.startsWith(PREFIX)) return false;
+    try {
+      sendJson(res, 200, await this.route(req, url));
+    } catch (err) {
+      sendError(res, err instanceof HookError ? err : new HookError(500, 'internal_error', 'internal error'));
+    }
+    return true;
+  }
+
+  private async route(req: IncomingMessage, url: string): Promise<unknown> {
+    if (req.method !== 'GET') throw new HookError(405, 'method_not_allowed', 'the admin API is read-only: use GET', { allow: 'GET' });
+    const client = clientAddress(req, undefined);
+    const locked = this.limiter.lockedFor(client);
+    if (locked > 0) {
+      throw new HookError(429, 'rate_limited', `too many failed authentications; retry in ${locked} s`, { 'retry-after': String(locked) });
+    }
+    if (!tokenMatches(extractToken(req.headers), this.tokenDigest())) {
+      this.limiter.recordFailure(client, DEFAULTS.authRateLimit);
+      throw new HookError(401, 'unauthorized', 'missing or wrong gateway token');
+    }
+    const pathname = url.split('?', 1)[0]!;
+    const parts = pathname.slice(PREFIX.length).split('/');
+    const { store, outbox, runs } = this.deps;
+    if (parts.length === 1 && parts[0] === 'sessions') return { sessions: store.list() };
+    if (parts.length === 3 && parts[0] === 'sessions' && parts[2] === 'history') {
+      return { entries: await store.history(decode(parts[1]!)) };
+    }
+    if (parts.length === 2 && parts[0] === 'runs') {
+      const run = runs.get(decode(parts[1]!));
+      if (!run) throw new HookError(404, 'not_found', 'no such run');
+      const { name: _name, ...view } = run;
+      return view;
+    }
+    if (parts.length === 1 && parts[0] === 'outbox') return { deliveries: outbox.list() };
+    throw new HookError(404, 'not_found', 'no such admin endpoint');
+  }
+
+  private tokenDigest(): Buffer {
+    const token = this.deps.gatewayToken();
+    if (this.digest?.token !== token) this.digest = { token, digest: digestToken(token) };
+    return this.digest.digest;
+  }
+}
+
+function decode(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new HookError(400, 'invalid_payload', 'the path is not valid percent-encoding');
+  }
+}

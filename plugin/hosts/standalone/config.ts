@@ -1,0 +1,111 @@
+// The standalone gateway's own config: everything in the file except the hooks block (the plugin
+// validates that), plus the first-run default file.
+import { randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import gatewayConfigSchema from '../../../schema/gateway-config.schema.json' with { type: 'json' };
+import { ConfigError } from '../../errors.ts';
+import { CHANNEL_ORDER, type AgentInfo, type ChannelName } from '../../host.ts';
+import { compileSchema, formatErrors } from '../../config/schemas.ts';
+import type { ProviderConfig } from './agent-runner.ts';
+
+export const DEFAULT_PORT = 18789;
+export const DEFAULT_BIND = '127.0.0.1';
+export const DEFAULT_MODEL = 'echo/echo';
+export const DEFAULT_HEARTBEAT_SECONDS = 1800;
+
+export interface GatewaySettings {
+  port: number;
+  bind: string;
+  gatewayToken: string;
+  agents: AgentInfo[];
+  defaultAgentId: string;
+  defaultModel: string;
+  models?: string[];
+  timeoutSeconds?: number;
+  providers: Record<string, ProviderConfig>;
+  channels: ChannelName[];
+  channelDefaults: Partial<Record<ChannelName, string>>;
+  heartbeatSeconds: number;
+}
+
+interface GatewayFile {
+  gateway?: { port?: number; bind?: string; auth?: { token?: string } };
+  agents?: { defaults?: { model?: string; models?: string[]; timeoutSeconds?: number }; list?: AgentInfo[] };
+  models?: { providers?: Record<string, ProviderConfig> };
+  channels?: Partial<Record<ChannelName, { defaultTo?: string }>>;
+  heartbeat?: { everySeconds?: number };
+}
+
+const validate = compileSchema<GatewayFile>(gatewayConfigSchema);
+
+export function resolveGatewaySettings(file: Record<string, unknown>, configPath: string): GatewaySettings {
+  if (!validate(file)) throw new ConfigError(formatErrors(validate.errors), configPath);
+  const f = file as GatewayFile;
+  const agents = f.agents?.list ?? [{ id: 'main', default: true }];
+  const problems: string[] = [];
+  const defaults = agents.filter((a) => a.default);
+  if (defaults.length > 1) problems.push('agents.list: only one agent may be the default');
+  const ids = new Set<string>();
+  agents.forEach((a, i) => {
+    if (ids.has(a.id)) problems.push(`agents.list[${i}].id "${a.id}" is listed twice`);
+    ids.add(a.id);
+  });
+  const channelDefaults: Partial<Record<ChannelName, string>> = {};
+  for (const [name, c] of Object.entries(f.channels ?? {})) {
+    if (c?.defaultTo) channelDefaults[name as ChannelName] = c.defaultTo;
+  }
+  if (problems.length) throw new ConfigError(problems, configPath);
+  return {
+    port: f.gateway?.port ?? DEFAULT_PORT,
+    bind: f.gateway?.bind ?? DEFAULT_BIND,
+    gatewayToken: f.gateway!.auth!.token!,
+    agents,
+    defaultAgentId: (defaults[0] ?? agents[0]!).id,
+    defaultModel: f.agents?.defaults?.model ?? DEFAULT_MODEL,
+    models: f.agents?.defaults?.models,
+    timeoutSeconds: f.agents?.defaults?.timeoutSeconds,
+    providers: f.models?.providers ?? {},
+    channels: CHANNEL_ORDER.filter((c) => f.channels?.[c] !== undefined),
+    channelDefaults,
+    heartbeatSeconds: f.heartbeat?.everySeconds ?? DEFAULT_HEARTBEAT_SECONDS,
+  };
+}
+
+function freshToken(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** The config written on first run: hooks on, fresh tokens, mode 0600. */
+export async function writeDefaultConfig(file: string): Promise<void> {
+  const text = `// hookgate gateway config (JSON5). Every key is described in README.md, "Config reference".
+{
+  gateway: {
+    port: ${DEFAULT_PORT},
+    bind: "${DEFAULT_BIND}",
+    // Admin API (/api/...): Authorization: Bearer <this token>. Never send it to /hooks.
+    auth: { token: "${freshToken()}" },
+  },
+  hooks: {
+    enabled: true,
+    // Hook endpoints (${'/hooks'}/...): Authorization: Bearer <this token>.
+    token: "${freshToken()}",
+    path: "/hooks",
+    defaultSessionKey: "hook:ingress",
+    allowRequestSessionKey: false,
+    allowedSessionKeyPrefixes: ["hook:"],
+  },
+  agents: {
+    // echo/echo is the built-in offline model: it replies with what it was given.
+    defaults: { model: "${DEFAULT_MODEL}", timeoutSeconds: 600 },
+    list: [{ id: "main", default: true }],
+  },
+  // Available chat channels; deliveries are recorded in the outbox (GET /api/outbox).
+  channels: { slack: { defaultTo: "#hooks" } },
+  heartbeat: { everySeconds: ${DEFAULT_HEARTBEAT_SECONDS} },
+}
+`;
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  // wx: never overwrite a file that appeared meanwhile.
+  await writeFile(file, text, { mode: 0o600, flag: 'wx' });
+}

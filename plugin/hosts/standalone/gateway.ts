@@ -1,0 +1,174 @@
+// The standalone gateway behind `npm start`: one HTTP server carrying the hooks plugin and the
+// admin API, a session store, heartbeats, an agent runner and a durable outbox under the state dir.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { createHooksPlugin, type HooksPlugin } from '../../index.ts';
+import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../host.ts';
+import { readConfigFile } from '../../config/load.ts';
+import { sendJson } from '../../http/respond.ts';
+import { resolveGatewaySettings, type GatewaySettings } from './config.ts';
+import { SessionStore } from './session-store.ts';
+import { Outbox } from './outbox.ts';
+import { AgentRunner } from './agent-runner.ts';
+import { Heartbeats } from './heartbeat.ts';
+import { RunRegistry } from './run-registry.ts';
+import { AdminApi } from './admin-api.ts';
+
+export interface GatewayOptions {
+  configPath: string;
+  stateDir: string;
+  /** Overrides gateway.port (0 = any free port). */
+  port?: number;
+  /** Overrides gateway.bind. */
+  host?: string;
+  logger: Logger;
+  /** How long background runs may go on after a shutdown starts. */
+  shutdownGraceMs?: number;
+}
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  host: string;
+  settings: GatewaySettings;
+  plugin: HooksPlugin;
+  close(): Promise<void>;
+}
+
+const mainSessionKey = (agentId: string): string => `agent:${agentId}:main`;
+
+export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
+  const { logger } = opts;
+  const file = await readConfigFile(opts.configPath);
+  const settings = resolveGatewaySettings(file, opts.configPath);
+
+  const store = new SessionStore(path.join(opts.stateDir, 'sessions'), logger);
+  const outbox = new Outbox(path.join(opts.stateDir, 'outbox.jsonl'), logger);
+  const registry = new RunRegistry(path.join(opts.stateDir, 'runs.jsonl'), logger);
+  await Promise.all([store.open(), outbox.open()]);
+  const interrupted = await registry.open();
+
+  const runner = new AgentRunner(() => ({ defaultModel: settings.defaultModel, providers: settings.providers }));
+  const heartbeats = new Heartbeats({
+    store,
+    runner,
+    logger,
+    mainSessionKey,
+    agentIds: () => settings.agents.map((a) => a.id),
+    turnTimeoutMs: () => (settings.timeoutSeconds ?? 600) * 1000,
+  });
+
+  const lastRoute = (agentId: string): Route | undefined => {
+    const last = outbox.lastRoute(agentId);
+    if (last && settings.channels.includes(last.channel as ChannelName)) {
+      return { channel: last.channel as ChannelName, to: last.to };
+    }
+    const first = settings.channels[0];
+    return first ? { channel: first, to: settings.channelDefaults[first] } : undefined;
+  };
+
+  const host: GatewayHost = {
+    logger,
+    configPath: opts.configPath,
+    configDir: path.dirname(opts.configPath),
+    agents: {
+      list: settings.agents,
+      defaultId: settings.defaultAgentId,
+      models: settings.models,
+      timeoutSeconds: settings.timeoutSeconds,
+    },
+    channels: settings.channels,
+    sessions: {
+      mainSessionKey,
+      enqueueSystemEvent: (sessionKey, text, meta) =>
+        store.append(sessionKey, { kind: 'system-event', text, hook: meta.hook, ...(meta.runId ? { runId: meta.runId } : {}) }),
+      requestHeartbeat: ({ agentId, reason }) => heartbeats.request(agentId, reason),
+      lastRoute,
+    },
+    runs: {
+      async runIsolatedTurn(turn) {
+        await store.append(turn.sessionKey, { kind: 'prompt', text: turn.prompt, runId: turn.runId });
+        const outcome = await runner.run({ prompt: turn.prompt, model: turn.model, thinking: turn.thinking, signal: turn.signal });
+        if (outcome.status === 'ok') {
+          await store.append(turn.sessionKey, { kind: 'reply', text: outcome.reply, runId: turn.runId });
+          return { status: 'ok', reply: outcome.reply };
+        }
+        await store.append(turn.sessionKey, { kind: 'reply', text: '', runId: turn.runId, error: outcome.error });
+        return { status: outcome.status, error: outcome.error };
+      },
+      onRunUpdate: (record) => registry.update(record),
+    },
+    async deliver(d) {
+      const to = d.to ?? settings.channelDefaults[d.channel];
+      await outbox.append({ channel: d.channel, ...(to !== undefined ? { to } : {}), text: d.text, runId: d.runId, agentId: d.agentId });
+    },
+  };
+
+  const plugin = await createHooksPlugin(host);
+  await reportInterrupted(interrupted, host, registry);
+  const admin = new AdminApi({ gatewayToken: () => settings.gatewayToken, store, outbox, runs: registry });
+
+  const server = createServer((req, res) => {
+    route(req, res).catch((err: unknown) => {
+      logger.error('request failed', { reason: err instanceof Error ? err.message : String(err) });
+      sendJson(res, 500, { ok: false, error: 'internal error', code: 'internal_error' });
+    });
+  });
+  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (await plugin.handle(req, res)) return;
+    if (await admin.handle(req, res)) return;
+    sendJson(res, 404, { ok: false, error: 'not found', code: 'not_found' });
+  };
+  // Slow clients: headers must arrive within 10 s; the hooks body reader has its own timeout.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 120_000;
+  server.keepAliveTimeout = 5_000;
+
+  const bindHost = opts.host ?? settings.bind;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? settings.port, bindHost, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (err) => logger.error('server error', { reason: err.message }));
+  heartbeats.startPeriodic(settings.heartbeatSeconds);
+  const { port } = server.address() as AddressInfo;
+  const urlHost = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    host: bindHost,
+    settings,
+    plugin,
+    close() {
+      closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        await stopped; // in-flight requests are answered first
+        await plugin.close(opts.shutdownGraceMs ?? 5000);
+        await heartbeats.stop();
+        await Promise.all([store.close(), outbox.close(), registry.close()]);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Runs the previous process accepted but never finished: record them and tell the main session. */
+async function reportInterrupted(runs: RunRecord[], host: GatewayHost, registry: RunRegistry): Promise<void> {
+  const error = 'interrupted: the gateway stopped before the run finished';
+  for (const run of runs) {
+    registry.update({ ...run, status: 'error', error });
+    await host.sessions.enqueueSystemEvent(host.sessions.mainSessionKey(run.agentId), `Hook ${run.name} (error): ${error}`, {
+      source: 'hook',
+      hook: run.name,
+      runId: run.runId,
+    });
+  }
+  if (runs.length) host.logger.warn('runs interrupted by the last stop were recorded as errors', { count: runs.length });
+}

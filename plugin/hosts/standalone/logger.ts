@@ -1,0 +1,28 @@
+// JSON-lines logger for the standalone gateway. Lines are buffered and written once per tick, so a
+// busy request path pays for one write per batch, not per line.
+import type { LogFields, Logger } from '../../host.ts';
+
+export function createLineLogger(out: NodeJS.WritableStream = process.stdout): Logger & { flush(): void } {
+  let buffer: string[] = [];
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (buffer.length === 0) return;
+    const text = buffer.join('');
+    buffer = [];
+    out.write(text);
+  };
+  const line = (level: string, msg: string, fields?: LogFields): void => {
+    buffer.push(`${JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields })}\n`);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+  return {
+    info: (msg, fields) => line('info', msg, fields),
+    warn: (msg, fields) => line('warn', msg, fields),
+    error: (msg, fields) => line('error', msg, fields),
+    flush,
+  };
+}

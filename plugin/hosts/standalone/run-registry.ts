@@ -1,0 +1,43 @@
+// Hook runs as the admin API shows them: every status change is kept in memory (the most recent
+// runs) and appended to <stateDir>/runs.jsonl, so a restart can tell which runs never finished.
+import type { Logger, RunRecord } from '../../host.ts';
+import { JsonlLog } from './jsonl-log.ts';
+
+const KEEP_IN_MEMORY = 10_000;
+const FINAL = new Set(['ok', 'error', 'timeout']);
+
+export class RunRegistry {
+  private readonly runs = new Map<string, RunRecord>();
+  private readonly log: JsonlLog<RunRecord & { at: string }>;
+
+  constructor(file: string, logger: Logger) {
+    this.log = new JsonlLog(file, logger);
+  }
+
+  /** Loads the log; returns the runs that were accepted but never finished (the process died). */
+  async open(): Promise<RunRecord[]> {
+    for (const r of await this.log.readAll()) this.remember(r);
+    return [...this.runs.values()].filter((r) => !FINAL.has(r.status));
+  }
+
+  update(record: Readonly<RunRecord>): void {
+    const at = new Date().toISOString();
+    this.remember({ ...record });
+    // A lost status line is not worth failing a run for; JsonlLog already logs write failures.
+    this.log.append({ ...record, at }).catch(() => {});
+  }
+
+  get(runId: string): RunRecord | undefined {
+    return this.runs.get(runId);
+  }
+
+  close(): Promise<void> {
+    return this.log.close();
+  }
+
+  private remember(r: RunRecord): void {
+    this.runs.delete(r.runId);
+    this.runs.set(r.runId, r);
+    if (this.runs.size > KEEP_IN_MEMORY) this.runs.delete(this.runs.keys().next().value!);
+  }
+}
