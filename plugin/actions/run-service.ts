@@ -4,6 +4,7 @@ import { HookError } from '../errors.ts';
 import type { GatewayHost, RunRecord, RunStatus, TurnResult } from '../host.ts';
 import type { AgentJob } from './agent.ts';
 import { resolveRoute } from './policies.ts';
+import { sanitizeMarkers } from '../safety/external-content.ts';
 
 export interface RunLimits {
   maxConcurrentRuns: number;
@@ -152,10 +153,12 @@ export class RunService {
         error = `delivery failed: ${reasonOf(err)}`;
       }
     }
-    const summary =
+    // The reply may echo untrusted content into the main session: no forged markers there either.
+    const summary = sanitizeMarkers(
       status === 'ok'
         ? `Hook ${job.name}: ${clip(reply ?? '', SUMMARY_MAX) || '(empty reply)'}`
-        : `Hook ${job.name} (${status}): ${error ?? status}`;
+        : `Hook ${job.name} (${status}): ${error ?? status}`,
+    );
     try {
       const main = this.host.sessions.mainSessionKey(job.agentId);
       await this.host.sessions.enqueueSystemEvent(main, summary, { source: 'hook', hook: job.name, runId: job.runId });

@@ -113,7 +113,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
   if (h.transformsDir !== undefined) {
     const resolved = path.resolve(transformsRoot, h.transformsDir);
     const rel = path.relative(transformsRoot, resolved);
-    if (rel.startsWith('..') || path.isAbsolute(rel)) {
+    if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
       problems.push(`${root}.transformsDir "${h.transformsDir}" must stay inside ${transformsRoot}`);
     } else transformsDir = resolved;
   }

@@ -13,6 +13,7 @@ export const DEFAULT_PORT = 18789;
 export const DEFAULT_BIND = '127.0.0.1';
 export const DEFAULT_MODEL = 'echo/echo';
 export const DEFAULT_HEARTBEAT_SECONDS = 1800;
+export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 5;
 
 export interface GatewaySettings {
   port: number;
@@ -27,10 +28,11 @@ export interface GatewaySettings {
   channels: ChannelName[];
   channelDefaults: Partial<Record<ChannelName, string>>;
   heartbeatSeconds: number;
+  shutdownGraceMs: number;
 }
 
 interface GatewayFile {
-  gateway?: { port?: number; bind?: string; auth?: { token?: string } };
+  gateway?: { port?: number; bind?: string; auth?: { token?: string }; shutdownGraceSeconds?: number };
   agents?: { defaults?: { model?: string; models?: string[]; timeoutSeconds?: number }; list?: AgentInfo[] };
   models?: { providers?: Record<string, ProviderConfig> };
   channels?: Partial<Record<ChannelName, { defaultTo?: string }>>;
@@ -69,6 +71,7 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
     channels: CHANNEL_ORDER.filter((c) => f.channels?.[c] !== undefined),
     channelDefaults,
     heartbeatSeconds: f.heartbeat?.everySeconds ?? DEFAULT_HEARTBEAT_SECONDS,
+    shutdownGraceMs: (f.gateway?.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS) * 1000,
   };
 }
 

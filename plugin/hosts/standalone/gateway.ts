@@ -23,8 +23,6 @@ export interface GatewayOptions {
   /** Overrides gateway.bind. */
   host?: string;
   logger: Logger;
-  /** How long background runs may go on after a shutdown starts. */
-  shutdownGraceMs?: number;
 }
 
 export interface RunningGateway {
@@ -150,7 +148,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         await stopped; // in-flight requests are answered first
-        await plugin.close(opts.shutdownGraceMs ?? 5000);
+        await plugin.close(settings.shutdownGraceMs);
         await heartbeats.stop();
         await Promise.all([store.close(), outbox.close(), registry.close()]);
       })();

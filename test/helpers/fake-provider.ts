@@ -1,0 +1,42 @@
+// A fake OpenAI-compatible model provider on loopback: records requests, answers as told.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ProviderRequest {
+  path: string;
+  authorization?: string;
+  body: any;
+}
+
+export interface FakeProvider {
+  baseUrl: string;
+  requests: ProviderRequest[];
+  close(): Promise<void>;
+}
+
+/** `answer` gets the parsed request and writes the response; default: a completion echoing "fake: <content>". */
+export async function startFakeProvider(
+  answer?: (req: ProviderRequest, res: ServerResponse) => void,
+): Promise<FakeProvider> {
+  const requests: ProviderRequest[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => {
+      const r: ProviderRequest = { path: req.url ?? '', authorization: req.headers.authorization, body: JSON.parse(raw || '{}') };
+      requests.push(r);
+      if (answer) return answer(r, res);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: `fake: ${r.body.messages?.[0]?.content?.length ?? 0} chars` } }] }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    requests,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,106 @@
+// Runs the real `hookgate gateway` process (as `npm start` does) on port 0 with a temp state dir.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const CLI = path.join(ROOT, 'plugin', 'cli.ts');
+
+export const HOOK_TOKEN = 'spawned-hook-token-0123456789';
+export const GATEWAY_TOKEN = 'spawned-gateway-token-0123456789';
+
+export interface SpawnedGateway {
+  url: string;
+  child: ChildProcess;
+  stateDir: string;
+  configPath: string;
+  output(): string;
+  /** GET on the admin API with the gateway token. */
+  admin(p: string): Promise<any>;
+  hook(p: string, body: unknown, token?: string): Promise<{ status: number; body: any }>;
+  /** Sends the signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function tempStateDir(): Promise<string> {
+  return mkdtemp(path.join(tmpdir(), 'hookgate-gw-'));
+}
+
+/** A config file with known tokens; `extra` is merged in at the top level. */
+export async function writeConfig(stateDir: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const configPath = path.join(stateDir, 'gateway.json5');
+  const { hooks, gateway, ...rest } = extra as { hooks?: object; gateway?: object };
+  const config = {
+    gateway: { auth: { token: GATEWAY_TOKEN }, shutdownGraceSeconds: 1, ...gateway },
+    hooks: { enabled: true, token: HOOK_TOKEN, ...hooks },
+    agents: { list: [{ id: 'main', default: true }] },
+    channels: { telegram: { defaultTo: '12345' } },
+    ...rest,
+  };
+  await writeFile(configPath, JSON.stringify(config, null, 2));
+  return configPath;
+}
+
+export async function spawnGateway(stateDir: string, args: string[] = []): Promise<SpawnedGateway> {
+  const configPath = path.join(stateDir, 'gateway.json5');
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'gateway', '--state-dir', stateDir, '--port', '0', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
+    const onData = (): void => {
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code} before listening:\n${out}`));
+    });
+  });
+  return {
+    url,
+    child,
+    stateDir,
+    configPath,
+    output: () => out,
+    async admin(p) {
+      const res = await fetch(url + p, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
+      const body = await res.json();
+      if (res.status !== 200) throw new Error(`GET ${p}: ${res.status} ${JSON.stringify(body)}`);
+      return body;
+    },
+    async hook(p, body, token = HOOK_TOKEN) {
+      const res = await fetch(url + p, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+      return { status: res.status, body: await res.json() };
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Polls until `check` returns a truthy value. */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export const MAIN = encodeURIComponent('agent:main:main');
