@@ -50,6 +50,8 @@ export interface TestGateway {
   configPath: string;
   /** Resolves when `count` run updates with a final status have been recorded. */
   finalRuns(count: number, timeoutMs?: number): Promise<RunRecord[]>;
+  /** Resolves with the final run update of `runId` once it has been recorded. */
+  finalRun(runId: string, timeoutMs?: number): Promise<RunRecord>;
   close(): Promise<void>;
 }
 
@@ -135,6 +137,20 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
           if (done().length >= count) {
             clearTimeout(deadline);
             resolve(done());
+          } else waiters.push(check);
+        };
+        check();
+      });
+    },
+    finalRun(runId, timeoutMs = 5000) {
+      return new Promise((resolve, reject) => {
+        const find = () => rec.runUpdates.find((r) => r.runId === runId && FINAL.has(r.status));
+        const deadline = setTimeout(() => reject(new Error(`run ${runId} did not finish`)), timeoutMs);
+        const check = () => {
+          const found = find();
+          if (found) {
+            clearTimeout(deadline);
+            resolve(found);
           } else waiters.push(check);
         };
         check();

@@ -1,0 +1,268 @@
+// Request bodies, driven with raw node:net / node:http clients: the size limit (declared and streamed),
+// the body timeout, clients that vanish, and payloads that try prototype pollution.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { request } from 'node:http';
+import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from './helpers/recording-host.ts';
+
+const LIMIT = 1024;
+
+let gw: TestGateway;
+let port: number;
+before(async () => {
+  gw = await startTestGateway({ hooks: { maxBodyBytes: LIMIT, bodyTimeoutSeconds: 0.5 } });
+  port = Number(new URL(gw.url).port);
+});
+after(() => gw.close());
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Parses the first HTTP response in `raw` (Content-Length framed). */
+function parseResponse(raw: string): RawResponse | undefined {
+  const end = raw.indexOf('\r\n\r\n');
+  if (end < 0) return undefined;
+  const [statusLine, ...lines] = raw.slice(0, end).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const length = Number(headers['content-length'] ?? 0);
+  const body = raw.slice(end + 4);
+  if (Buffer.byteLength(body) < length) return undefined;
+  return { status: Number(statusLine!.split(' ')[1]), headers, body: body.slice(0, length) };
+}
+
+/** A raw connection that collects what the server sends and notes when it closes. */
+class RawClient {
+  readonly socket: Socket;
+  received = '';
+  closed = false;
+  readonly done: Promise<void>;
+  private waiters: (() => void)[] = [];
+
+  constructor() {
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.setEncoding('utf8');
+    this.socket.on('data', (d: string) => {
+      this.received += d;
+      this.wake();
+    });
+    this.socket.on('error', () => {}); // EPIPE / ECONNRESET once the server hangs up
+    this.done = new Promise((resolve) =>
+      this.socket.on('close', () => {
+        this.closed = true;
+        this.wake();
+        resolve();
+      }),
+    );
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Resolves with the first complete response (or rejects if the connection closes without one). */
+  response(timeoutMs = 3000): Promise<RawResponse> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no response; got ${JSON.stringify(this.received)}`)), timeoutMs);
+      const check = (): void => {
+        const r = parseResponse(this.received);
+        if (r) {
+          clearTimeout(timer);
+          resolve(r);
+        } else if (this.closed) {
+          clearTimeout(timer);
+          reject(new Error(`closed without a response; got ${JSON.stringify(this.received)}`));
+        } else this.waiters.push(check);
+      };
+      check();
+    });
+  }
+
+  write(data: string): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.closed || this.socket.destroyed) return resolve();
+      this.socket.write(data, () => resolve());
+    });
+  }
+}
+
+function head(path: string, headers: Record<string, string | number>): string {
+  const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${HOOK_TOKEN}`, 'Content-Type: application/json'];
+  for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/** A JSON wake body of exactly `bytes` bytes. */
+function wakeBodyOfSize(bytes: number): string {
+  const empty = JSON.stringify({ text: '' });
+  const body = JSON.stringify({ text: 'x'.repeat(bytes - empty.length) });
+  assert.equal(Buffer.byteLength(body), bytes);
+  return body;
+}
+
+function assertJsonError(r: RawResponse, status: number, code: string): void {
+  assert.equal(r.status, status, r.body);
+  assert.match(r.headers['content-type'] ?? '', /^application\/json; charset=utf-8/);
+  const body = JSON.parse(r.body);
+  assert.equal(body.ok, false);
+  assert.equal(body.code, code);
+}
+
+function waitUntil(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + timeoutMs;
+    const tick = (): void => {
+      if (cond()) resolve();
+      else if (Date.now() > deadline) reject(new Error(`timed out waiting for: ${what}`));
+      else setTimeout(tick, 5);
+    };
+    tick();
+  });
+}
+
+async function stillServing(): Promise<void> {
+  const r = await post(gw.url, '/hooks/wake', { text: 'are you alive?' });
+  assert.equal(r.status, 200);
+}
+
+test('Content-Length over maxBodyBytes: 413 before any of the body is sent', async () => {
+  const c = new RawClient();
+  await c.write(head('/hooks/wake', { 'Content-Length': LIMIT + 1 }));
+  const r = await c.response();
+  assertJsonError(r, 413, 'payload_too_large');
+  assert.equal(r.headers.connection, 'close');
+  await c.done; // the server hangs up instead of waiting for the body
+  const c2 = new RawClient();
+  await c2.write(head('/hooks/agent', { 'Content-Length': 10_000_000 }));
+  assertJsonError(await c2.response(), 413, 'payload_too_large');
+  await c2.done;
+  assert.equal(gw.rec.turns.length, 0);
+  await stillServing();
+});
+
+test('a chunked body that grows past the limit: 413 and the connection is closed', async () => {
+  const eventsBefore = gw.rec.events.length;
+  const c = new RawClient();
+  await c.write(head('/hooks/wake', { 'Transfer-Encoding': 'chunked' }));
+  await c.write(`5\r\n{"tex\r\n`);
+  const chunk = 'x'.repeat(16 * 1024);
+  const frame = `${chunk.length.toString(16)}\r\n${chunk}\r\n`;
+  let sent = 0;
+  // Keep sending: the server must answer and hang up rather than keep reading. (What it does not read
+  // piles up in the kernel's socket buffers, a few MB at most; a server that kept reading would let
+  // this loop run to the cap.)
+  while (!c.closed && !c.socket.destroyed && sent < 64 * 1024 * 1024) {
+    await c.write(frame);
+    sent += chunk.length;
+    await new Promise(setImmediate);
+  }
+  await c.done;
+  assert.ok(c.closed, `the server kept reading ${sent} bytes`);
+  const r = parseResponse(c.received);
+  assert.ok(r, `no response before the close: ${JSON.stringify(c.received)}`);
+  assertJsonError(r, 413, 'payload_too_large');
+  assert.equal(gw.rec.events.length, eventsBefore);
+  await stillServing();
+});
+
+test('a body exactly at the limit is accepted, one byte more is not', async () => {
+  const atLimit = await post(gw.url, '/hooks/wake', undefined, { rawBody: wakeBodyOfSize(LIMIT) });
+  assert.equal(atLimit.status, 200, JSON.stringify(atLimit.body));
+  const over = await post(gw.url, '/hooks/wake', undefined, { rawBody: wakeBodyOfSize(LIMIT + 1) });
+  assert.equal(over.status, 413);
+  assert.equal(over.body.code, 'payload_too_large');
+
+  // Also when streamed in chunks with no Content-Length.
+  const body = wakeBodyOfSize(LIMIT);
+  const c = new RawClient();
+  await c.write(head('/hooks/wake', { 'Transfer-Encoding': 'chunked' }));
+  for (let i = 0; i < body.length; i += 100) {
+    const part = body.slice(i, i + 100);
+    await c.write(`${part.length.toString(16)}\r\n${part}\r\n`);
+  }
+  await c.write('0\r\n\r\n');
+  const r = await c.response();
+  assert.equal(r.status, 200, r.body);
+  assert.deepEqual(JSON.parse(r.body), { ok: true, mode: 'now' });
+  c.socket.destroy();
+});
+
+test('a body that stalls: 408 body_timeout, while other clients are served', async () => {
+  const c = new RawClient();
+  await c.write(head('/hooks/wake', { 'Content-Length': 100 }));
+  await c.write('{"text":"only the begin');
+  const pending = c.response();
+  let slowAnswered = false;
+  void pending.then(() => (slowAnswered = true), () => {});
+  // Another connection is served while the slow one waits.
+  await stillServing();
+  assert.equal(slowAnswered, false, 'the stalled request was answered before its body timed out');
+  const r = await pending;
+  assertJsonError(r, 408, 'body_timeout');
+  assert.match(JSON.parse(r.body).error, /0\.5 s/);
+  await c.done;
+  await stillServing();
+});
+
+test('a body that trickles in keeps the deadline: the whole body must arrive in time', async () => {
+  const eventsBefore = gw.rec.events.length;
+  const c = new RawClient();
+  await c.write(head('/hooks/wake', { 'Content-Length': 200 }));
+  await c.write('{"text":"');
+  // One byte every 50 ms would take 10 s; the 0.5 s limit is for the whole body, not per byte.
+  const trickle = setInterval(() => void c.write('x'), 50);
+  try {
+    const r = await c.response();
+    assertJsonError(r, 408, 'body_timeout');
+  } finally {
+    clearInterval(trickle);
+  }
+  await c.done;
+  assert.equal(gw.rec.events.length, eventsBefore);
+});
+
+test('a client that aborts mid-body does not crash the server', async () => {
+  const logsBefore = gw.rec.logs.filter((l) => l.msg === 'hook request').length;
+  const c = new RawClient();
+  await c.write(head('/hooks/agent', { 'Content-Length': 500 }));
+  await c.write('{"message":"half of it');
+  c.socket.destroy();
+  await c.done;
+  await waitUntil(() => gw.rec.logs.filter((l) => l.msg === 'hook request').length > logsBefore, 'the aborted request is logged');
+  assert.equal(gw.rec.logs.filter((l) => l.msg === 'hook request failed').length, 0, 'no internal error');
+
+  // The same through node:http, aborted after part of a chunked body.
+  await new Promise<void>((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/hooks/wake', method: 'POST', headers: { authorization: `Bearer ${HOOK_TOKEN}` } });
+    req.on('error', () => resolve());
+    req.on('close', () => resolve());
+    req.write('{"text":"par', () => setTimeout(() => req.destroy(), 20));
+  });
+  await stillServing();
+  assert.equal(gw.rec.turns.length, 0);
+});
+
+test('prototype pollution: __proto__ and constructor are unknown fields, nothing is polluted', async () => {
+  const bodies: [string, string][] = [
+    ['/hooks/wake', '{"text":"x","__proto__":{"polluted":1}}'],
+    ['/hooks/agent', '{"message":"x","__proto__":{"polluted":1}}'],
+    ['/hooks/wake', '{"text":"x","constructor":{"prototype":{"polluted":1}}}'],
+    ['/hooks/agent', '{"message":"x","constructor":{"prototype":{"polluted":1}}}'],
+  ];
+  for (const [p, raw] of bodies) {
+    const r = await post(gw.url, p, undefined, { rawBody: raw });
+    assert.equal(r.status, 400, raw);
+    assert.equal(r.body.code, 'invalid_payload');
+    assert.match(r.body.error, /(__proto__|constructor) is not a known field/);
+    assert.equal(({} as any).polluted, undefined);
+    assert.equal((Object.prototype as any).polluted, undefined);
+  }
+  assert.equal(gw.rec.turns.length, 0);
+});
