@@ -90,6 +90,22 @@ test('a burst of wake requests gives one heartbeat carrying every event', async 
   }
 });
 
+test('a backlog of 100 next-heartbeat events drains early instead of waiting for the periodic heartbeat', async () => {
+  const dir = await tempStateDir();
+  await writeConfig(dir);
+  const gw = await spawnGateway(dir);
+  try {
+    for (let i = 0; i < 100; i++) {
+      assert.equal((await gw.hook('/hooks/wake', { text: `backlog ${i}`, mode: 'next-heartbeat' })).status, 200);
+    }
+    const beat = await eventually(async () => (await history(gw)).find((e) => e.kind === 'heartbeat'));
+    assert.match(beat.text, /backlog/);
+    assert.match(beat.text, /100 pending/);
+  } finally {
+    await gw.stop();
+  }
+});
+
 test('agent with the echo provider: 202, run ok, run session history, summary, delivery to the outbox', async () => {
   const dir = await tempStateDir();
   await writeConfig(dir);

@@ -8,7 +8,7 @@ import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../h
 import { readConfigFile } from '../../config/load.ts';
 import { sendJson } from '../../http/respond.ts';
 import { resolveGatewaySettings, type GatewaySettings } from './config.ts';
-import { SessionStore } from './session-store.ts';
+import { agentIdOfKey, SessionStore } from './session-store.ts';
 import { Outbox } from './outbox.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
@@ -35,6 +35,8 @@ export interface RunningGateway {
 }
 
 const mainSessionKey = (agentId: string): string => `agent:${agentId}:main`;
+/** Pending system events that trigger a heartbeat before the periodic one. */
+const BACKLOG_EVENTS = 100;
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { logger } = opts;
@@ -79,8 +81,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     channels: settings.channels,
     sessions: {
       mainSessionKey,
-      enqueueSystemEvent: (sessionKey, text, meta) =>
-        store.append(sessionKey, { kind: 'system-event', text, hook: meta.hook, ...(meta.runId ? { runId: meta.runId } : {}) }),
+      async enqueueSystemEvent(sessionKey, text, meta) {
+        await store.append(sessionKey, { kind: 'system-event', text, hook: meta.hook, ...(meta.runId ? { runId: meta.runId } : {}) });
+        // Events waiting for the next heartbeat are held in memory: a long backlog drains early.
+        if (store.pendingCount(sessionKey) >= BACKLOG_EVENTS) heartbeats.request(agentIdOfKey(sessionKey), 'backlog');
+      },
       requestHeartbeat: ({ agentId, reason }) => heartbeats.request(agentId, reason),
       lastRoute,
     },

@@ -6,6 +6,23 @@ import type { AgentRunner } from './agent-runner.ts';
 
 /** Requests closer together than this give one heartbeat. */
 const COALESCE_MS = 100;
+/** A heartbeat prompt stays this small whatever piled up: each event clipped, the rest left out. */
+const PROMPT_BUDGET = 64 * 1024;
+const EVENT_MAX = 2000;
+
+export function heartbeatPrompt(events: readonly string[]): string {
+  const lines: string[] = [];
+  let size = 0;
+  for (const e of events) {
+    const line = `- ${e.length > EVENT_MAX ? `${e.slice(0, EVENT_MAX)}… (clipped)` : e}`;
+    if (size + line.length > PROMPT_BUDGET) break;
+    lines.push(line);
+    size += line.length + 1;
+  }
+  const left = events.length - lines.length;
+  const tail = left > 0 ? `\n(${left} more event(s) left out of this prompt; all are in the session history)` : '';
+  return `System events since the last heartbeat:\n${lines.join('\n')}${tail}`;
+}
 
 export interface HeartbeatDeps {
   store: SessionStore;
@@ -76,7 +93,7 @@ export class Heartbeats {
     const events = store.takePending(key);
     await store.append(key, { kind: 'heartbeat', text: `heartbeat (${reasons}): ${events.length} pending event(s)` });
     if (events.length === 0) return;
-    const prompt = `System events since the last heartbeat:\n${events.map((e) => `- ${e}`).join('\n')}`;
+    const prompt = heartbeatPrompt(events);
     await store.append(key, { kind: 'prompt', text: prompt });
     const signal = AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.deps.turnTimeoutMs())]);
     const outcome = await runner.run({ prompt, signal });
