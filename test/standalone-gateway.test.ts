@@ -30,6 +30,8 @@ test('first run writes a 0600 config with fresh tokens, prints a working curl, a
   try {
     const mode = (await stat(gw.configPath)).mode & 0o777;
     assert.equal(mode, 0o600);
+    // Session histories hold payload-derived text: private to the gateway's user.
+    assert.equal((await stat(path.join(dir, 'sessions'))).mode & 0o777, 0o700);
     const out = gw.output();
     assert.match(out, new RegExp(`Wrote a new config .*${gw.configPath.replace(/[.]/g, '\\.')}`));
     assert.match(out, /curl -s http:\/\/127\.0\.0\.1:\d+\/hooks\/wake -H "Authorization: Bearer \$HOOK_TOKEN"/);
@@ -45,6 +47,8 @@ test('first run writes a 0600 config with fresh tokens, prints a working curl, a
     const { entries } = (await res.json()) as { entries: any[] };
     assert.equal(entries[0].kind, 'system-event');
     assert.equal(entries[0].text, 'Hello from curl');
+    const files = await readdir(path.join(dir, 'sessions'));
+    for (const f of files) assert.equal((await stat(path.join(dir, 'sessions', f))).mode & 0o777, 0o600, f);
   } finally {
     assert.equal(await gw.stop(), 0);
   }

@@ -179,18 +179,18 @@ export class JsonlLog<T extends object> {
 
   async #appendData(data: string): Promise<void> {
     if (!this.#dirReady) {
-      await mkdir(path.dirname(this.file), { recursive: true });
+      await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
       this.#dirReady = true;
     }
     this.#writes++;
     try {
-      await appendFile(this.file, data, 'utf8');
+      await appendFile(this.file, data, { encoding: 'utf8', mode: 0o600 });
     } catch (err) {
       if (!isErrno(err, 'ENOENT')) throw err;
       // The directory vanished under us; recreate it once and retry.
-      await mkdir(path.dirname(this.file), { recursive: true });
+      await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
       this.#writes++;
-      await appendFile(this.file, data, 'utf8');
+      await appendFile(this.file, data, { encoding: 'utf8', mode: 0o600 });
     }
   }
 

@@ -225,7 +225,7 @@ export class SessionStore {
   }
 
   async #load(): Promise<void> {
-    await mkdir(this.#dir, { recursive: true });
+    await mkdir(this.#dir, { recursive: true, mode: 0o700 });
     const names = (await readdir(this.#dir)).filter((n) => n.endsWith(SUFFIX)).sort();
     for (const name of names) {
       const file = path.join(this.#dir, name);
