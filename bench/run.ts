@@ -3,7 +3,7 @@
 // Prints req/s, p50/p99 latency and the ratio to bare per scenario, the gateway's RSS after each,
 // and writes every figure to bench/results/latest.json.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,28 +15,32 @@ const CONNECTIONS = 32;
 const HOOK_TOKEN = 'bench-hook-token-0123456789abcdef';
 const GATEWAY_TOKEN = 'bench-gateway-token-0123456789abcdef';
 
+const started: ChildProcess[] = [];
+process.on('exit', () => {
+  for (const c of started) c.kill('SIGTERM');
+});
+
 interface Proc {
   url: string;
   child: ChildProcess;
 }
 
-function startProcess(args: string[]): Promise<Proc> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts a server whose stdout goes to a file (the gateway logs a line per request; a pipe into
+ * this process would spend the load generator's CPU), then waits for its "listening on" line. */
+async function startProcess(args: string[], logFile: string): Promise<Proc> {
+  const out = await open(logFile, 'w');
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', out.fd, 'inherit'] });
   started.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        // Keep draining stdout (request logs) so the pipe never blocks the server.
-        child.stdout!.removeAllListeners('data');
-        child.stdout!.resume();
-        resolve({ url: m[1]!, child });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`process exited with ${code}: ${out}`)));
-  });
+  await out.close();
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  for (let i = 0; i < 300; i++) {
+    const m = /listening on (http:\/\/\S+)/.exec(await readFile(logFile, 'utf8'));
+    if (m) return { url: m[1]!, child };
+    if (exited !== undefined) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${args.join(' ')} did not start: ${await readFile(logFile, 'utf8')}`);
 }
 
 async function startGateway(hooks: Record<string, unknown>): Promise<Proc & { dir: string }> {
@@ -48,7 +52,7 @@ async function startGateway(hooks: Record<string, unknown>): Promise<Proc & { di
     channels: { slack: { defaultTo: '#bench' } },
   };
   await writeFile(path.join(dir, 'gateway.json5'), JSON.stringify(config));
-  const p = await startProcess(['--import', 'tsx', 'plugin/cli.ts', 'gateway', '--state-dir', dir, '--port', '0']);
+  const p = await startProcess(['--import', 'tsx', 'plugin/cli.ts', 'gateway', '--state-dir', dir, '--port', '0'], path.join(dir, 'gateway.log'));
   return { ...p, dir };
 }
 
@@ -97,13 +101,9 @@ function figures(r: Result) {
   return { reqPerSec: Math.round(r.requests.average), p50Ms: r.latency.p50, p99Ms: r.latency.p99, total: r.requests.total, errors: r.errors + r.timeouts };
 }
 
-const started: ChildProcess[] = [];
-process.on('exit', () => {
-  for (const c of started) c.kill('SIGTERM');
-});
-
 async function main(): Promise<void> {
-  const bare = await startProcess(['bench/bare-server.mjs']);
+  const bareDir = await mkdtemp(path.join(tmpdir(), 'hookgate-bare-'));
+  const bare = await startProcess(['bench/bare-server.mjs'], path.join(bareDir, 'bare.log'));
   // maxFailures is high so the 401 scenario stays 401; the second gateway locks after one failure.
   const gw = await startGateway({ maxBodyBytes: 1024 * 1024, authRateLimit: { maxFailures: 1_000_000, windowSeconds: 1, lockoutSeconds: 1 } });
   const locked = await startGateway({ authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } });
@@ -144,6 +144,8 @@ async function main(): Promise<void> {
   };
   await writeFile(path.join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
   console.log('\nwritten to bench/results/latest.json');
+  for (const c of started) c.kill('SIGTERM');
+  await rm(bareDir, { recursive: true, force: true });
   await rm(gw.dir, { recursive: true, force: true });
   await rm(locked.dir, { recursive: true, force: true });
 }

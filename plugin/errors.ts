@@ -19,14 +19,20 @@ export type ErrorCode =
   | 'internal_error';
 
 export class HookError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: ErrorCode,
-    message: string,
-    readonly headers?: Readonly<Record<string, string>>,
-  ) {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly headers?: Readonly<Record<string, string>>;
+
+  constructor(status: number, code: ErrorCode, message: string, headers?: Readonly<Record<string, string>>) {
+    // These are answers, not faults: capturing a stack trace per rejected request is wasted work.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.name = 'HookError';
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
   }
 }
 

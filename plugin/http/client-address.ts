@@ -10,8 +10,12 @@ export interface TrustedProxies {
 /** Longest key derived from a hop that is not a valid IP. */
 const MAX_GARBAGE_KEY = 64;
 
+/** Verdicts remembered per address: BlockList.check allocates on every call, and peers repeat. */
+const VERDICT_CACHE_MAX = 1024;
+
 class CompiledProxies implements TrustedProxies {
   readonly #list: BlockList;
+  readonly #verdicts = new Map<string, boolean>();
 
   constructor(list: BlockList) {
     this.#list = list;
@@ -25,7 +29,13 @@ class CompiledProxies implements TrustedProxies {
 
   /** `bare` must already be validated as family 4 or 6. */
   matches(bare: string, family: number): boolean {
-    return this.#list.check(bare, family === 4 ? 'ipv4' : 'ipv6');
+    let verdict = this.#verdicts.get(bare);
+    if (verdict === undefined) {
+      verdict = this.#list.check(bare, family === 4 ? 'ipv4' : 'ipv6');
+      if (this.#verdicts.size >= VERDICT_CACHE_MAX) this.#verdicts.clear();
+      this.#verdicts.set(bare, verdict);
+    }
+    return verdict;
   }
 }
 

@@ -45,17 +45,17 @@ export async function handleHookRequest(
 
   const started = performance.now();
   const id = requestId();
-  res.setHeader('x-request-id', id);
   const client = clientAddress(req, snap.trustedProxies);
   try {
-    await dispatch(req, res, snap, deps, url, q, sub, client);
+    await dispatch(req, res, snap, deps, url, q, sub, client, id);
   } catch (err) {
-    if (err instanceof HookError) sendError(res, err);
+    if (err instanceof HookError) sendError(res, err, id);
     else {
       deps.host.logger.error('hook request failed', { requestId: id, reason: err instanceof Error ? err.message : String(err) });
-      sendError(res, internalError());
+      sendError(res, internalError(), id);
     }
-    if (res.getHeader('connection') === 'close') res.once('finish', () => req.destroy());
+    // The body was not read to its end: drop the connection once the answer is out.
+    if (err instanceof HookError && err.headers?.connection === 'close') res.once('finish', () => req.destroy());
   }
   deps.host.logger.info('hook request', {
     requestId: id,
@@ -85,6 +85,7 @@ async function dispatch(
   q: number,
   sub: string,
   client: string,
+  id: string,
 ): Promise<void> {
   if (q !== -1 && new URLSearchParams(url.slice(q + 1)).has('token')) throw TOKEN_IN_QUERY;
   if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
@@ -100,12 +101,12 @@ async function dispatch(
   const payload = parseJsonObject(await readBody(req, snap.maxBodyBytes, snap.bodyTimeoutMs));
 
   if (sub === 'wake') {
-    sendJson(res, 200, await runWake(parseWakePayload(payload), deps.host));
+    sendJson(res, 200, await runWake(parseWakePayload(payload), deps.host), undefined, id);
     return;
   }
   const job = prepareAgentJob(parseAgentPayload(payload), snap, deps.host);
   deps.runs.submit(job);
-  sendJson(res, 202, { ok: true, runId: job.runId });
+  sendJson(res, 202, { ok: true, runId: job.runId }, undefined, id);
 }
 
 function rateLimited(seconds: number): HookError {

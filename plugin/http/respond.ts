@@ -4,18 +4,20 @@ import { HookError } from '../errors.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** One writeHead with every header: cheaper than a setHeader per header on the hot path. */
 export function sendJson(
   res: ServerResponse,
   status: number,
   body: unknown,
   headers?: Readonly<Record<string, string>>,
+  requestId?: string,
 ): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
-  res.statusCode = status;
-  res.setHeader('content-type', JSON_TYPE);
-  res.setHeader('content-length', Buffer.byteLength(text));
-  if (headers) for (const name in headers) res.setHeader(name, headers[name]!);
+  const all: Record<string, string | number> = { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) };
+  if (requestId !== undefined) all['x-request-id'] = requestId;
+  if (headers) for (const name in headers) all[name] = headers[name]!;
+  res.writeHead(status, all);
   res.end(text);
 }
 
@@ -25,8 +27,8 @@ export function sendEmpty(res: ServerResponse, status: number): void {
   res.end();
 }
 
-export function sendError(res: ServerResponse, err: HookError): void {
-  sendJson(res, err.status, { ok: false, error: err.message, code: err.code }, err.headers);
+export function sendError(res: ServerResponse, err: HookError, requestId?: string): void {
+  sendJson(res, err.status, { ok: false, error: err.message, code: err.code }, err.headers, requestId);
 }
 
 export function internalError(): HookError {

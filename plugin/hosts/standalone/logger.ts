@@ -12,8 +12,19 @@ export function createLineLogger(out: NodeJS.WritableStream = process.stdout): L
     buffer = [];
     out.write(text);
   };
+  // The ISO timestamp is formatted at most once per millisecond.
+  let lastMs = 0;
+  let lastIso = '';
+  const now = (): string => {
+    const ms = Date.now();
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastIso = new Date(ms).toISOString();
+    }
+    return lastIso;
+  };
   const line = (level: string, msg: string, fields?: LogFields): void => {
-    buffer.push(`${JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields })}\n`);
+    buffer.push(`${JSON.stringify({ t: now(), level, msg, ...fields })}\n`);
     if (!scheduled) {
       scheduled = true;
       setImmediate(flush);
