@@ -8,6 +8,8 @@ import { resolveHooksConfig, selectStandaloneConfig, type HooksSnapshot } from '
 import { AuthFailureLimiter } from './auth/limiter.ts';
 import { RunService } from './actions/run-service.ts';
 import { handleHookRequest } from './http/pipeline.ts';
+import { resolveMappings } from './mappings/resolve.ts';
+import { TransformRunner } from './mappings/transform-runner.ts';
 
 export type { GatewayHost } from './host.ts';
 export type { HooksSnapshot } from './config/resolve.ts';
@@ -29,7 +31,10 @@ export interface HooksPlugin {
 export async function loadSnapshot(host: GatewayHost): Promise<HooksSnapshot> {
   const file = await readConfigFile(host.configPath);
   const selected = (host.selectConfig ?? selectStandaloneConfig)(file);
-  return resolveHooksConfig(selected, host.configDir, host.configPath);
+  const base = resolveHooksConfig(selected, host.configDir, host.configPath);
+  const { mappings, problems } = await resolveMappings(base.mappingConfigs, base.presets, base, host, selected.hooksKey);
+  if (problems.length) throw new ConfigError(problems, host.configPath);
+  return Object.freeze({ ...base, mappings: Object.freeze(mappings) });
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -37,7 +42,8 @@ export async function createHooksPlugin(host: GatewayHost): Promise<HooksPlugin>
   let current = await loadSnapshot(host);
   const limiter = new AuthFailureLimiter();
   const runs = new RunService(host, () => current);
-  const deps = { host, limiter, runs };
+  const transforms = new TransformRunner({ timeoutMs: current.transformTimeoutMs, logger: host.logger });
+  const deps = { host, limiter, runs, transforms };
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -45,6 +51,8 @@ export async function createHooksPlugin(host: GatewayHost): Promise<HooksPlugin>
     async reload() {
       try {
         current = await loadSnapshot(host);
+        transforms.setTimeoutMs(current.transformTimeoutMs);
+        transforms.invalidate();
         return { ok: true };
       } catch (err) {
         const error = err instanceof ConfigError ? err : new ConfigError([String(err)], host.configPath);
@@ -53,7 +61,10 @@ export async function createHooksPlugin(host: GatewayHost): Promise<HooksPlugin>
       }
     },
     snapshot: () => current,
-    close: (graceMs = 5000) => runs.close(graceMs),
+    async close(graceMs = 5000) {
+      await runs.close(graceMs);
+      await transforms.close();
+    },
     runs,
     limiter,
   };

@@ -28,6 +28,8 @@ export interface AgentSpec {
   timeoutSeconds?: number;
   /** Only a mapping can set this; a request body never can. */
   allowUnsafeExternalContent?: boolean;
+  /** The message is already wrapped (the gmail preset wraps it as email). */
+  alreadyWrapped?: boolean;
   source: string;
 }
 
@@ -84,7 +86,7 @@ export function prepareAgentJob(spec: AgentSpec, snap: HooksSnapshot, host: Gate
     name,
     agentId,
     sessionKey: `agent:${agentId}:${hookKey}`,
-    prompt: spec.allowUnsafeExternalContent
+    prompt: spec.allowUnsafeExternalContent || spec.alreadyWrapped
       ? message
       : wrapExternalContent(message, { source: spec.source, hookName: name }),
     model: spec.model,

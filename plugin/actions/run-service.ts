@@ -48,15 +48,18 @@ export class RunService {
     return this.active.size;
   }
 
-  /** Accepts the job or throws 503 overloaded; never waits for the run. */
-  submit(job: AgentJob): void {
+  /** Accepts every job or none (503 overloaded); never waits for the runs. */
+  submit(...jobs: AgentJob[]): void {
     const { maxConcurrentRuns, maxQueuedRuns } = this.limits();
     if (this.closing) throw new HookError(503, 'overloaded', 'the gateway is shutting down', { 'retry-after': '5' });
-    if (this.active.size >= maxConcurrentRuns && this.waiting.length >= maxQueuedRuns) {
+    const freeSlots = Math.max(0, maxConcurrentRuns - this.active.size);
+    if (this.waiting.length + jobs.length > maxQueuedRuns + freeSlots) {
       throw new HookError(503, 'overloaded', 'too many agent runs are waiting; try again later', { 'retry-after': '5' });
     }
-    this.report(job, 'queued');
-    this.waiting.push(job);
+    for (const job of jobs) {
+      this.report(job, 'queued');
+      this.waiting.push(job);
+    }
     this.pump();
   }
 

@@ -7,6 +7,7 @@ import { sanitizeMarkers } from '../safety/external-content.ts';
 export type WakeMode = 'now' | 'next-heartbeat';
 
 export interface WakeSpec {
+  /** Safe to hand on: sanitized, or wrapped as untrusted content by a mapping. */
   text: string;
   mode: WakeMode;
   /** wake, or the mapping's name */
@@ -18,13 +19,13 @@ export function parseWakePayload(payload: Record<string, unknown>): WakeSpec {
     throw new HookError(400, 'invalid_payload', formatErrors(validateWakePayload.errors).join('; '));
   }
   const p = payload as { text: string; mode?: WakeMode };
-  return { text: p.text.trim(), mode: p.mode ?? 'now', hook: 'wake' };
+  // The text reaches the agent later inside a heartbeat prompt: it may not forge our content markers.
+  return { text: sanitizeMarkers(p.text.trim()), mode: p.mode ?? 'now', hook: 'wake' };
 }
 
 export async function runWake(spec: WakeSpec, host: GatewayHost): Promise<{ ok: true; mode: WakeMode }> {
   const agentId = host.agents.defaultId;
-  // The text reaches the agent later inside a heartbeat prompt: it may not forge our content markers.
-  await host.sessions.enqueueSystemEvent(host.sessions.mainSessionKey(agentId), sanitizeMarkers(spec.text), {
+  await host.sessions.enqueueSystemEvent(host.sessions.mainSessionKey(agentId), spec.text, {
     source: 'hook',
     hook: spec.hook,
   });

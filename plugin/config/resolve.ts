@@ -7,6 +7,7 @@ import { digestToken, type TokenDigest } from '../auth/token.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import { compileTrustedProxies, type TrustedProxies } from '../http/client-address.ts';
 import { formatErrors, validateHooksConfig } from './schemas.ts';
+import type { ResolvedMapping } from '../mappings/resolve.ts';
 
 export interface HooksSnapshot {
   readonly enabled: boolean;
@@ -25,9 +26,14 @@ export interface HooksSnapshot {
   readonly maxConcurrentRuns: number;
   readonly maxQueuedRuns: number;
   readonly trustedProxies: TrustedProxies | undefined;
+  /** <configDir>/hooks/transforms: nothing a mapping loads may leave it. */
+  readonly transformsRoot: string;
   readonly transformsDir: string;
+  readonly transformTimeoutMs: number;
   readonly presets: readonly string[];
-  readonly mappings: readonly unknown[];
+  /** As configured; resolveMappings turns them into `mappings`. */
+  readonly mappingConfigs: readonly unknown[];
+  readonly mappings: readonly ResolvedMapping[];
 }
 
 export const DEFAULTS = Object.freeze({
@@ -37,6 +43,7 @@ export const DEFAULTS = Object.freeze({
   authRateLimit: Object.freeze({ maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 }),
   maxConcurrentRuns: 8,
   maxQueuedRuns: 1000,
+  transformTimeoutMs: 2000,
 });
 
 interface HooksBlock {
@@ -50,6 +57,7 @@ interface HooksBlock {
   presets?: string[];
   mappings?: unknown[];
   transformsDir?: string;
+  transformTimeoutMs?: number;
   maxBodyBytes?: number;
   bodyTimeoutSeconds?: number;
   authRateLimit?: Partial<AuthRateLimit>;
@@ -118,10 +126,6 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     } else transformsDir = resolved;
   }
 
-  // Mapped hooks are not served yet: refuse them loudly instead of answering 404 to configured names.
-  if (h.mappings?.length) problems.push(`${root}.mappings: mapped hooks are not supported by this version yet`);
-  if (h.presets?.length) problems.push(`${root}.presets: presets are not supported by this version yet`);
-
   if (problems.length) throw new ConfigError(problems, file);
 
   const allowed = h.allowedAgentIds;
@@ -139,9 +143,12 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     maxConcurrentRuns: h.maxConcurrentRuns ?? DEFAULTS.maxConcurrentRuns,
     maxQueuedRuns: h.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
     trustedProxies,
+    transformsRoot,
     transformsDir,
+    transformTimeoutMs: h.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
     presets: Object.freeze([...(h.presets ?? [])]),
-    mappings: Object.freeze([...(h.mappings ?? [])]),
+    mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
+    mappings: Object.freeze([]),
   });
 }
 

@@ -5,6 +5,8 @@ import hooksConfigSchema from '../../schema/hooks-config.schema.json' with { typ
 import mappingSchema from '../../schema/mapping.schema.json' with { type: 'json' };
 import wakePayloadSchema from '../../schema/wake-payload.schema.json' with { type: 'json' };
 import agentPayloadSchema from '../../schema/agent-payload.schema.json' with { type: 'json' };
+import gmailPayloadSchema from '../../schema/gmail-payload.schema.json' with { type: 'json' };
+import transformResultSchema from '../../schema/transform-result.schema.json' with { type: 'json' };
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 ajv.addSchema(mappingSchema);
@@ -12,6 +14,8 @@ ajv.addSchema(mappingSchema);
 export const validateHooksConfig = ajv.compile(hooksConfigSchema);
 export const validateWakePayload = ajv.compile(wakePayloadSchema);
 export const validateAgentPayload = ajv.compile(agentPayloadSchema);
+export const validateGmailPayload = ajv.compile(gmailPayloadSchema);
+export const validateTransformResult = ajv.compile(transformResultSchema);
 
 /** Compiles another schema with the shared instance (the standalone gateway's own config). */
 export function compileSchema<T = unknown>(schema: object): ValidateFunction<T> {

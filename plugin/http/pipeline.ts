@@ -7,17 +7,20 @@ import type { HooksSnapshot } from '../config/resolve.ts';
 import { extractToken, tokenMatches } from '../auth/token.ts';
 import type { AuthFailureLimiter } from '../auth/limiter.ts';
 import { clientAddress } from './client-address.ts';
-import { parseJsonObject, readBody } from './body.ts';
-import { internalError, sendError, sendJson } from './respond.ts';
+import { parseJsonObject, readBody, tooLarge } from './body.ts';
+import { internalError, sendEmpty, sendError, sendJson } from './respond.ts';
 import { parseWakePayload, runWake } from '../actions/wake.ts';
 import { parseAgentPayload, prepareAgentJob } from '../actions/agent.ts';
 import type { RunService } from '../actions/run-service.ts';
 import { requestId } from './request-id.ts';
+import type { TransformRunner } from '../mappings/transform-runner.ts';
+import { buildMappedAction, candidatesFor, pickMapping } from '../mappings/dispatch.ts';
 
 export interface PipelineDeps {
   host: GatewayHost;
   limiter: AuthFailureLimiter;
   runs: RunService;
+  transforms: TransformRunner;
 }
 
 const TOKEN_IN_QUERY = new HookError(
@@ -97,16 +100,39 @@ async function dispatch(
     throw UNAUTHORIZED;
   }
 
-  if (sub !== 'wake' && sub !== 'agent') throw NOT_FOUND;
-  const payload = parseJsonObject(await readBody(req, snap.maxBodyBytes, snap.bodyTimeoutMs));
-
-  if (sub === 'wake') {
-    sendJson(res, 200, await runWake(parseWakePayload(payload), deps.host), undefined, id);
+  if (sub === 'wake' || sub === 'agent') {
+    const payload = parseJsonObject(await readBody(req, snap.maxBodyBytes, snap.bodyTimeoutMs));
+    if (sub === 'wake') {
+      sendJson(res, 200, await runWake(parseWakePayload(payload), deps.host), undefined, id);
+      return;
+    }
+    const job = prepareAgentJob(parseAgentPayload(payload), snap, deps.host);
+    deps.runs.submit(job);
+    sendJson(res, 202, { ok: true, runId: job.runId }, undefined, id);
     return;
   }
-  const job = prepareAgentJob(parseAgentPayload(payload), snap, deps.host);
-  deps.runs.submit(job);
-  sendJson(res, 202, { ok: true, runId: job.runId }, undefined, id);
+
+  // Mapped hooks: the name narrows the candidates before the body is read, the payload picks one.
+  const candidates = candidatesFor(sub, snap.mappings);
+  if (candidates.length === 0) throw NOT_FOUND;
+  const limitOf = (m: { maxBodyBytes?: number }): number => m.maxBodyBytes ?? snap.maxBodyBytes;
+  const body = await readBody(req, Math.max(...candidates.map(limitOf)), snap.bodyTimeoutMs);
+  const payload = parseJsonObject(body);
+  const mapping = pickMapping(candidates, payload);
+  if (!mapping) throw NOT_FOUND;
+  if (body.length > limitOf(mapping)) throw tooLarge(limitOf(mapping));
+  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  const action = await buildMappedAction(mapping, payload, { headers: req.headers, query, name: sub }, deps.transforms);
+  if (action.kind === 'skip') {
+    sendEmpty(res, 204, id);
+  } else if (action.kind === 'wake') {
+    sendJson(res, 200, await runWake(action.spec, deps.host), undefined, id);
+  } else {
+    const jobs = action.specs.map((spec) => prepareAgentJob(spec, snap, deps.host));
+    deps.runs.submit(...jobs);
+    const runIds = jobs.map((j) => j.runId);
+    sendJson(res, 202, runIds.length === 1 ? { ok: true, runId: runIds[0] } : { ok: true, runId: runIds[0], runIds }, undefined, id);
+  }
 }
 
 function rateLimited(seconds: number): HookError {

@@ -21,9 +21,9 @@ export function sendJson(
   res.end(text);
 }
 
-export function sendEmpty(res: ServerResponse, status: number): void {
+export function sendEmpty(res: ServerResponse, status: number, requestId?: string): void {
   if (res.headersSent) return;
-  res.statusCode = status;
+  res.writeHead(status, requestId === undefined ? {} : { 'x-request-id': requestId });
   res.end();
 }
 

@@ -1,5 +1,5 @@
 // An in-memory GatewayHost that records every call, for driving the core over real HTTP in tests.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -40,6 +40,8 @@ export interface TestHostOptions {
   /** Replaces the default turn (which replies "reply to: <prompt>"). */
   turn?: (turn: IsolatedTurn) => Promise<TurnResult>;
   deliver?: (d: Delivery) => Promise<void>;
+  /** Files to write under the config dir before the plugin starts, e.g. transforms. */
+  files?: Record<string, string>;
 }
 
 export interface TestGateway {
@@ -65,6 +67,10 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
     hooks: { enabled: true, token: HOOK_TOKEN, ...opts.hooks },
   };
   await writeFile(configPath, JSON.stringify(file, null, 2));
+  for (const [rel, content] of Object.entries(opts.files ?? {})) {
+    await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
+    await writeFile(path.join(dir, rel), content);
+  }
 
   const rec: Recorded = { events: [], heartbeats: [], turns: [], deliveries: [], runUpdates: [], logs: [] };
   const waiters: (() => void)[] = [];

@@ -1,0 +1,142 @@
+// Mapped hooks at request time: which mappings may own a name, which one owns this payload, and the
+// wake or agent action it builds (through templates, the gmail preset, or a transform module).
+import type { IncomingHttpHeaders } from 'node:http';
+import { HookError } from '../errors.ts';
+import { formatErrors, validateTransformResult } from '../config/schemas.ts';
+import type { AgentSpec } from '../actions/agent.ts';
+import type { WakeMode, WakeSpec } from '../actions/wake.ts';
+import { wrapExternalContent } from '../safety/external-content.ts';
+import type { ChannelName } from '../host.ts';
+import type { TransformRunner } from './transform-runner.ts';
+import type { Template, TemplateContext } from './template.ts';
+import type { ResolvedMapping } from './resolve.ts';
+import { gmailAgentSpecs } from './gmail.ts';
+
+export type MappedAction =
+  | { kind: 'skip' }
+  | { kind: 'wake'; spec: WakeSpec }
+  | { kind: 'agent'; specs: AgentSpec[] };
+
+/** Mappings that could own this name; the payload decides among them. */
+export function candidatesFor(name: string, mappings: readonly ResolvedMapping[]): ResolvedMapping[] {
+  return mappings.filter((m) => m.matchPath === undefined || m.matchPath === name);
+}
+
+/** The first mapping in order whose source matches the payload's `source`. */
+export function pickMapping(candidates: readonly ResolvedMapping[], payload: Record<string, unknown>): ResolvedMapping | undefined {
+  const source = typeof payload.source === 'string' ? payload.source : undefined;
+  return candidates.find((m) => m.matchSource === undefined || m.matchSource === source);
+}
+
+interface ActionFields {
+  action?: 'wake' | 'agent';
+  text?: string;
+  message?: string;
+  name?: string;
+  wakeMode?: WakeMode;
+  sessionKey?: string;
+  agentId?: string;
+  deliver?: boolean;
+  channel?: 'last' | ChannelName;
+  to?: string;
+  model?: string;
+  thinking?: string;
+  timeoutSeconds?: number;
+}
+
+/** Rendered text, or undefined when the template is absent or renders blank. */
+function render(t: Template | undefined, ctx: TemplateContext): string | undefined {
+  if (!t) return undefined;
+  const v = t.render(ctx);
+  return v.trim() === '' ? undefined : v;
+}
+
+const HIDDEN_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-service-token', 'cookie']);
+
+/** What a transform sees of the headers: strings only, credentials removed. */
+function transformHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v === undefined || HIDDEN_HEADERS.has(k)) continue;
+    out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+export async function buildMappedAction(
+  m: ResolvedMapping,
+  payload: Record<string, unknown>,
+  request: { headers: IncomingHttpHeaders; query: URLSearchParams; name: string },
+  transforms: TransformRunner,
+): Promise<MappedAction> {
+  if (m.preset === 'gmail') return { kind: 'agent', specs: gmailAgentSpecs(payload) };
+
+  const ctx: TemplateContext = { payload, headers: request.headers, query: request.query, path: request.name };
+  let fields: ActionFields = {
+    action: m.action,
+    text: render(m.text, ctx),
+    message: render(m.message, ctx),
+    name: m.name,
+    wakeMode: m.wakeMode,
+    sessionKey: render(m.sessionKey, ctx),
+    agentId: render(m.agentId, ctx),
+    deliver: m.deliver,
+    channel: m.channel,
+    to: render(m.to, ctx),
+    model: render(m.model, ctx),
+    thinking: m.thinking,
+    timeoutSeconds: m.timeoutSeconds,
+  };
+
+  if (m.transform) {
+    const outcome = await transforms.run({
+      file: m.transform.file,
+      exportName: m.transform.exportName,
+      ctx: { payload, headers: transformHeaders(request.headers), query: Object.fromEntries(request.query), path: request.name },
+    });
+    if (!outcome.ok) throw new HookError(500, 'mapping_failed', `mapping "${m.id}": ${outcome.reason}`);
+    if (outcome.value === null) return { kind: 'skip' };
+    if (!validateTransformResult(outcome.value)) {
+      throw new HookError(
+        500,
+        'mapping_failed',
+        `mapping "${m.id}": the transform returned an invalid action: ${formatErrors(validateTransformResult.errors).join('; ')}`,
+      );
+    }
+    fields = { ...fields, ...(outcome.value as ActionFields) };
+  }
+
+  const name = fields.name?.trim() || m.id;
+  const wrap = (content: string): string =>
+    m.allowUnsafeExternalContent ? content : wrapExternalContent(content, { source: 'webhook', hookName: name });
+
+  if ((fields.action ?? m.action) === 'wake') {
+    if (fields.text === undefined || fields.text.trim() === '') {
+      throw new HookError(400, 'invalid_payload', `mapping "${m.id}" produced an empty text from this payload`);
+    }
+    return { kind: 'wake', spec: { text: wrap(fields.text.trim()), mode: fields.wakeMode ?? 'now', hook: name } };
+  }
+  if (fields.message === undefined || fields.message.trim() === '') {
+    throw new HookError(400, 'invalid_payload', `mapping "${m.id}" produced an empty message from this payload`);
+  }
+  return {
+    kind: 'agent',
+    specs: [
+      {
+        message: fields.message,
+        name,
+        agentId: fields.agentId,
+        mappingSessionKey: fields.sessionKey,
+        wakeMode: fields.wakeMode,
+        deliver: fields.deliver,
+        channel: fields.channel,
+        to: fields.to,
+        model: fields.model,
+        thinking: fields.thinking,
+        timeoutSeconds: fields.timeoutSeconds,
+        allowUnsafeExternalContent: m.allowUnsafeExternalContent,
+        source: 'webhook',
+      },
+    ],
+  };
+}

@@ -1,0 +1,181 @@
+// hooks.mappings and hooks.presets -> resolved mappings: templates compiled, static policies checked,
+// transform modules confined. Every problem names the mapping and its key.
+import type { ChannelName, GatewayHost } from '../host.ts';
+import { matchesSessionPrefix } from '../config/resolve.ts';
+import type { WakeMode } from '../actions/wake.ts';
+import { compileTemplate, type Template } from './template.ts';
+import { confineDir, confineModule } from './confine.ts';
+import { GMAIL_PRESET } from './gmail.ts';
+
+export interface ResolvedMapping {
+  readonly id: string;
+  /** Where it came from, for messages: hooks.mappings[2] (id "github") */
+  readonly where: string;
+  readonly matchPath?: string;
+  readonly matchSource?: string;
+  readonly action: 'wake' | 'agent';
+  readonly name: string;
+  readonly wakeMode?: WakeMode;
+  readonly text?: Template;
+  readonly message?: Template;
+  readonly sessionKey?: Template;
+  readonly agentId?: Template;
+  readonly deliver?: boolean;
+  readonly channel?: 'last' | ChannelName;
+  readonly to?: Template;
+  readonly model?: Template;
+  readonly thinking?: string;
+  readonly timeoutSeconds?: number;
+  readonly maxBodyBytes?: number;
+  readonly allowUnsafeExternalContent: boolean;
+  readonly transform?: { readonly file: string; readonly exportName: string };
+  readonly preset?: 'gmail';
+}
+
+interface MappingConfig {
+  id?: string;
+  match?: { path?: string; source?: string };
+  action?: 'wake' | 'agent';
+  wakeMode?: WakeMode;
+  name?: string;
+  textTemplate?: string;
+  messageTemplate?: string;
+  sessionKey?: string;
+  agentId?: string;
+  deliver?: boolean;
+  channel?: 'last' | ChannelName;
+  to?: string;
+  model?: string;
+  thinking?: string;
+  timeoutSeconds?: number;
+  maxBodyBytes?: number;
+  allowUnsafeExternalContent?: boolean;
+  transform?: { module: string; export?: string };
+}
+
+export interface MappingPolicies {
+  allowedAgentIds: ReadonlySet<string> | null;
+  allowedSessionKeyPrefixes: readonly string[] | null;
+  transformsRoot: string;
+  transformsDir: string;
+}
+
+const RESERVED = new Set(['wake', 'agent']);
+
+/** `/github/` -> `github`; the hook name a mapping answers to. */
+export function normalizeHookName(raw: string): string {
+  return raw.trim().replace(/^\/+|\/+$/g, '');
+}
+
+export async function resolveMappings(
+  mappings: readonly unknown[],
+  presets: readonly string[],
+  policies: MappingPolicies,
+  host: GatewayHost,
+  root: string,
+): Promise<{ mappings: ResolvedMapping[]; problems: string[] }> {
+  const problems: string[] = [];
+  const out: ResolvedMapping[] = [];
+  const ids = new Set<string>();
+  let transformsDir: string | undefined;
+  try {
+    transformsDir = await confineDir(policies.transformsRoot, policies.transformsDir, `${root}.transformsDir`);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+
+  for (const [i, raw] of mappings.entries()) {
+    const m = raw as MappingConfig;
+    const where = `${root}.mappings[${i}]${m.id ? ` (id "${m.id}")` : ''}`;
+    const id = m.id ?? (m.match?.path ? normalizeHookName(m.match.path) : `mapping-${i}`);
+    if (ids.has(id)) problems.push(`${where}.id "${id}" is used twice`);
+    ids.add(id);
+    const before = problems.length;
+    const template = (key: keyof MappingConfig, value: string | undefined): Template | undefined => {
+      if (value === undefined) return undefined;
+      try {
+        return compileTemplate(value);
+      } catch (err) {
+        problems.push(`${where}.${key}: ${(err as Error).message}`);
+        return undefined;
+      }
+    };
+
+    const matchPath = m.match?.path !== undefined ? normalizeHookName(m.match.path) : undefined;
+    if (matchPath !== undefined && (matchPath === '' || RESERVED.has(matchPath))) {
+      problems.push(`${where}.match.path "${m.match?.path}" is reserved or empty (wake and agent are never shadowed)`);
+    }
+    const action = m.action ?? (m.textTemplate !== undefined && m.messageTemplate === undefined ? 'wake' : 'agent');
+    if (action === 'wake' && m.textTemplate === undefined && !m.transform) {
+      problems.push(`${where}: a wake mapping needs textTemplate or a transform`);
+    }
+    if (action === 'agent' && m.messageTemplate === undefined && !m.transform) {
+      problems.push(`${where}: an agent mapping needs messageTemplate or a transform`);
+    }
+
+    const sessionKey = template('sessionKey', m.sessionKey);
+    if (sessionKey?.isStatic && !matchesSessionPrefix(sessionKey.source, policies.allowedSessionKeyPrefixes)) {
+      problems.push(`${where}.sessionKey "${sessionKey.source}" does not start with any of ${root}.allowedSessionKeyPrefixes`);
+    }
+    const agentId = template('agentId', m.agentId);
+    if (agentId?.isStatic) {
+      const id2 = agentId.source.trim();
+      const resolved = host.agents.list.some((a) => a.id === id2) ? id2 : host.agents.defaultId;
+      if (policies.allowedAgentIds !== null && !policies.allowedAgentIds.has(resolved)) {
+        problems.push(`${where}.agentId "${id2}" (agent "${resolved}") is not allowed by ${root}.allowedAgentIds`);
+      }
+    }
+    const model = template('model', m.model);
+    if (model?.isStatic && host.agents.models && !host.agents.models.includes(model.source)) {
+      problems.push(`${where}.model "${model.source}" is not in agents.defaults.models`);
+    }
+    if (m.deliver !== false && m.channel && m.channel !== 'last' && !host.channels.includes(m.channel)) {
+      problems.push(`${where}.channel "${m.channel}" is not configured on this gateway`);
+    }
+
+    let transform: ResolvedMapping['transform'];
+    if (m.transform && transformsDir !== undefined) {
+      try {
+        const file = await confineModule(policies.transformsRoot, transformsDir, m.transform.module, `${where}.transform.module`);
+        transform = { file, exportName: m.transform.export ?? 'default' };
+      } catch (err) {
+        problems.push((err as Error).message);
+      }
+    }
+
+    const resolved: ResolvedMapping = {
+      id,
+      where,
+      matchPath,
+      matchSource: m.match?.source,
+      action,
+      name: m.name?.trim() || id,
+      wakeMode: m.wakeMode,
+      text: template('textTemplate', m.textTemplate),
+      message: template('messageTemplate', m.messageTemplate),
+      sessionKey,
+      agentId,
+      deliver: m.deliver,
+      channel: m.channel,
+      to: template('to', m.to),
+      model,
+      thinking: m.thinking,
+      timeoutSeconds: m.timeoutSeconds,
+      maxBodyBytes: m.maxBodyBytes,
+      allowUnsafeExternalContent: m.allowUnsafeExternalContent === true,
+      transform,
+    };
+    if (problems.length === before) out.push(Object.freeze(resolved));
+  }
+
+  // Presets come after the user's mappings, so a user mapping for the same name wins.
+  if (presets.includes('gmail')) {
+    if (!matchesSessionPrefix(GMAIL_PRESET.sessionKeyPrefix, policies.allowedSessionKeyPrefixes)) {
+      problems.push(
+        `${root}.presets: the gmail preset uses session keys "${GMAIL_PRESET.sessionKeyPrefix}<id>", which ${root}.allowedSessionKeyPrefixes does not allow`,
+      );
+    }
+    out.push(GMAIL_PRESET.mapping);
+  }
+  return { mappings: out, problems };
+}
