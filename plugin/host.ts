@@ -118,8 +118,9 @@ export interface GatewayHost {
   configDir: string;
   /** Picks the hooks block and the gateway keys the core checks against. Default: standalone layout. */
   selectConfig?(file: Record<string, unknown>): SelectedConfig;
+  /** Read on every request: a host may replace it when its own config changes. */
   agents: HostAgents;
-  /** Available channels. */
+  /** Available channels; read on every request. */
   channels: readonly ChannelName[];
   sessions: HostSessions;
   runs: HostRuns;

@@ -122,7 +122,7 @@ async function dispatch(
   if (!mapping) throw NOT_FOUND;
   if (body.length > limitOf(mapping)) throw tooLarge(limitOf(mapping));
   const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
-  const action = await buildMappedAction(mapping, payload, { headers: req.headers, query, name: sub }, deps.transforms);
+  const action = await buildMappedAction(mapping, payload, { headers: req.headers, query, name: sub }, deps.transforms, deps.host.logger);
   if (action.kind === 'skip') {
     sendEmpty(res, 204, id);
   } else if (action.kind === 'wake') {

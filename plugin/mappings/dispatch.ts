@@ -6,7 +6,8 @@ import { formatErrors, validateTransformResult } from '../config/schemas.ts';
 import type { AgentSpec } from '../actions/agent.ts';
 import type { WakeMode, WakeSpec } from '../actions/wake.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
-import type { ChannelName } from '../host.ts';
+import path from 'node:path';
+import type { ChannelName, Logger } from '../host.ts';
 import type { TransformRunner } from './transform-runner.ts';
 import type { Template, TemplateContext } from './template.ts';
 import type { ResolvedMapping } from './resolve.ts';
@@ -68,6 +69,7 @@ export async function buildMappedAction(
   payload: Record<string, unknown>,
   request: { headers: IncomingHttpHeaders; query: URLSearchParams; name: string },
   transforms: TransformRunner,
+  logger: Logger,
 ): Promise<MappedAction> {
   if (m.preset === 'gmail') return { kind: 'agent', specs: gmailAgentSpecs(payload) };
 
@@ -94,7 +96,10 @@ export async function buildMappedAction(
       exportName: m.transform.exportName,
       ctx: { payload, headers: transformHeaders(request.headers), query: Object.fromEntries(request.query), path: request.name },
     });
-    if (!outcome.ok) throw new HookError(500, 'mapping_failed', `mapping "${m.id}": ${outcome.reason}`);
+    if (!outcome.ok) {
+      logger.warn('transform failed', { mapping: m.id, module: path.basename(m.transform.file), reason: outcome.reason });
+      throw new HookError(500, 'mapping_failed', `mapping "${m.id}": ${outcome.reason}`);
+    }
     if (outcome.value === null) return { kind: 'skip' };
     if (!validateTransformResult(outcome.value)) {
       throw new HookError(

@@ -41,7 +41,7 @@ const BACKLOG_EVENTS = 100;
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { logger } = opts;
   const file = await readConfigFile(opts.configPath);
-  const settings = resolveGatewaySettings(file, opts.configPath);
+  let settings = resolveGatewaySettings(file, opts.configPath);
 
   const store = new SessionStore(path.join(opts.stateDir, 'sessions'), logger);
   const outbox = new Outbox(path.join(opts.stateDir, 'outbox.jsonl'), logger);
@@ -108,7 +108,31 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
   };
 
-  const plugin = await createHooksPlugin(host);
+  /** The gateway's own keys follow the file too, whenever the plugin accepts a reload. */
+  const followSettings = (next: Record<string, unknown>): void => {
+    let fresh: GatewaySettings;
+    try {
+      fresh = resolveGatewaySettings(next, opts.configPath);
+    } catch (err) {
+      logger.error('gateway settings not reloaded; keeping the previous ones', { reason: (err as Error).message });
+      return;
+    }
+    if (fresh.port !== settings.port || fresh.bind !== settings.bind) {
+      logger.warn('gateway.port and gateway.bind changes apply at the next start');
+    }
+    if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
+    settings = fresh;
+    host.agents = {
+      list: settings.agents,
+      defaultId: settings.defaultAgentId,
+      models: settings.models,
+      timeoutSeconds: settings.timeoutSeconds,
+    };
+    host.channels = settings.channels;
+  };
+
+  const plugin = await createHooksPlugin(host, { watch: true, onReloaded: followSettings });
+  await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
   const admin = new AdminApi({ gatewayToken: () => settings.gatewayToken, store, outbox, runs: registry });
 
@@ -146,7 +170,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     url: `http://${urlHost}:${port}`,
     port,
     host: bindHost,
-    settings,
+    get settings() {
+      return settings;
+    },
     plugin,
     close() {
       closing ??= (async () => {
