@@ -69,12 +69,14 @@ function article(type: string): string {
   return `a ${type}`;
 }
 
-/** All distinct problems, in the order ajv found them. */
+/** At most this many problems are listed; a body can be built to have tens of thousands. */
+const MAX_PROBLEMS = 20;
+
+/** The distinct problems, in the order ajv found them (linear: a hostile body cannot make it slow). */
 export function formatErrors(errors: readonly ErrorObject[] | null | undefined, root = ''): string[] {
-  const out: string[] = [];
-  for (const e of errors ?? []) {
-    const line = describe(e, root);
-    if (!out.includes(line)) out.push(line);
-  }
-  return out;
+  const seen = new Set<string>();
+  for (const e of errors ?? []) seen.add(describe(e, root));
+  const out = [...seen];
+  if (out.length <= MAX_PROBLEMS) return out;
+  return [...out.slice(0, MAX_PROBLEMS), `…and ${out.length - MAX_PROBLEMS} more problems`];
 }

@@ -20,6 +20,7 @@ export function watchConfig(opts: {
   configPath: string;
   transformsRoot: string;
   debounceMs?: number;
+  maxWaitMs?: number;
   logger: Logger;
   onChange(change: WatchChange): void;
 }): ConfigWatcher {
@@ -43,6 +44,9 @@ export function watchConfig(opts: {
 
   let pending: WatchChange = { config: false, transforms: [] };
   let timer: NodeJS.Timeout | undefined;
+  // Continuous changes still give a reload at least this often.
+  const maxWaitMs = opts.maxWaitMs ?? 1000;
+  let firstAt = 0;
   watcher.on('all', (_event, p) => {
     const abs = path.resolve(p);
     if (abs === configPath) pending.config = true;
@@ -50,12 +54,16 @@ export function watchConfig(opts: {
       const rel = path.relative(root, abs);
       if (!pending.transforms.includes(rel)) pending.transforms.push(rel);
     } else return;
+    const now = Date.now();
+    if (timer === undefined) firstAt = now;
     clearTimeout(timer);
+    const wait = Math.max(0, Math.min(opts.debounceMs ?? 200, firstAt + maxWaitMs - now));
     timer = setTimeout(() => {
+      timer = undefined;
       const change = pending;
       pending = { config: false, transforms: [] };
       opts.onChange(change);
-    }, opts.debounceMs ?? 200);
+    }, wait);
   });
   watcher.on('error', (err) => opts.logger.warn('config watcher error', { reason: err instanceof Error ? err.message : String(err) }));
   const ready = new Promise<void>((resolve) => watcher.once('ready', () => resolve()));

@@ -7,6 +7,7 @@ import { createHooksPlugin, type HooksPlugin } from '../../index.ts';
 import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../host.ts';
 import { readConfigFile } from '../../config/load.ts';
 import { sendJson } from '../../http/respond.ts';
+import { answerClientError, answerExpectation } from '../../http/protocol-errors.ts';
 import { resolveGatewaySettings, type GatewaySettings } from './config.ts';
 import { agentIdOfKey, SessionStore } from './session-store.ts';
 import { Outbox } from './outbox.ts';
@@ -136,13 +137,21 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   await reportInterrupted(interrupted, host, registry);
   const admin = new AdminApi({ gatewayToken: () => settings.gatewayToken, store, outbox, runs: registry });
 
-  const server = createServer((req, res) => {
+  // Timeouts are checked every second (Node's default is every 30 s, which lets slow headers linger).
+  // The Host check is ours (Node's own answers without a body): HTTP/1.1 requires the header.
+  const server = createServer({ connectionsCheckingInterval: 1000, requireHostHeader: false }, (req, res) => {
     route(req, res).catch((err: unknown) => {
       logger.error('request failed', { reason: err instanceof Error ? err.message : String(err) });
       sendJson(res, 500, { ok: false, error: 'internal error', code: 'internal_error' });
     });
   });
+  server.on('clientError', answerClientError);
+  server.on('checkExpectation', answerExpectation);
   const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.headers.host === undefined && req.httpVersion === '1.1') {
+      sendJson(res, 400, { ok: false, error: 'HTTP/1.1 requests need a Host header', code: 'bad_request' }, { connection: 'close' });
+      return;
+    }
     if (await plugin.handle(req, res)) return;
     if (await admin.handle(req, res)) return;
     sendJson(res, 404, { ok: false, error: 'not found', code: 'not_found' });
