@@ -9,9 +9,10 @@ export function tooLarge(limit: number): HookError {
   return new HookError(413, 'payload_too_large', `body is larger than ${limit} bytes`, CLOSE);
 }
 
+/** Throws at once (not a rejected promise) when the declared length is over the limit. */
 export function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

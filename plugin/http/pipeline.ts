@@ -32,6 +32,14 @@ const METHOD_NOT_ALLOWED = new HookError(405, 'method_not_allowed', 'only POST i
 const UNAUTHORIZED = new HookError(401, 'unauthorized', 'missing or wrong hook token');
 const NOT_FOUND = new HookError(404, 'not_found', 'no such hook');
 
+/** Requests that passed admission: the name, the request id and the client address. */
+interface Admitted {
+  url: string;
+  q: number;
+  sub: string;
+  id: string;
+}
+
 /** True when the request was ours (and has been answered); false leaves it to the host. */
 export async function handleHookRequest(
   req: IncomingMessage,
@@ -49,16 +57,13 @@ export async function handleHookRequest(
   const started = performance.now();
   const id = requestId();
   const client = clientAddress(req, snap.trustedProxies);
-  try {
-    await dispatch(req, res, snap, deps, url, q, sub, client, id);
-  } catch (err) {
-    if (err instanceof HookError) sendError(res, err, id);
-    else {
-      deps.host.logger.error('hook request failed', { requestId: id, reason: err instanceof Error ? err.message : String(err) });
-      sendError(res, internalError(), id);
-    }
+  // Stages answer with an error value instead of throwing: a promise rejected before anyone awaits
+  // it costs Node's unhandled-rejection bookkeeping, on exactly the paths an attacker can flood.
+  const failure = admit(req, snap, deps, url, q, sub, client) ?? (await serve(req, res, snap, deps, { url, q, sub, id }));
+  if (failure) {
+    sendError(res, failure, id);
     // The body was not read to its end: drop the connection once the answer is out.
-    if (err instanceof HookError && err.headers?.connection === 'close') res.once('finish', () => req.destroy());
+    if (failure.headers?.connection === 'close') res.once('finish', () => req.destroy());
   }
   deps.host.logger.info('hook request', {
     requestId: id,
@@ -79,42 +84,66 @@ function subPath(pathname: string, prefix: string): string | undefined {
   return pathname.slice(prefix.length + 1);
 }
 
-async function dispatch(
+/** Query token, method, address lock, token, name: everything decided before the body is read. */
+function admit(
   req: IncomingMessage,
-  res: ServerResponse,
   snap: HooksSnapshot,
   deps: PipelineDeps,
   url: string,
   q: number,
   sub: string,
   client: string,
-  id: string,
-): Promise<void> {
-  if (q !== -1 && new URLSearchParams(url.slice(q + 1)).has('token')) throw TOKEN_IN_QUERY;
-  if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
-
+): HookError | undefined {
+  if (q !== -1 && new URLSearchParams(url.slice(q + 1)).has('token')) return TOKEN_IN_QUERY;
+  if (req.method !== 'POST') return METHOD_NOT_ALLOWED;
   const lockedFor = deps.limiter.lockedFor(client);
-  if (lockedFor > 0) throw rateLimited(lockedFor);
+  if (lockedFor > 0) return rateLimited(lockedFor);
   if (!tokenMatches(extractToken(req.headers), snap.tokenDigest)) {
     deps.limiter.recordFailure(client, snap.authRateLimit);
-    throw UNAUTHORIZED;
+    return UNAUTHORIZED;
   }
+  if (sub !== 'wake' && sub !== 'agent' && candidatesFor(sub, snap.mappings).length === 0) return NOT_FOUND;
+  return undefined;
+}
 
-  if (sub === 'wake' || sub === 'agent') {
-    const payload = parseJsonObject(await readBody(req, snap.maxBodyBytes, snap.bodyTimeoutMs));
-    if (sub === 'wake') {
-      sendJson(res, 200, await runWake(parseWakePayload(payload), deps.host), undefined, id);
-      return;
+/** Body, payload and action. Never rejects: every failure comes back as a HookError. */
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  snap: HooksSnapshot,
+  deps: PipelineDeps,
+  { url, q, sub, id }: Admitted,
+): Promise<HookError | undefined> {
+  try {
+    if (sub === 'wake' || sub === 'agent') {
+      const payload = parseJsonObject(await readBody(req, snap.maxBodyBytes, snap.bodyTimeoutMs));
+      if (sub === 'wake') {
+        sendJson(res, 200, await runWake(parseWakePayload(payload), deps.host), undefined, id);
+        return undefined;
+      }
+      const job = prepareAgentJob(parseAgentPayload(payload), snap, deps.host);
+      deps.runs.submit(job);
+      sendJson(res, 202, { ok: true, runId: job.runId }, undefined, id);
+      return undefined;
     }
-    const job = prepareAgentJob(parseAgentPayload(payload), snap, deps.host);
-    deps.runs.submit(job);
-    sendJson(res, 202, { ok: true, runId: job.runId }, undefined, id);
-    return;
+    await serveMapped(req, res, snap, deps, { url, q, sub, id });
+    return undefined;
+  } catch (err) {
+    if (err instanceof HookError) return err;
+    deps.host.logger.error('hook request failed', { requestId: id, reason: err instanceof Error ? err.message : String(err) });
+    return internalError();
   }
+}
 
-  // Mapped hooks: the name narrows the candidates before the body is read, the payload picks one.
+/** Mapped hooks: the name narrowed the candidates before the body was read; the payload picks one. */
+async function serveMapped(
+  req: IncomingMessage,
+  res: ServerResponse,
+  snap: HooksSnapshot,
+  deps: PipelineDeps,
+  { url, q, sub, id }: Admitted,
+): Promise<void> {
   const candidates = candidatesFor(sub, snap.mappings);
-  if (candidates.length === 0) throw NOT_FOUND;
   const limitOf = (m: { maxBodyBytes?: number }): number => m.maxBodyBytes ?? snap.maxBodyBytes;
   const body = await readBody(req, Math.max(...candidates.map(limitOf)), snap.bodyTimeoutMs);
   const payload = parseJsonObject(body);
