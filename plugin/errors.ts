@@ -18,22 +18,18 @@ export type ErrorCode =
   | 'overloaded'
   | 'internal_error';
 
-export class HookError extends Error {
-  readonly status: number;
-  readonly code: ErrorCode;
-  readonly headers?: Readonly<Record<string, string>>;
-
-  constructor(status: number, code: ErrorCode, message: string, headers?: Readonly<Record<string, string>>) {
-    // These are answers, not faults: capturing a stack trace per rejected request is wasted work.
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    super(message);
-    Error.stackTraceLimit = limit;
-    this.name = 'HookError';
-    this.status = status;
-    this.code = code;
-    this.headers = headers;
-  }
+/**
+ * An answer, not a fault: a plain class rather than an Error, so refusing a request (which an
+ * attacker can make us do at will) costs no stack capture.
+ */
+export class HookError {
+  readonly name = 'HookError';
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    readonly message: string,
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {}
 }
 
 /** A config problem; every message names the key it is about. */

@@ -63,10 +63,15 @@ test('extractToken: duplicated headers use the first value', () => {
   assert.equal(extractToken({ 'x-service-token': [] } as IncomingHttpHeaders), undefined);
 });
 
-test('digestToken: sha256, 32 bytes', () => {
+test('digestToken: short tokens zero-padded to 256 bytes, long ones as sha256', () => {
   const d = digestToken('secret');
-  assert.equal(d.length, 32);
-  assert.equal(d.toString('hex'), '2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b');
+  assert.equal(d.bytes, 6);
+  assert.equal(d.padded?.length, 256);
+  assert.equal(d.padded?.subarray(0, 6).toString(), 'secret');
+  assert.ok(d.padded?.subarray(6).every((b) => b === 0));
+  const long = digestToken('x'.repeat(300));
+  assert.equal(long.padded, undefined);
+  assert.equal(long.sha256?.length, 32);
 });
 
 test('tokenMatches: right token', () => {
@@ -89,8 +94,23 @@ test('tokenMatches: undefined candidate', () => {
   assert.equal(tokenMatches(undefined, digestToken('x')), false);
 });
 
-test('tokenMatches: malformed expected digest does not throw', () => {
-  assert.equal(tokenMatches('x', Buffer.alloc(3)), false);
+test('tokenMatches: a candidate padded with NUL bytes, or longer than the slot, never matches', () => {
+  const expected = digestToken('s3cret-token');
+  assert.equal(tokenMatches('s3cret-token\u0000', expected), false);
+  assert.equal(tokenMatches(`s3cret-token${'\u0000'.repeat(300)}`, expected), false);
+  assert.equal(tokenMatches('s'.repeat(1000), expected), false);
+});
+
+test('tokenMatches: tokens longer than 256 bytes go through sha256 and still match exactly', () => {
+  const token = 'k'.repeat(299) + 'z';
+  const expected = digestToken(token);
+  assert.equal(tokenMatches(token, expected), true);
+  assert.equal(tokenMatches(token.slice(0, 299), expected), false);
+  assert.equal(tokenMatches(`${token}z`, expected), false);
+});
+
+test('tokenMatches: an empty prepared digest never matches', () => {
+  assert.equal(tokenMatches('x', { bytes: 1 }), false);
 });
 
 // ---------------------------------------------------------------------------

@@ -1,10 +1,19 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-/** sha256 digest of the configured token; compute once per config load. */
-export type TokenDigest = Buffer;
+/**
+ * The configured token, prepared once per config load. Tokens up to SLOT bytes are kept zero-padded to
+ * SLOT bytes; longer ones as a sha256 digest.
+ */
+export interface TokenDigest {
+  readonly bytes: number;
+  readonly padded?: Buffer;
+  readonly sha256?: Buffer;
+}
 
-const DIGEST_BYTES = 32;
+const SLOT = 256;
+/** The candidate is copied here for comparing; requests are handled one at a time on this thread. */
+const scratch = Buffer.alloc(SLOT);
 
 /** First value of a header that may have been delivered as an array. */
 function firstValue(value: string | string[] | undefined): string | undefined {
@@ -64,17 +73,27 @@ export function extractToken(headers: IncomingHttpHeaders): string | undefined {
   return undefined;
 }
 
-/** sha256 of the utf8 bytes of `token`. */
 export function digestToken(token: string): TokenDigest {
-  return hash('sha256', token, 'buffer');
+  const bytes = Buffer.byteLength(token, 'utf8');
+  if (bytes > SLOT) return { bytes, sha256: hash('sha256', token, 'buffer') };
+  const padded = Buffer.alloc(SLOT);
+  padded.write(token, 'utf8');
+  return { bytes, padded };
 }
 
 /**
- * Constant-time comparison. The candidate is hashed first, so both sides of
- * timingSafeEqual are always 32 bytes and neither the content nor the length
- * of the expected token influences timing.
+ * Constant-time comparison that reveals neither the content nor the length of the expected token:
+ * the candidate is compared as SLOT zero-padded bytes (the same work whatever its length), and the
+ * lengths are compared too, so a prefix or a NUL-padded candidate cannot match. Hashing would do the
+ * same at several times the cost, on the path every wrong-token request takes.
  */
 export function tokenMatches(candidate: string | undefined, expected: TokenDigest): boolean {
-  if (candidate === undefined || expected.length !== DIGEST_BYTES) return false;
-  return timingSafeEqual(hash('sha256', candidate, 'buffer'), expected);
+  if (candidate === undefined) return false;
+  if (expected.sha256) return timingSafeEqual(hash('sha256', candidate, 'buffer'), expected.sha256);
+  if (!expected.padded) return false;
+  scratch.fill(0);
+  scratch.write(candidate, 'utf8');
+  const sameLength = Buffer.byteLength(candidate, 'utf8') === expected.bytes;
+  const sameBytes = timingSafeEqual(scratch, expected.padded);
+  return sameBytes && sameLength;
 }

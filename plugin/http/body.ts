@@ -13,38 +13,87 @@ export function tooLarge(limit: number): HookError {
 export function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (err?: HookError): void => {
-      clearTimeout(timer);
-      req.removeListener('data', onData);
-      req.removeListener('end', onEnd);
-      req.removeListener('error', onAbort);
-      req.removeListener('close', onAbort);
-      if (err) {
-        // Stop reading what is left; the response closes the connection.
-        req.pause();
-        reject(err);
-      } else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > limit) finish(tooLarge(limit));
-      else chunks.push(chunk);
-    };
-    const onEnd = (): void => finish();
-    const onAbort = (): void =>
-      finish(new HookError(400, 'invalid_json', 'the request body was cut off by the client', CLOSE));
-    const timer = setTimeout(
-      () => finish(new HookError(408, 'body_timeout', `the body was not received within ${timeoutMs / 1000} s`, CLOSE)),
-      timeoutMs,
-    );
-    req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('error', onAbort);
-    req.once('close', onAbort);
-  });
+  return new Promise((resolve, reject) => new BodyReader(req, limit, timeoutMs, resolve, reject));
+}
+
+/** Deadlines of bodies being read, checked by one shared sweep instead of a timer per request. */
+const reading = new Set<BodyReader>();
+const SWEEP_MS = 250;
+let sweeper: NodeJS.Timeout | undefined;
+
+function sweep(): void {
+  const now = Date.now();
+  for (const r of reading) if (r.deadline <= now) r.expire();
+  if (reading.size === 0) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
+}
+
+/**
+ * One body being read. A class with methods bound once, rather than closures: this runs for every
+ * request, and under tsx each named closure also costs a defineProperty.
+ */
+class BodyReader {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  readonly deadline: number;
+  private readonly onData = this.data.bind(this);
+  private readonly onEnd = this.end.bind(this);
+  private readonly onAbort = this.abort.bind(this);
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly limit: number,
+    private readonly timeoutMs: number,
+    private readonly resolve: (body: Buffer) => void,
+    private readonly reject: (err: HookError) => void,
+  ) {
+    this.deadline = Date.now() + timeoutMs;
+    reading.add(this);
+    if (!sweeper) {
+      sweeper = setInterval(sweep, SWEEP_MS);
+      sweeper.unref();
+    }
+    req.on('data', this.onData);
+    req.once('end', this.onEnd);
+    req.once('error', this.onAbort);
+    req.once('close', this.onAbort);
+  }
+
+  private data(chunk: Buffer): void {
+    this.size += chunk.length;
+    if (this.size > this.limit) this.fail(tooLarge(this.limit));
+    else this.chunks.push(chunk);
+  }
+
+  private end(): void {
+    this.detach();
+    this.resolve(this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size));
+  }
+
+  private abort(): void {
+    this.fail(new HookError(400, 'invalid_json', 'the request body was cut off by the client', CLOSE));
+  }
+
+  expire(): void {
+    this.fail(new HookError(408, 'body_timeout', `the body was not received within ${this.timeoutMs / 1000} s`, CLOSE));
+  }
+
+  private fail(err: HookError): void {
+    this.detach();
+    // Stop reading what is left; the response closes the connection.
+    this.req.pause();
+    this.reject(err);
+  }
+
+  private detach(): void {
+    reading.delete(this);
+    this.req.removeListener('data', this.onData);
+    this.req.removeListener('end', this.onEnd);
+    this.req.removeListener('error', this.onAbort);
+    this.req.removeListener('close', this.onAbort);
+  }
 }
 
 /** The body as a JSON object, whatever its Content-Type. */

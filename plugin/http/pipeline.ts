@@ -144,12 +144,14 @@ async function serveMapped(
   { url, q, sub, id }: Admitted,
 ): Promise<void> {
   const candidates = candidatesFor(sub, snap.mappings);
-  const limitOf = (m: { maxBodyBytes?: number }): number => m.maxBodyBytes ?? snap.maxBodyBytes;
-  const body = await readBody(req, Math.max(...candidates.map(limitOf)), snap.bodyTimeoutMs);
+  let limit = 0;
+  for (const m of candidates) limit = Math.max(limit, m.maxBodyBytes ?? snap.maxBodyBytes);
+  const body = await readBody(req, limit, snap.bodyTimeoutMs);
   const payload = parseJsonObject(body);
   const mapping = pickMapping(candidates, payload);
   if (!mapping) throw NOT_FOUND;
-  if (body.length > limitOf(mapping)) throw tooLarge(limitOf(mapping));
+  const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
+  if (body.length > own) throw tooLarge(own);
   const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
   const action = await buildMappedAction(mapping, payload, { headers: req.headers, query, name: sub }, deps.transforms, deps.host.logger);
   if (action.kind === 'skip') {

@@ -112,14 +112,14 @@ export async function buildMappedAction(
   }
 
   const name = fields.name?.trim() || m.id;
-  const wrap = (content: string): string =>
-    m.allowUnsafeExternalContent ? content : wrapExternalContent(content, { source: 'webhook', hookName: name });
 
   if ((fields.action ?? m.action) === 'wake') {
     if (fields.text === undefined || fields.text.trim() === '') {
       throw new HookError(400, 'invalid_payload', `mapping "${m.id}" produced an empty text from this payload`);
     }
-    return { kind: 'wake', spec: { text: wrap(fields.text.trim()), mode: fields.wakeMode ?? 'now', hook: name } };
+    const text = fields.text.trim();
+    const safe = m.allowUnsafeExternalContent ? text : wrapExternalContent(text, { source: 'webhook', hookName: name });
+    return { kind: 'wake', spec: { text: safe, mode: fields.wakeMode ?? 'now', hook: name } };
   }
   if (fields.message === undefined || fields.message.trim() === '') {
     throw new HookError(400, 'invalid_payload', `mapping "${m.id}" produced an empty message from this payload`);

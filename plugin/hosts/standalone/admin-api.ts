@@ -2,7 +2,7 @@
 // outbox, behind the gateway token (never the hook token).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError } from '../../errors.ts';
-import { digestToken, extractToken, tokenMatches } from '../../auth/token.ts';
+import { digestToken, extractToken, tokenMatches, type TokenDigest } from '../../auth/token.ts';
 import { AuthFailureLimiter } from '../../auth/limiter.ts';
 import { clientAddress } from '../../http/client-address.ts';
 import { sendError, sendJson } from '../../http/respond.ts';
@@ -22,7 +22,7 @@ const PREFIX = '/api/';
 
 export class AdminApi {
   private readonly limiter = new AuthFailureLimiter();
-  private digest: { token: string; digest: Buffer } | undefined;
+  private digest: { token: string; digest: TokenDigest } | undefined;
 
   constructor(private readonly deps: AdminDeps) {}
 
@@ -66,7 +66,7 @@ export class AdminApi {
     throw new HookError(404, 'not_found', 'no such admin endpoint');
   }
 
-  private tokenDigest(): Buffer {
+  private tokenDigest(): TokenDigest {
     const token = this.deps.gatewayToken();
     if (this.digest?.token !== token) this.digest = { token, digest: digestToken(token) };
     return this.digest.digest;

@@ -45,6 +45,12 @@ async function readFully(fh: FileHandle, buf: Buffer, length: number, position: 
   return done;
 }
 
+/** Append handles kept open between batches, process-wide; past the cap a batch opens and closes. */
+const MAX_KEPT_HANDLES = 256;
+/** A log that has not been written for this long gives its handle back. */
+const IDLE_CLOSE_MS = 1000;
+let keptHandles = 0;
+
 export class JsonlLog<T extends object> {
   readonly file: string;
   readonly #logger: Logger;
@@ -58,6 +64,8 @@ export class JsonlLog<T extends object> {
   #dirReady = false;
   #writes = 0;
   #appends = 0;
+  #handle: FileHandle | undefined;
+  #idle: NodeJS.Timeout | undefined;
 
   constructor(file: string, logger: Logger) {
     this.file = file;
@@ -124,8 +132,8 @@ export class JsonlLog<T extends object> {
   }
 
   async close(): Promise<void> {
-    // appendFile opens and closes the file per batch, so there is no handle to release.
     await this.flush();
+    await this.#exclusive(() => this.#release());
   }
 
   #exclusive<R>(fn: () => Promise<R>): Promise<R> {
@@ -183,6 +191,24 @@ export class JsonlLog<T extends object> {
       this.#dirReady = true;
     }
     this.#writes++;
+    // One write per batch on a kept handle, instead of open, write and close.
+    if (!this.#handle && keptHandles < MAX_KEPT_HANDLES) {
+      try {
+        this.#handle = await open(this.file, 'a', 0o600);
+        keptHandles++;
+      } catch {
+        // Fall back to appendFile, which also recreates a vanished directory below.
+      }
+    }
+    if (this.#handle) {
+      await this.#handle.writeFile(data, 'utf8');
+      if (this.#idle) this.#idle.refresh();
+      else {
+        this.#idle = setTimeout(() => void this.#exclusive(() => this.#release()), IDLE_CLOSE_MS);
+        this.#idle.unref();
+      }
+      return;
+    }
     try {
       await appendFile(this.file, data, { encoding: 'utf8', mode: 0o600 });
     } catch (err) {
@@ -192,6 +218,16 @@ export class JsonlLog<T extends object> {
       this.#writes++;
       await appendFile(this.file, data, { encoding: 'utf8', mode: 0o600 });
     }
+  }
+
+  async #release(): Promise<void> {
+    clearTimeout(this.#idle);
+    this.#idle = undefined;
+    const handle = this.#handle;
+    if (!handle) return;
+    this.#handle = undefined;
+    keptHandles--;
+    await handle.close();
   }
 
   #repairOnce(): Promise<void> {

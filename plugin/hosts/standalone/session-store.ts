@@ -13,6 +13,7 @@ import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host.ts';
 import { JsonlLog } from './jsonl-log.ts';
+import { isoNow } from '../../util/iso-now.ts';
 
 export interface SessionEntry {
   kind: 'system-event' | 'heartbeat' | 'prompt' | 'reply';
@@ -196,13 +197,13 @@ export class SessionStore {
   }
 
   #appendNow(key: string, entry: EntryInput): Promise<void> {
-    const { kind, text, at, ...extra } = entry;
+    // Built field by field: rest/spread copies cost more than the rest of this method on the wake path.
     const record: SessionEntry = {
-      kind,
-      text,
-      at: typeof at === 'string' && at !== '' ? at : new Date().toISOString(),
-      ...extra,
+      kind: entry.kind,
+      text: entry.text,
+      at: typeof entry.at === 'string' && entry.at !== '' ? entry.at : isoNow(),
     };
+    for (const k in entry) if (k !== 'kind' && k !== 'text' && k !== 'at') record[k] = (entry as Record<string, unknown>)[k];
     let session = this.#sessions.get(key);
     const writes: Promise<void>[] = [];
     if (!session) {
