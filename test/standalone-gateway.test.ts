@@ -31,7 +31,7 @@ test('first run writes a 0600 config with fresh tokens, prints a working curl, a
     const mode = (await stat(gw.configPath)).mode & 0o777;
     assert.equal(mode, 0o600);
     // Session histories hold payload-derived text: private to the gateway's user.
-    assert.equal((await stat(path.join(dir, 'sessions'))).mode & 0o777, 0o700);
+    assert.equal((await stat(path.join(dir, 'data', 'sessions'))).mode & 0o777, 0o700);
     const out = gw.output();
     assert.match(out, new RegExp(`Wrote a new config .*${gw.configPath.replace(/[.]/g, '\\.')}`));
     assert.match(out, /curl -s http:\/\/127\.0\.0\.1:\d+\/hooks\/wake -H "Authorization: Bearer \$HOOK_TOKEN"/);
@@ -47,8 +47,8 @@ test('first run writes a 0600 config with fresh tokens, prints a working curl, a
     const { entries } = (await res.json()) as { entries: any[] };
     assert.equal(entries[0].kind, 'system-event');
     assert.equal(entries[0].text, 'Hello from curl');
-    const files = await readdir(path.join(dir, 'sessions'));
-    for (const f of files) assert.equal((await stat(path.join(dir, 'sessions', f))).mode & 0o777, 0o600, f);
+    const files = await readdir(path.join(dir, 'data', 'sessions'));
+    for (const f of files) assert.equal((await stat(path.join(dir, 'data', 'sessions', f))).mode & 0o777, 0o600, f);
   } finally {
     assert.equal(await gw.stop(), 0);
   }
@@ -262,7 +262,7 @@ test('kill -9 mid-write, then a clean restart that skips a torn line', async () 
   await eventually(async () => acked.length > 20, 5000);
   await first.stop('SIGKILL');
   await Promise.all(sends);
-  const sessionsDir = path.join(dir, 'sessions');
+  const sessionsDir = path.join(dir, 'data', 'sessions');
   const files = await readdir(sessionsDir);
   const mainFile = files.find((f) => f.includes('main%3amain'));
   assert.ok(mainFile, `main session file missing: ${files.join(', ')}`);

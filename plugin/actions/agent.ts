@@ -67,8 +67,22 @@ export function parseAgentPayload(payload: Record<string, unknown>): AgentSpec {
   if (!validateAgentPayload(payload)) {
     throw new HookError(400, 'invalid_payload', formatErrors(validateAgentPayload.errors).join('; '));
   }
-  const { sessionKey, ...rest } = payload as unknown as AgentPayload;
-  return { ...rest, requestSessionKey: sessionKey, source: 'webhook' };
+  // Field by field: a rest/spread copy of the body costs more than the checks on this path.
+  const p = payload as unknown as AgentPayload;
+  return {
+    message: p.message,
+    name: p.name,
+    agentId: p.agentId,
+    requestSessionKey: p.sessionKey,
+    wakeMode: p.wakeMode,
+    deliver: p.deliver,
+    channel: p.channel,
+    to: p.to,
+    model: p.model,
+    thinking: p.thinking,
+    timeoutSeconds: p.timeoutSeconds,
+    source: 'webhook',
+  };
 }
 
 /** Applies every policy; throws the HookError of the first one that refuses. */

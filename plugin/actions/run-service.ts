@@ -20,9 +20,11 @@ export function isHeartbeatAck(reply: string): boolean {
   return HEARTBEAT_ACK.test(reply);
 }
 
+/** One line of at most max characters; only a bounded head of a long reply is looked at. */
 function clip(text: string, max: number): string {
-  const one = text.replace(/\s+/g, ' ').trim();
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+  const head = text.length > max * 4 ? text.slice(0, max * 4) : text;
+  const one = head.replace(/\s+/g, ' ').trim();
+  return one.length > max || head !== text ? `${one.slice(0, max - 1)}…` : one;
 }
 
 function reasonOf(err: unknown): string {

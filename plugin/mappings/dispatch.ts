@@ -18,9 +18,36 @@ export type MappedAction =
   | { kind: 'wake'; spec: WakeSpec }
   | { kind: 'agent'; specs: AgentSpec[] };
 
-/** Mappings that could own this name; the payload decides among them. */
-export function candidatesFor(name: string, mappings: readonly ResolvedMapping[]): ResolvedMapping[] {
-  return mappings.filter((m) => m.matchPath === undefined || m.matchPath === name);
+interface MappingIndex {
+  /** For each match.path: the mappings that could own it, in config order. */
+  byName: Map<string, readonly ResolvedMapping[]>;
+  /** For any other name: the mappings without match.path. */
+  anyName: readonly ResolvedMapping[];
+}
+
+/** Built once per config (the snapshot's mappings array is frozen and replaced on reload). */
+const indexes = new WeakMap<readonly ResolvedMapping[], MappingIndex>();
+
+function indexOf(mappings: readonly ResolvedMapping[]): MappingIndex {
+  let index = indexes.get(mappings);
+  if (!index) {
+    const byName = new Map<string, readonly ResolvedMapping[]>();
+    for (const m of mappings) {
+      const name = m.matchPath;
+      if (name !== undefined && !byName.has(name)) {
+        byName.set(name, mappings.filter((x) => x.matchPath === undefined || x.matchPath === name));
+      }
+    }
+    index = { byName, anyName: mappings.filter((m) => m.matchPath === undefined) };
+    indexes.set(mappings, index);
+  }
+  return index;
+}
+
+/** Mappings that could own this name, in config order; the payload decides among them. */
+export function candidatesFor(name: string, mappings: readonly ResolvedMapping[]): readonly ResolvedMapping[] {
+  const index = indexOf(mappings);
+  return index.byName.get(name) ?? index.anyName;
 }
 
 /** The first mapping in order whose source matches the payload's `source`. */

@@ -27,7 +27,7 @@
 // forged marker is never touched. Printable-ASCII input skips the shadow
 // entirely (it is its own shadow up to letter case).
 
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../util/random-hex.ts';
 
 export interface WrapOptions {
   source: string;
@@ -374,7 +374,7 @@ function describeKind(kind: string): string {
  * is data, not instructions.
  */
 export function wrapExternalContent(content: string, opts: WrapOptions): string {
-  const id = randomBytes(ID_BYTES).toString('hex');
+  const id = randomHex(ID_BYTES);
   const kind = cleanKind(opts.kind);
   const source = cleanMeta(opts.source, 'unknown');
   const hook = cleanMeta(opts.hookName, 'unknown');

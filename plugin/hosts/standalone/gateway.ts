@@ -44,9 +44,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const file = await readConfigFile(opts.configPath);
   let settings = resolveGatewaySettings(file, opts.configPath);
 
-  const store = new SessionStore(path.join(opts.stateDir, 'sessions'), logger);
-  const outbox = new Outbox(path.join(opts.stateDir, 'outbox.jsonl'), logger);
-  const registry = new RunRegistry(path.join(opts.stateDir, 'runs.jsonl'), logger);
+  // Everything the gateway writes lives under data/: the config's folder is watched, and writes
+  // beside the config file would wake the watcher on every request.
+  const dataDir = path.join(opts.stateDir, 'data');
+  const store = new SessionStore(path.join(dataDir, 'sessions'), logger);
+  const outbox = new Outbox(path.join(dataDir, 'outbox.jsonl'), logger);
+  const registry = new RunRegistry(path.join(dataDir, 'runs.jsonl'), logger);
   await Promise.all([store.open(), outbox.open()]);
   const interrupted = await registry.open();
 
@@ -92,14 +95,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     runs: {
       async runIsolatedTurn(turn) {
-        await store.append(turn.sessionKey, { kind: 'prompt', text: turn.prompt, runId: turn.runId });
+        // The model need not wait for the prompt record: the log keeps order, and the reply's write
+        // (awaited below) comes after it.
+        const prompted = store.append(turn.sessionKey, { kind: 'prompt', text: turn.prompt, runId: turn.runId });
         const outcome = await runner.run({ prompt: turn.prompt, model: turn.model, thinking: turn.thinking, signal: turn.signal });
-        if (outcome.status === 'ok') {
-          await store.append(turn.sessionKey, { kind: 'reply', text: outcome.reply, runId: turn.runId });
-          return { status: 'ok', reply: outcome.reply };
-        }
-        await store.append(turn.sessionKey, { kind: 'reply', text: '', runId: turn.runId, error: outcome.error });
-        return { status: outcome.status, error: outcome.error };
+        const reply =
+          outcome.status === 'ok'
+            ? { kind: 'reply' as const, text: outcome.reply, runId: turn.runId }
+            : { kind: 'reply' as const, text: '', runId: turn.runId, error: outcome.error };
+        await Promise.all([prompted, store.append(turn.sessionKey, reply)]);
+        return outcome.status === 'ok' ? { status: 'ok', reply: outcome.reply } : { status: outcome.status, error: outcome.error };
       },
       onRunUpdate: (record) => registry.update(record),
     },

@@ -1,4 +1,4 @@
-// Durable delivery outbox of the standalone gateway: every delivery is one line of <stateDir>/outbox.jsonl,
+// Durable delivery outbox of the standalone gateway: every delivery is one line of <stateDir>/data/outbox.jsonl,
 // also kept in memory for the admin API and for the "last" route of each agent.
 
 import type { Logger } from '../../host.ts';

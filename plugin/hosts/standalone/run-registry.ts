@@ -1,7 +1,8 @@
 // Hook runs as the admin API shows them: every status change is kept in memory (the most recent
-// runs) and appended to <stateDir>/runs.jsonl, so a restart can tell which runs never finished.
+// runs) and appended to <stateDir>/data/runs.jsonl, so a restart can tell which runs never finished.
 import type { Logger, RunRecord } from '../../host.ts';
 import { JsonlLog } from './jsonl-log.ts';
+import { isoNow } from '../../util/iso-now.ts';
 
 const KEEP_IN_MEMORY = 10_000;
 const FINAL = new Set(['ok', 'error', 'timeout']);
@@ -21,10 +22,11 @@ export class RunRegistry {
   }
 
   update(record: Readonly<RunRecord>): void {
-    const at = new Date().toISOString();
     this.remember({ ...record });
+    // Recovery needs only "accepted" and "finished": running is kept in memory.
+    if (record.status === 'running') return;
     // A lost status line is not worth failing a run for; JsonlLog already logs write failures.
-    this.log.append({ ...record, at }).catch(() => {});
+    this.log.append({ ...record, at: isoNow() }).catch(() => {});
   }
 
   get(runId: string): RunRecord | undefined {
