@@ -10,15 +10,8 @@ import type { WakeMode } from './wake.ts';
 
 const DEFAULT_TIMEOUT_SECONDS = 600;
 
-/** What an agent action asks for, from a request body or (later) a mapping. */
-export interface AgentSpec {
-  message: string;
-  name?: string;
-  agentId?: string;
-  /** sessionKey from the request body: subject to hooks.allowRequestSessionKey. */
-  requestSessionKey?: string;
-  /** sessionKey from a mapping: subject only to the prefixes. */
-  mappingSessionKey?: string;
+/** How a run goes: what an /agent body, a mapping and a transform may each say. */
+export interface RunOptions {
   wakeMode?: WakeMode;
   deliver?: boolean;
   channel?: 'last' | ChannelName;
@@ -26,6 +19,17 @@ export interface AgentSpec {
   model?: string;
   thinking?: string;
   timeoutSeconds?: number;
+}
+
+/** What an agent action asks for, from a request body, a mapping or the gmail preset. */
+export interface AgentSpec extends RunOptions {
+  message: string;
+  name?: string;
+  agentId?: string;
+  /** sessionKey from the request body: subject to hooks.allowRequestSessionKey. */
+  requestSessionKey?: string;
+  /** sessionKey from a mapping: subject only to the prefixes. */
+  mappingSessionKey?: string;
   /** Only a mapping can set this; a request body never can. */
   allowUnsafeExternalContent?: boolean;
   /** The message is already wrapped (the gmail preset wraps it as email). */
@@ -49,18 +53,11 @@ export interface AgentJob {
   to?: string;
 }
 
-interface AgentPayload {
+interface AgentPayload extends RunOptions {
   message: string;
   name?: string;
   agentId?: string;
   sessionKey?: string;
-  wakeMode?: WakeMode;
-  deliver?: boolean;
-  channel?: 'last' | ChannelName;
-  to?: string;
-  model?: string;
-  thinking?: string;
-  timeoutSeconds?: number;
 }
 
 export function parseAgentPayload(payload: Record<string, unknown>): AgentSpec {

@@ -3,11 +3,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { HookError } from '../errors.ts';
 import { formatErrors, validateTransformResult } from '../config/schemas.ts';
-import type { AgentSpec } from '../actions/agent.ts';
-import type { WakeMode, WakeSpec } from '../actions/wake.ts';
+import type { AgentSpec, RunOptions } from '../actions/agent.ts';
+import type { WakeSpec } from '../actions/wake.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
 import path from 'node:path';
-import type { ChannelName, Logger } from '../host.ts';
+import type { Logger } from '../host.ts';
 import type { TransformRunner } from './transform-runner.ts';
 import type { Template, TemplateContext } from './template.ts';
 import type { ResolvedMapping } from './resolve.ts';
@@ -56,20 +56,14 @@ export function pickMapping(candidates: readonly ResolvedMapping[], payload: Rec
   return candidates.find((m) => m.matchSource === undefined || m.matchSource === source);
 }
 
-interface ActionFields {
+/** A mapping's action as rendered, and what a transform may return over it. */
+interface ActionFields extends RunOptions {
   action?: 'wake' | 'agent';
   text?: string;
   message?: string;
   name?: string;
-  wakeMode?: WakeMode;
   sessionKey?: string;
   agentId?: string;
-  deliver?: boolean;
-  channel?: 'last' | ChannelName;
-  to?: string;
-  model?: string;
-  thinking?: string;
-  timeoutSeconds?: number;
 }
 
 /** Rendered text, or undefined when the template is absent or renders blank. */

@@ -3,6 +3,7 @@
 import type { ChannelName, GatewayHost } from '../host.ts';
 import { matchesSessionPrefix } from '../config/resolve.ts';
 import type { WakeMode } from '../actions/wake.ts';
+import type { RunOptions } from '../actions/agent.ts';
 import { compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from './confine.ts';
 import { GMAIL_PRESET } from './gmail.ts';
@@ -32,22 +33,16 @@ export interface ResolvedMapping {
   readonly preset?: 'gmail';
 }
 
-interface MappingConfig {
+/** As written in the config (validated by schema/mapping.schema.json); `to` and `model` may be templates. */
+interface MappingConfig extends RunOptions {
   id?: string;
   match?: { path?: string; source?: string };
   action?: 'wake' | 'agent';
-  wakeMode?: WakeMode;
   name?: string;
   textTemplate?: string;
   messageTemplate?: string;
   sessionKey?: string;
   agentId?: string;
-  deliver?: boolean;
-  channel?: 'last' | ChannelName;
-  to?: string;
-  model?: string;
-  thinking?: string;
-  timeoutSeconds?: number;
   maxBodyBytes?: number;
   allowUnsafeExternalContent?: boolean;
   transform?: { module: string; export?: string };

@@ -3,6 +3,7 @@
 
 import type { Logger } from '../../host.ts';
 import { JsonlLog } from './jsonl-log.ts';
+import { LoadOnce } from '../../util/load-once.ts';
 
 export interface OutboxEntry {
   channel: string;
@@ -32,8 +33,7 @@ export class Outbox {
   readonly #file: string;
   #entries: OutboxEntry[] = [];
   readonly #last = new Map<string, { channel: string; to?: string }>();
-  #opening: Promise<void> | undefined;
-  #opened = false;
+  readonly #opening = new LoadOnce(() => this.#load());
 
   constructor(file: string, logger: Logger) {
     this.#file = file;
@@ -42,18 +42,7 @@ export class Outbox {
   }
 
   open(): Promise<void> {
-    if (!this.#opening) {
-      this.#opening = this.#load().then(
-        () => {
-          this.#opened = true;
-        },
-        (err: unknown) => {
-          this.#opening = undefined;
-          throw err;
-        },
-      );
-    }
-    return this.#opening;
+    return this.#opening.run();
   }
 
   append(e: Omit<OutboxEntry, 'at'>): Promise<void> {
@@ -67,7 +56,7 @@ export class Outbox {
     };
     if (!isOutboxEntry(entry)) return Promise.reject(new TypeError('invalid outbox entry'));
     // Once open, memory is updated synchronously in call order; before that, after loading.
-    if (this.#opened) return this.#appendNow(entry);
+    if (this.#opening.done) return this.#appendNow(entry);
     return this.open().then(() => this.#appendNow(entry));
   }
 

@@ -13,6 +13,7 @@ import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host.ts';
 import { JsonlLog } from './jsonl-log.ts';
+import { LoadOnce } from '../../util/load-once.ts';
 import { isoNow } from '../../util/iso-now.ts';
 
 export interface SessionEntry {
@@ -131,8 +132,7 @@ export class SessionStore {
   readonly #dir: string;
   readonly #logger: Logger;
   readonly #sessions = new Map<string, SessionState>();
-  #opening: Promise<void> | undefined;
-  #opened = false;
+  readonly #opening = new LoadOnce(() => this.#load());
 
   constructor(dir: string, logger: Logger) {
     this.#dir = dir;
@@ -140,18 +140,7 @@ export class SessionStore {
   }
 
   open(): Promise<void> {
-    if (!this.#opening) {
-      this.#opening = this.#load().then(
-        () => {
-          this.#opened = true;
-        },
-        (err: unknown) => {
-          this.#opening = undefined;
-          throw err;
-        },
-      );
-    }
-    return this.#opening;
+    return this.#opening.run();
   }
 
   append(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }): Promise<void> {
@@ -162,12 +151,12 @@ export class SessionStore {
       return Promise.reject(new TypeError('session entry needs a known kind and a text'));
     }
     // Once open, the in-memory state is updated synchronously, in call order.
-    if (this.#opened) return this.#appendNow(key, entry);
+    if (this.#opening.done) return this.#appendNow(key, entry);
     return this.open().then(() => this.#appendNow(key, entry));
   }
 
   async history(key: string): Promise<SessionEntry[]> {
-    if (!this.#opened) await this.open();
+    if (!this.#opening.done) await this.open();
     const session = this.#sessions.get(key);
     if (!session) return [];
     const records = await session.log.readAll();
