@@ -32,7 +32,7 @@ const METHOD_NOT_ALLOWED = new HookError(405, 'method_not_allowed', 'only POST i
 const UNAUTHORIZED = new HookError(401, 'unauthorized', 'missing or wrong hook token');
 const NOT_FOUND = new HookError(404, 'not_found', 'no such hook');
 
-/** Requests that passed admission: the name, the request id and the client address. */
+/** What the later stages need of a request that passed admission. */
 interface Admitted {
   url: string;
   q: number;
