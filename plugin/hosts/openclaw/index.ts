@@ -1,0 +1,80 @@
+// The OpenClaw plugin entry. register() only declares: the route, the service and the reload policy.
+// The service reads the config, starts the core (with its own file watcher) and drains agent runs.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { definePluginEntry } from 'openclaw/plugin-sdk/plugin-entry';
+import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
+import { createHooksPlugin, type HooksPlugin } from '../../index.ts';
+import { sendJson } from '../../http/respond.ts';
+import type { OpenClawPluginApi } from './api.ts';
+import { HOOKS_KEY, PLUGIN_ID, routePath } from './config.ts';
+import { createOpenClawHost } from './host.ts';
+import { ServiceQueue } from './run-queue.ts';
+
+/** Runs still going at stop get this long before they are interrupted. */
+const STOP_GRACE_MS = 5_000;
+
+function register(api: OpenClawPluginApi): void {
+  const queue = new ServiceQueue();
+  const configPath = resolveConfigPath(process.env);
+  const host = createOpenClawHost({ api, configPath, queue });
+  let plugin: HooksPlugin | undefined;
+  let failure: string | undefined;
+
+  const unavailable = (res: ServerResponse): true => {
+    sendJson(
+      res,
+      503,
+      { ok: false, error: failure ? `hooks unavailable: ${failure}` : 'hooks are starting', code: 'overloaded' },
+      { 'retry-after': failure ? '30' : '1' },
+    );
+    return true;
+  };
+
+  api.registerHttpRoute({
+    path: routePath(api.pluginConfig),
+    auth: 'plugin',
+    match: 'prefix',
+    handler: (req: IncomingMessage, res: ServerResponse) => (plugin ? plugin.handle(req, res) : unavailable(res)),
+  });
+
+  api.registerService({
+    id: PLUGIN_ID,
+    async start() {
+      // Everything queued from the route runs in this context, which carries the service's authority.
+      queue.attach(AsyncLocalStorage.snapshot());
+      try {
+        const started = await createHooksPlugin(host, { watch: true });
+        await started.watching();
+        plugin = started;
+        failure = undefined;
+        host.logger.info('hookgate ready', { path: started.snapshot().path, enabled: started.snapshot().enabled });
+      } catch (err) {
+        failure = err instanceof Error ? err.message : String(err);
+        throw err;
+      }
+    },
+    async stop() {
+      const closing = plugin;
+      plugin = undefined;
+      try {
+        await closing?.close(STOP_GRACE_MS);
+      } finally {
+        queue.detach();
+        queue.clear('the hookgate service stopped');
+      }
+    },
+  });
+}
+
+export default definePluginEntry({
+  id: PLUGIN_ID,
+  name: 'hookgate',
+  description: 'Webhook ingress: authenticated wake, agent and mapped hooks.',
+  // The plugin follows its own config block (file watcher); moving the route needs a gateway restart.
+  reload: {
+    noopPrefixes: [HOOKS_KEY],
+    restartPrefixes: [`${HOOKS_KEY}.path`],
+  },
+  register,
+});

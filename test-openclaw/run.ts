@@ -1,0 +1,227 @@
+// Integration test: hookgate inside a real OpenClaw gateway (openclaw 2026.9.x on Node 24).
+// Run with `tsx test-openclaw/run.ts`. Uses the npm registry (first run only) and loopback, nothing else.
+// Checks answers over HTTP and effects through OpenClaw's own gateway API (`openclaw gateway call`).
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import {
+  ensureInstalled,
+  gatewayConfig,
+  prepareFiles,
+  removeFiles,
+  startGateway,
+  writeConfigAtomic,
+  type GatewayFiles,
+  type HooksBlock,
+  type RunningGateway,
+} from './openclaw-env.ts';
+
+/** The whole run is bounded: first-time install, gateway start, checks and shutdown. */
+const WATCHDOG_MS = Number(process.env.HOOKGATE_OPENCLAW_TIMEOUT_MS ?? 15 * 60_000);
+const nonce = Math.random().toString(36).slice(2, 8);
+
+const HOOKS: HooksBlock = {
+  enabled: true,
+  token: `hook-a-${nonce}-0123456789`,
+  path: '/hooks',
+  defaultSessionKey: 'hook:ingress',
+  allowedSessionKeyPrefixes: ['hook:'],
+  maxBodyBytes: 1024,
+  authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 },
+};
+
+let files: GatewayFiles;
+let gw: RunningGateway | undefined;
+
+const watchdog = setTimeout(() => {
+  process.stderr.write(`test-openclaw: gave up after ${WATCHDOG_MS} ms\n`);
+  void (gw?.stop(2_000) ?? Promise.resolve()).finally(() => process.exit(1));
+}, WATCHDOG_MS);
+watchdog.unref();
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: Record<string, unknown> | undefined;
+}
+
+/** One request; `from` picks the loopback source address (the auth limiter counts per address). */
+function post(pathname: string, body: string, opts: { token?: string; from?: string; method?: string } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${gw!.url}${pathname}`,
+      {
+        method: opts.method ?? 'POST',
+        localAddress: opts.from ?? '127.0.0.1',
+        headers: {
+          'content-type': 'application/json',
+          ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+        },
+        timeout: 15_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: Record<string, unknown> | undefined;
+          try {
+            json = JSON.parse(text) as Record<string, unknown>;
+          } catch {}
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer to ${pathname} within 15 s`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function queuedSystemEvents(): Promise<string[]> {
+  const status = await gw!.call('status');
+  return (status.queuedSystemEvents as string[] | undefined) ?? [];
+}
+
+async function eventually<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not seen within ${timeoutMs} ms\n${gw?.tail(20)}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+before(async () => {
+  const t0 = Date.now();
+  const done = await ensureInstalled();
+  if (done.length) process.stderr.write(`test-openclaw: ${done.join(', ')} (${Date.now() - t0} ms)\n`);
+  files = await prepareFiles();
+  const t1 = Date.now();
+  gw = await startGateway(files, HOOKS);
+  await gw.waitForLine(/hookgate ready/, 120_000);
+  process.stderr.write(`test-openclaw: gateway ready in ${Date.now() - t1} ms (port ${files.port})\n`);
+}, { timeout: 20 * 60_000 });
+
+after(async () => {
+  await gw?.stop();
+  if (files) await removeFiles(files);
+  clearTimeout(watchdog);
+});
+
+describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
+  const wakeText = `door bell ${nonce}`;
+
+  test('wake: 200, and the event is queued on the main session in OpenClaw', async () => {
+    const r = await post('/hooks/wake', JSON.stringify({ text: wakeText, mode: 'next-heartbeat' }), { token: HOOKS.token });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { ok: true, mode: 'next-heartbeat' });
+    assert.match(String(r.headers['content-type']), /^application\/json/);
+    const events = await queuedSystemEvents();
+    assert.ok(events.includes(wakeText), `status.queuedSystemEvents: ${JSON.stringify(events)}`);
+  });
+
+  test('agent: 202 with a runId, a run in OpenClaw, and an error summary on the main session', async () => {
+    const name = `probe-${nonce}`;
+    const r = await post('/hooks/agent', JSON.stringify({ message: 'Say hello.', name, deliver: false, wakeMode: 'next-heartbeat' }), {
+      token: HOOKS.token,
+    });
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.json?.ok, true);
+    assert.match(String(r.json?.runId), /^[0-9a-f-]{36}$/);
+    // The run reached OpenClaw: its session exists there.
+    await eventually('session agent:main:hook:ingress in sessions.list', 60_000, async () => {
+      const list = await gw!.call('sessions.list');
+      const keys = ((list.sessions as { key?: string }[] | undefined) ?? []).map((s) => s.key);
+      return keys.includes('agent:main:hook:ingress') ? true : undefined;
+    });
+    // No model is reachable (no credentials, no network): the run fails inside OpenClaw and says so.
+    const summary = await eventually('the run summary', 90_000, async () =>
+      (await queuedSystemEvents()).find((e) => e.startsWith(`Hook ${name} (`)),
+    );
+    assert.match(summary, new RegExp(`^Hook ${name} \\(error\\): \\S`));
+  });
+
+  test('wake now: 200, and OpenClaw runs a heartbeat for the main session', async () => {
+    const from = gw!.lines.length;
+    const r = await post('/hooks/wake', JSON.stringify({ text: `wake now ${nonce}` }), { token: HOOKS.token });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { ok: true, mode: 'now' });
+    await gw!.waitForLine(/chatId=heartbeat.*sessionKey=agent:main:main|sessionKey=agent:main:main.*heartbeat/, 60_000, from);
+  });
+
+  test('refusals: 401, 400 (query token, bad JSON, bad payload), 404, 405, 413', async () => {
+    const bad = await post('/hooks/wake', JSON.stringify({ text: 'x' }), { token: 'wrong-token' });
+    assert.equal(bad.status, 401);
+    assert.equal(bad.json?.code, 'unauthorized');
+
+    const query = await post(`/hooks/wake?token=${HOOKS.token}`, JSON.stringify({ text: 'x' }), { token: HOOKS.token });
+    assert.equal(query.status, 400);
+    assert.equal(query.json?.code, 'token_in_query');
+
+    const notJson = await post('/hooks/wake', 'text=hello', { token: HOOKS.token });
+    assert.equal(notJson.status, 400);
+    assert.equal(notJson.json?.code, 'invalid_json');
+
+    const noText = await post('/hooks/wake', JSON.stringify({ mode: 'now' }), { token: HOOKS.token });
+    assert.equal(noText.status, 400);
+    assert.equal(noText.json?.code, 'invalid_payload');
+
+    const unknown = await post('/hooks/nope', JSON.stringify({ text: 'x' }), { token: HOOKS.token });
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.json?.code, 'not_found');
+
+    const get = await post('/hooks/wake', '', { token: HOOKS.token, method: 'GET' });
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.allow, 'POST');
+
+    const big = await post('/hooks/wake', JSON.stringify({ text: 'x'.repeat(2000) }), { token: HOOKS.token });
+    assert.equal(big.status, 413);
+    assert.equal(big.json?.code, 'payload_too_large');
+  });
+
+  test('config edit applies without restarting OpenClaw or the plugin', async () => {
+    const pid = gw!.child.pid;
+    const readyBefore = gw!.count(/hookgate ready/);
+    // An event queued before the edit: a restart would lose it (OpenClaw keeps the queue in memory).
+    const marker = `before edit ${nonce}`;
+    const pre = await post('/hooks/wake', JSON.stringify({ text: marker, mode: 'next-heartbeat' }), { token: HOOKS.token });
+    assert.equal(pre.status, 200, pre.text);
+    const next: HooksBlock = { ...HOOKS, token: `hook-b-${nonce}-0123456789`, maxBodyBytes: 8192 };
+    const oldToken = HOOKS.token;
+    await writeConfigAtomic(files.configPath, gatewayConfig(files, next));
+    HOOKS.token = next.token;
+    // The old token with a 2000-byte body: 413 while the old config holds, 401 once the new one applies.
+    const from = '127.0.0.3';
+    const answer = await eventually('the new config', 30_000, async () => {
+      const r = await post('/hooks/wake', JSON.stringify({ text: 'y'.repeat(2000) }), { token: oldToken, from });
+      return r.status === 413 ? undefined : r;
+    });
+    assert.equal(answer.status, 401, answer.text);
+    const ok = await post('/hooks/wake', JSON.stringify({ text: `big ${'z'.repeat(2000)}`, mode: 'next-heartbeat' }), { token: next.token, from });
+    assert.equal(ok.status, 200, ok.text);
+    // Same process, service never restarted, OpenClaw's in-memory event queue intact.
+    assert.equal(gw!.child.pid, pid);
+    assert.equal(gw!.child.exitCode, null);
+    assert.equal(gw!.count(/hookgate ready/), readyBefore);
+    assert.ok((await queuedSystemEvents()).includes(marker), 'the event queued before the edit is still there');
+    assert.equal(gw!.count(/config reload skipped|invalid config/i), 0, gw!.tail(20));
+  });
+
+  test('429: an address is locked after repeated failures, even with the right token', async () => {
+    const from = '127.0.0.2';
+    for (let i = 0; i < 3; i++) {
+      const r = await post('/hooks/wake', JSON.stringify({ text: 'x' }), { token: `wrong-${i}`, from });
+      assert.equal(r.status, 401);
+    }
+    const locked = await post('/hooks/wake', JSON.stringify({ text: 'x' }), { token: HOOKS.token, from });
+    assert.equal(locked.status, 429, locked.text);
+    assert.equal(locked.json?.code, 'rate_limited');
+    assert.ok(Number(locked.headers['retry-after']) > 0);
+    // Another address is not affected.
+    const other = await post('/hooks/wake', JSON.stringify({ text: `other ${nonce}`, mode: 'next-heartbeat' }), { token: HOOKS.token });
+    assert.equal(other.status, 200, other.text);
+  });
+});
