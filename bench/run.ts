@@ -114,7 +114,7 @@ function figures(r: Result) {
     p99Ms: r.latency.p99,
     total: r.requests.total,
     /** Answers with a 2xx status per second (for agent runs: accepted, not refused with 503). */
-    okPerSec: Math.round(r['2xx'] / SECONDS),
+    okPerSec: Math.round(r.requests.total ? (r.requests.average * r['2xx']) / r.requests.total : 0),
     errors: r.errors + r.timeouts,
   };
 }
