@@ -133,16 +133,20 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
-/** choices[0].message.content as text; undefined when there is none. */
-function completionText(body: unknown): string | undefined {
+/** choices[0].message of a completion, when it has one. */
+function firstMessage(body: unknown): { content?: unknown; refusal?: unknown } | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
   const choices = (body as { choices?: unknown }).choices;
   if (!Array.isArray(choices)) return undefined;
   const first: unknown = choices[0];
   if (typeof first !== 'object' || first === null) return undefined;
   const message = (first as { message?: unknown }).message;
-  if (typeof message !== 'object' || message === null) return undefined;
-  const content = (message as { content?: unknown }).content;
+  return typeof message === 'object' && message !== null ? message : undefined;
+}
+
+/** choices[0].message.content as text; undefined when there is none. */
+function completionText(body: unknown): string | undefined {
+  const content = firstMessage(body)?.content;
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return undefined;
   const texts: string[] = [];
@@ -160,14 +164,7 @@ function completionText(body: unknown): string | undefined {
 }
 
 function refusalText(body: unknown): string | undefined {
-  if (typeof body !== 'object' || body === null) return undefined;
-  const choices = (body as { choices?: unknown }).choices;
-  if (!Array.isArray(choices)) return undefined;
-  const first: unknown = choices[0];
-  if (typeof first !== 'object' || first === null) return undefined;
-  const message = (first as { message?: unknown }).message;
-  if (typeof message !== 'object' || message === null) return undefined;
-  const refusal = (message as { refusal?: unknown }).refusal;
+  const refusal = firstMessage(body)?.refusal;
   return typeof refusal === 'string' && refusal.trim() !== '' ? refusal : undefined;
 }
 
