@@ -2,18 +2,10 @@
 // proxies, IPv4-mapped IPv6, IPv6 /64), its memory bound, and the token comparison.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HOOK_TOKEN, post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions } from './helpers/recording-host.ts';
+import { HOOK_TOKEN, post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from './helpers/recording-host.ts';
 
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 2 };
 
-async function withGateway(opts: TestHostOptions, fn: (gw: TestGateway) => Promise<void>): Promise<void> {
-  const gw = await startTestGateway(opts);
-  try {
-    await fn(gw);
-  } finally {
-    await gw.close();
-  }
-}
 
 /** A gateway that trusts loopback as a proxy, so X-Forwarded-For picks the client address. */
 function behindProxy(limit: Record<string, number> = LIMIT): TestHostOptions {

@@ -3,18 +3,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CHANNEL_ORDER, type ChannelName } from '../plugin/host.ts';
-import { post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions } from './helpers/recording-host.ts';
+import { post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from './helpers/recording-host.ts';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
-async function withGateway(opts: TestHostOptions, fn: (gw: TestGateway) => Promise<void>): Promise<void> {
-  const gw = await startTestGateway(opts);
-  try {
-    await fn(gw);
-  } finally {
-    await gw.close();
-  }
-}
 
 function assertError(r: JsonResponse, status: number, code: string, message?: RegExp): void {
   assert.equal(r.status, status, JSON.stringify(r.body));

@@ -3,19 +3,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IsolatedTurn, TurnResult } from '../plugin/host.ts';
-import { post, startTestGateway, type TestGateway, type TestHostOptions } from './helpers/recording-host.ts';
+import { post, startTestGateway, type TestGateway, type TestHostOptions, withGateway } from './helpers/recording-host.ts';
 
 const START_MARKER = '<<<EXTERNAL_UNTRUSTED_CONTENT id="';
 const END_MARKER = '<<<END_EXTERNAL_UNTRUSTED_CONTENT id="';
 
-async function withGateway(opts: TestHostOptions, fn: (gw: TestGateway) => Promise<void>): Promise<void> {
-  const gw = await startTestGateway(opts);
-  try {
-    await fn(gw);
-  } finally {
-    await gw.close();
-  }
-}
 
 async function submit(gw: TestGateway, body: Record<string, unknown>): Promise<string> {
   const r = await post(gw.url, '/hooks/agent', body);

@@ -5,18 +5,10 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { HOOK_TOKEN, post, startTestGateway } from './helpers/recording-host.ts';
+import { HOOK_TOKEN, post, startTestGateway, withGateway } from './helpers/recording-host.ts';
 
 type Opts = Parameters<typeof startTestGateway>[0];
 
-async function withGateway(opts: Opts, fn: (gw: Awaited<ReturnType<typeof startTestGateway>>) => Promise<void>): Promise<void> {
-  const gw = await startTestGateway(opts);
-  try {
-    await fn(gw);
-  } finally {
-    await gw.close();
-  }
-}
 
 async function configError(opts: Opts): Promise<string> {
   try {

@@ -1,7 +1,7 @@
 // POST <hooks.path>/agent: validate, apply the routing policies, and hand a job to the run service.
 import { randomUUID } from 'node:crypto';
 import { HookError } from '../errors.ts';
-import type { ChannelName, GatewayHost } from '../host.ts';
+import type { ChannelName, GatewayHost, IsolatedTurn } from '../host.ts';
 import type { HooksSnapshot } from '../config/resolve.ts';
 import { formatErrors, validateAgentPayload } from '../config/schemas.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
@@ -37,16 +37,9 @@ export interface AgentSpec extends RunOptions {
   source: string;
 }
 
-export interface AgentJob {
-  runId: string;
+/** An accepted run: the turn the host will be asked for (less its abort signal), and what follows it. */
+export interface AgentJob extends Omit<IsolatedTurn, 'signal'> {
   name: string;
-  agentId: string;
-  /** Full session key of the run: agent:<agentId>:<hook key> */
-  sessionKey: string;
-  prompt: string;
-  model?: string;
-  thinking?: string;
-  timeoutMs: number;
   wakeMode: WakeMode;
   deliver: boolean;
   channel: 'last' | ChannelName;

@@ -171,6 +171,16 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
   };
 }
 
+/** Runs fn against a fresh gateway and always closes it. */
+export async function withGateway(opts: TestHostOptions, fn: (gw: TestGateway) => Promise<void>): Promise<void> {
+  const gw = await startTestGateway(opts);
+  try {
+    await fn(gw);
+  } finally {
+    await gw.close();
+  }
+}
+
 export interface PostOptions {
   token?: string | null;
   headers?: Record<string, string>;
