@@ -2,11 +2,12 @@
 // its own process, driven alternately by autocannon (32 connections, no pipelining).
 // Prints req/s, p50/p99 latency and the ratio to bare per scenario, the gateway's RSS after each,
 // and writes every figure to bench/results/latest.json.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -55,7 +56,8 @@ async function startGateway(hooks: Record<string, unknown>): Promise<Proc & { di
   await mkdir(path.join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(path.join(dir, 'hooks', 'transforms', 'bench.ts'), TRANSFORM);
   // The log goes beside the state dir, not into it: the config dir is watched for changes.
-  const p = await startProcess(['--import', 'tsx', 'plugin/cli.ts', 'gateway', '--state-dir', dir, '--port', '0'], `${dir}.log`);
+  // The compiled CLI, as `npm start` runs it.
+  const p = await startProcess(['dist/plugin/cli.js', 'gateway', '--state-dir', dir, '--port', '0'], `${dir}.log`);
   return { ...p, dir };
 }
 
@@ -147,6 +149,7 @@ async function reloadApplyTimes(gw: Proc & { dir: string }, hooks: Record<string
 }
 
 async function main(): Promise<void> {
+  await promisify(execFile)(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT });
   const bareDir = await mkdtemp(path.join(tmpdir(), 'hookgate-bare-'));
   const bare = await startProcess(['bench/bare-server.mjs'], path.join(bareDir, 'bare.log'));
   // maxFailures is high so the 401 scenario stays 401; the second gateway locks after one failure.

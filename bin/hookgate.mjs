@@ -1,6 +1,3 @@
 #!/usr/bin/env node
-// Installed entry point: runs the TypeScript CLI through tsx's loader.
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../plugin/cli.ts');
+// Installed entry point: the CLI as built by `npm run build` (run by npm install through `prepare`).
+await import('../dist/plugin/cli.js');

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CLI = path.join(ROOT, 'plugin', 'cli.ts');
+/** The CLI from source, through tsx; the build test passes the compiled one instead. */
+const SOURCE_CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'cli.ts')];
 
 export const HOOK_TOKEN = 'spawned-hook-token-0123456789';
 export const GATEWAY_TOKEN = 'spawned-gateway-token-0123456789';
@@ -43,9 +44,9 @@ export async function writeConfig(stateDir: string, extra: Record<string, unknow
   return configPath;
 }
 
-export async function spawnGateway(stateDir: string, args: string[] = []): Promise<SpawnedGateway> {
+export async function spawnGateway(stateDir: string, args: string[] = [], cli: string[] = SOURCE_CLI): Promise<SpawnedGateway> {
   const configPath = path.join(stateDir, 'gateway.json5');
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'gateway', '--state-dir', stateDir, '--port', '0', ...args], {
+  const child = spawn(process.execPath, [...cli, 'gateway', '--state-dir', stateDir, '--port', '0', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
