@@ -318,22 +318,28 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
     assert.deepEqual(value(await runner.run(call(f('fixed-later.ts')))), { fixed: true });
   });
 
-  test('an infinite loop times out without blocking a concurrent call (pool)', async () => {
-    // Warm both workers so timing below measures the pool, not start-up.
-    await Promise.all([runner.run(call(f('slow.ts'))), runner.run(call(f('slow.ts')))]);
-    assert.equal(runner.workerCount, 2);
-    const order: string[] = [];
-    const t0 = performance.now();
-    const stuck = runner.run(call(f('loop.ts'), 'default', { secret: SECRET })).finally(() => order.push('stuck'));
-    const good = await runner.run(call(f('typed.ts'), 'default', { n: 1 })).finally(() => order.push('good'));
-    const goodMs = performance.now() - t0;
-    assert.equal(good.ok, true);
-    assert.deepEqual(order, ['good'], `the good call finished while the loop ran (${goodMs.toFixed(0)} ms)`);
-    assert.equal(failed(await stuck), 'transform timed out after 300 ms');
-    const stuckMs = performance.now() - t0;
-    assert.ok(stuckMs >= 290 && stuckMs < 3000, `deadline respected (${stuckMs.toFixed(0)} ms)`);
-    // The stuck worker was replaced; everything still works.
-    assert.deepEqual(value(await runner.run(call(f('fn.cjs'), 'default', { n: 1 }))), { cjs: 1 });
+  test('a transform that hogs its worker gets a second one started for the calls after it', async () => {
+    const pool = new TransformRunner({ timeoutMs: 3000, workers: 2, logger });
+    try {
+      // A steady load of quick calls is served by one worker.
+      await Promise.all([1, 2, 3, 4].map((n) => pool.run(call(f('typed.ts'), 'default', { n }))));
+      assert.equal(pool.workerCount, 1);
+      const order: string[] = [];
+      const t0 = performance.now();
+      const stuck = pool.run(call(f('loop.ts'), 'default', { secret: SECRET })).finally(() => order.push('stuck'));
+      await new Promise((r) => setTimeout(r, 500)); // the loop has loaded and run past the stall threshold
+      const good = await pool.run(call(f('fn.cjs'), 'default', { n: 1 })).finally(() => order.push('good'));
+      assert.equal(good.ok, true);
+      assert.equal(pool.workerCount, 2);
+      assert.deepEqual(order, ['good'], `the good call finished while the loop ran (${(performance.now() - t0).toFixed(0)} ms)`);
+      assert.equal(failed(await stuck), 'transform timed out after 3000 ms');
+      const stuckMs = performance.now() - t0;
+      assert.ok(stuckMs >= 2990 && stuckMs < 8000, `deadline respected (${stuckMs.toFixed(0)} ms)`);
+      // The stuck worker was replaced; everything still works.
+      assert.deepEqual(value(await pool.run(call(f('fn.cjs'), 'default', { n: 1 }))), { cjs: 1 });
+    } finally {
+      await pool.close();
+    }
   });
 
   test('a promise that never settles times out', async () => {
@@ -360,7 +366,7 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
   });
 
   test('a stuck worker is killed at its deadline so queued calls move on; the queue is bounded', async () => {
-    const small = new TransformRunner({ timeoutMs: 300, workers: 1, maxQueue: 1 });
+    const small = new TransformRunner({ timeoutMs: 300, workers: 1, maxQueue: 1, pipeline: 1 });
     try {
       await small.run(call(f('null.ts'))); // warm
       const stuck = small.run(call(f('loop.ts')));
@@ -371,6 +377,49 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
       assert.deepEqual(value(await queued), { cjs: 8 });
     } finally {
       await small.close();
+    }
+  });
+
+  test('pipelined calls behind a stuck one go to a fresh worker; the queue bound counts what waits in the runner', async () => {
+    const piped = new TransformRunner({ timeoutMs: 300, workers: 1, maxQueue: 1, pipeline: 3, logger });
+    try {
+      await piped.run(call(f('null.ts'))); // warm
+      const order: string[] = [];
+      const stuck = piped.run(call(f('loop.ts'), 'default', { secret: SECRET })).finally(() => order.push('stuck'));
+      // Handed to the same worker behind the loop: never started there.
+      const behind = [1, 2].map((n) => piped.run(call(f('fn.cjs'), 'default', { n })).finally(() => order.push(`behind ${n}`)));
+      const waiting = piped.run(call(f('fn.cjs'), 'default', { n: 3 }));
+      assert.equal(piped.queued, 1);
+      assert.equal(failed(await piped.run(call(f('null.ts')))), 'transform queue is full');
+      assert.equal(failed(await stuck), 'transform timed out after 300 ms');
+      assert.deepEqual(await Promise.all(behind.map(async (p) => value(await p))), [{ cjs: 1 }, { cjs: 2 }]);
+      assert.deepEqual(value(await waiting), { cjs: 3 });
+      assert.deepEqual(order, ['stuck', 'behind 1', 'behind 2']);
+      assert.equal(piped.workerCount, 1);
+    } finally {
+      await piped.close();
+    }
+  });
+
+  test('a pipelined worker overlaps async calls; one that runs out of time takes the calls it had started with it', async () => {
+    const piped = new TransformRunner({ timeoutMs: 300, workers: 1, pipeline: 4, logger });
+    try {
+      await piped.run(call(f('null.ts'))); // warm
+      // Four async calls on one worker finish in about one call's time, not four.
+      const t0 = performance.now();
+      const results = await Promise.all([1, 2, 3, 4].map((n) => piped.run(call(f('async.ts'), 'default', { n }))));
+      assert.deepEqual(results.map(value), [1, 2, 3, 4].map((n) => ({ later: n })));
+      assert.ok(performance.now() - t0 < 250, `overlapped (${(performance.now() - t0).toFixed(0)} ms)`);
+      const never = piped.run(call(f('never.ts')));
+      await new Promise((r) => setTimeout(r, 100));
+      const started = piped.run(call(f('slow.ts'))); // overlaps the first and ends before its deadline
+      const late = piped.run(call(f('never.ts'))); // started, still running when the first runs out
+      assert.equal(failed(await never), 'transform timed out after 300 ms');
+      assert.deepEqual(value(await started), { slow: true });
+      assert.equal(failed(await late), 'transform stopped: its worker was replaced after another call on it ran out of time');
+      assert.equal(value(await piped.run(call(f('null.ts')))), null);
+    } finally {
+      await piped.close();
     }
   });
 
@@ -441,7 +490,7 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
   });
 
   test('close() ends running and queued calls and terminates workers', async () => {
-    const r = new TransformRunner({ timeoutMs: 60_000, workers: 1 });
+    const r = new TransformRunner({ timeoutMs: 60_000, workers: 1, pipeline: 1 });
     await r.run(call(f('null.ts')));
     const running = r.run(call(f('never.ts')));
     const queued = r.run(call(f('null.ts')));

@@ -1,12 +1,19 @@
 // Runs transform modules (user code) in a small pool of worker threads, so that a transform that loops,
 // never settles, eats memory or calls process.exit() costs one worker, not the gateway.
 //
-// - Workers start lazily (first call) with heap limits; each runs one call at a time.
-// - A call waits for an idle worker in a bounded queue. Its clock starts when a worker takes it: first
-//   a load budget (worker start-up + module load, at least `loadTimeoutMs`), then `timeoutMs` from the
-//   moment the transform function is invoked. At the deadline the worker is terminated and replaced.
+// - Workers start lazily (first call) with heap limits. A call goes to the least busy worker that has
+//   room (fewer than `pipeline` calls handed to it) and is not stalled; a worker is stalled when it is
+//   running a call and has not been heard from for STALL_MS. Another worker is started (up to
+//   `workers`) only when every worker is stalled; otherwise the call waits in a bounded queue. One
+//   worker serves a steady load (handing it its next calls before it has answered the last keeps it
+//   from idling while the main thread serves HTTP); a second one starts when a transform hogs the first.
+// - A call's clock starts when its transform function is invoked (`timeoutMs`). A worker owing a call
+//   it has not started (loading a module) must start it within the load budget (at least
+//   `loadTimeoutMs`). At a deadline the worker is terminated and replaced: the late call fails, calls
+//   the worker had not started go back to the front of the queue, and calls it had started (async
+//   ones overlap) fail with the reason why their worker went away.
 // - Answers carry the call id; anything from a worker that was terminated, or for another call, is ignored.
-// - invalidate() retires every worker (idle ones now, busy ones when their call ends): the next call gets
+// - invalidate() retires every worker (idle ones now, busy ones when their calls end): the next call gets
 //   a fresh worker that loads the module, its imports and Node's ESM cache afresh.
 // - Idle workers are unref'd: the runner never keeps the process alive on its own.
 import { Worker } from 'node:worker_threads';
@@ -33,6 +40,8 @@ export interface TransformRunnerOptions {
   maxOldGenerationSizeMb?: number;
   /** Calls waiting for a worker beyond this are refused. Default 1000. */
   maxQueue?: number;
+  /** Calls handed to one worker at a time. Default 32. */
+  pipeline?: number;
   /** Budget for starting a worker and loading the module, before the transform runs. Default max(10000, timeoutMs). */
   loadTimeoutMs?: number;
   logger?: { warn(msg: string, fields?: Record<string, unknown>): void };
@@ -41,8 +50,11 @@ export interface TransformRunnerOptions {
 const DEFAULT_TIMEOUT_MS = 2000;
 const DEFAULT_WORKERS = 2;
 const DEFAULT_OLD_GEN_MB = 64;
-const YOUNG_GEN_MB = 16;
+const YOUNG_GEN_MB = 4;
 const DEFAULT_MAX_QUEUE = 1000;
+const DEFAULT_PIPELINE = 32;
+/** A worker running a call that has not answered for this long takes no more calls while it lasts. */
+const STALL_MS = 100;
 const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
 const WORKER_URL = new URL('./transform-worker.mjs', import.meta.url);
 
@@ -50,14 +62,22 @@ interface PendingCall {
   readonly id: number;
   readonly call: TransformCall;
   readonly resolve: (outcome: TransformOutcome) => void;
+  /** Runs from the worker's "start": the transform's own time budget. */
   timer?: NodeJS.Timeout;
+  started: boolean;
   settled: boolean;
 }
 
 interface Slot {
   readonly worker: Worker;
   readonly generation: number;
-  current?: PendingCall;
+  /** Handed to this worker and not answered yet, in the order sent (the worker takes them in order). */
+  readonly calls: Map<number, PendingCall>;
+  /** The load budget of `loading`: the first call not started while none runs. */
+  loadTimer?: NodeJS.Timeout;
+  loading?: PendingCall;
+  /** performance.now() of the worker's last message. */
+  heardAt: number;
   dead: boolean;
 }
 
@@ -99,6 +119,7 @@ export class TransformRunner {
   private readonly size: number;
   private readonly oldGenMb: number;
   private readonly maxQueue: number;
+  private readonly pipeline: number;
   private readonly loadTimeoutMs: number | undefined;
   private readonly logger: TransformRunnerOptions['logger'];
 
@@ -113,6 +134,7 @@ export class TransformRunner {
     this.size = Math.max(1, Math.floor(positive(opts.workers, DEFAULT_WORKERS)));
     this.oldGenMb = positive(opts.maxOldGenerationSizeMb, DEFAULT_OLD_GEN_MB);
     this.maxQueue = Math.max(0, Math.floor(opts.maxQueue ?? DEFAULT_MAX_QUEUE));
+    this.pipeline = Math.max(1, Math.floor(positive(opts.pipeline, DEFAULT_PIPELINE)));
     this.loadTimeoutMs = opts.loadTimeoutMs !== undefined ? positive(opts.loadTimeoutMs, DEFAULT_LOAD_TIMEOUT_MS) : undefined;
     this.logger = opts.logger;
   }
@@ -138,10 +160,10 @@ export class TransformRunner {
       return Promise.resolve({ ok: false, reason: 'transform module path must be absolute (from confineModule)' });
     }
     return new Promise<TransformOutcome>((resolve) => {
-      const pending: PendingCall = { id: this.nextId++, call, resolve, settled: false };
+      const pending: PendingCall = { id: this.nextId++, call, resolve, started: false, settled: false };
       let slot: Slot | undefined;
       try {
-        slot = this.idleSlot() ?? this.spawn();
+        slot = this.freeSlot();
       } catch {
         this.settle(pending, { ok: false, reason: 'transform worker could not be started' });
         return;
@@ -158,13 +180,13 @@ export class TransformRunner {
 
   /**
    * Forget loaded modules so the next call loads them afresh (hot reload). Workers are retired: idle
-   * ones at once, busy ones when their current call ends. `file` is accepted for callers that know which
+   * ones at once, busy ones when their calls end (they take no new ones). `file` is accepted for callers that know which
    * module changed; since a module's imports are cached too, every worker is retired either way.
    */
   invalidate(_file?: string): void {
     this.generation++;
     for (const slot of [...this.slots]) {
-      if (!slot.current) void this.retire(slot);
+      if (slot.calls.size === 0) void this.retire(slot);
     }
   }
 
@@ -174,18 +196,36 @@ export class TransformRunner {
     for (const pending of this.queue.splice(0)) this.settle(pending, { ok: false, reason: 'transform runner is closed' });
     const exits: Promise<unknown>[] = [];
     for (const slot of [...this.slots]) {
-      const running = slot.current;
       exits.push(this.retire(slot));
-      if (running) this.settle(running, { ok: false, reason: 'transform runner is closed' });
+      for (const pending of slot.calls.values()) this.settle(pending, { ok: false, reason: 'transform runner is closed' });
     }
     await Promise.all(exits);
   }
 
   // --- pool -----------------------------------------------------------------------------------------
 
-  private idleSlot(): Slot | undefined {
-    for (const slot of this.slots) if (!slot.current && !slot.dead) return slot;
-    return undefined;
+  /**
+   * The least busy healthy worker with room; a new worker only when none is healthy (all stalled, or
+   * none yet); undefined when the call must wait. Throws if a worker cannot be created.
+   */
+  private freeSlot(): Slot | undefined {
+    let best: Slot | undefined;
+    let healthy = false;
+    const now = performance.now();
+    for (const slot of this.slots) {
+      // Workers of an older generation (invalidated) finish their calls but take no new ones.
+      if (slot.dead || slot.generation !== this.generation) continue;
+      if (slot.calls.size === 0) return slot;
+      if (now - slot.heardAt > STALL_MS && this.runsACall(slot)) continue;
+      healthy = true;
+      if (slot.calls.size < this.pipeline && (!best || slot.calls.size < best.calls.size)) best = slot;
+    }
+    return best ?? (healthy ? undefined : this.spawn());
+  }
+
+  private runsACall(slot: Slot): boolean {
+    for (const pending of slot.calls.values()) if (pending.started) return true;
+    return false;
   }
 
   /** A new worker, or undefined when the pool is full (or closed); throws if a worker cannot be created. */
@@ -202,7 +242,7 @@ export class TransformRunner {
       this.logger?.warn('transform worker could not be started', { error: oneLine(String((err as Error)?.message ?? err)) });
       throw err;
     }
-    const slot: Slot = { worker, generation: this.generation, dead: false };
+    const slot: Slot = { worker, generation: this.generation, calls: new Map(), heardAt: performance.now(), dead: false };
     this.slots.add(slot);
     worker.on('message', (msg: unknown) => this.onMessage(slot, msg));
     worker.on('error', (err: Error) => this.onDeath(slot, crashReason(err)));
@@ -211,63 +251,107 @@ export class TransformRunner {
   }
 
   private dispatch(slot: Slot, pending: PendingCall): void {
-    slot.current = pending;
-    slot.worker.ref();
     const { file, exportName, ctx } = pending.call;
-    const loadBudget = this.loadTimeoutMs ?? Math.max(DEFAULT_LOAD_TIMEOUT_MS, this.timeoutMs);
-    pending.timer = setTimeout(() => this.onDeadline(slot, pending, `transform module did not load within ${loadBudget} ms`), loadBudget);
     try {
       slot.worker.postMessage({ type: 'call', id: pending.id, file, exportName, ctx });
     } catch {
       // The context could not be cloned: nothing reached the worker, which stays usable.
-      slot.current = undefined;
       this.settle(pending, { ok: false, reason: 'transform input could not be passed to the worker' });
       this.release(slot);
+      return;
     }
+    slot.calls.set(pending.id, pending);
+    slot.worker.ref();
+    this.watchLoad(slot);
   }
 
   private onMessage(slot: Slot, msg: unknown): void {
-    const pending = slot.current;
-    if (slot.dead || !pending || !isWorkerMessage(msg) || msg.id !== pending.id || pending.settled) return;
+    if (slot.dead || !isWorkerMessage(msg)) return;
+    slot.heardAt = performance.now();
+    const pending = slot.calls.get(msg.id);
+    if (!pending || pending.settled) return;
     if (msg.type === 'start') {
-      clearTimeout(pending.timer);
+      pending.started = true;
       const ms = this.timeoutMs;
       pending.timer = setTimeout(() => this.onDeadline(slot, pending, `transform timed out after ${ms} ms`), ms);
+      this.watchLoad(slot);
       return;
     }
-    slot.current = undefined;
+    slot.calls.delete(msg.id);
     this.settle(pending, msg.ok ? { ok: true, value: msg.value } : { ok: false, reason: oneLine(msg.reason) || 'transform failed' });
     this.release(slot);
   }
 
-  private onDeadline(slot: Slot, pending: PendingCall, reason: string): void {
-    if (pending.settled || slot.current !== pending) return;
-    this.logger?.warn('transform stopped: worker terminated', this.fields(pending, reason));
-    this.settle(pending, { ok: false, reason });
-    slot.current = undefined;
+  /**
+   * The load budget runs while the worker owes a call it has not started and runs none: it is loading
+   * a module (or about to start the call). While a call runs, that call's own timer watches the worker.
+   */
+  private watchLoad(slot: Slot): void {
+    let waiting: PendingCall | undefined;
+    for (const pending of slot.calls.values()) {
+      if (pending.started) {
+        waiting = undefined;
+        break;
+      }
+      waiting ??= pending;
+    }
+    if (waiting === slot.loading) return;
+    clearTimeout(slot.loadTimer);
+    slot.loading = waiting;
+    slot.loadTimer = undefined;
+    if (!waiting) return;
+    const budget = this.loadTimeoutMs ?? Math.max(DEFAULT_LOAD_TIMEOUT_MS, this.timeoutMs);
+    slot.loadTimer = setTimeout(() => this.onDeadline(slot, waiting, `transform module did not load within ${budget} ms`), budget);
+  }
+
+  private onDeadline(slot: Slot, late: PendingCall, reason: string): void {
+    if (slot.dead || late.settled || !slot.calls.has(late.id)) return;
+    this.logger?.warn('transform stopped: worker terminated', this.fields(late, reason));
+    slot.calls.delete(late.id);
+    this.settle(late, { ok: false, reason });
     void this.retire(slot);
-    this.pump();
+    this.reclaim(slot, 'transform stopped: its worker was replaced after another call on it ran out of time');
   }
 
   private onDeath(slot: Slot, reason: string): void {
     if (slot.dead) return;
     slot.dead = true;
     this.slots.delete(slot);
-    const pending = slot.current;
-    slot.current = undefined;
-    if (pending && !pending.settled) {
-      this.logger?.warn('transform worker died during a call', this.fields(pending, reason));
-      this.settle(pending, { ok: false, reason });
-    } else if (!this.closed) {
-      this.logger?.warn('idle transform worker died', { reason });
+    clearTimeout(slot.loadTimer);
+    if (slot.calls.size === 0) {
+      if (!this.closed) this.logger?.warn('idle transform worker died', { reason });
+      this.pump();
+      return;
     }
+    // The calls it was running share the blame; with none running, the call it was loading for.
+    const culprits = [...slot.calls.values()].filter((p) => p.started);
+    if (culprits.length === 0) culprits.push(slot.calls.values().next().value!);
+    for (const pending of culprits) {
+      this.logger?.warn('transform worker died during a call', this.fields(pending, reason));
+      slot.calls.delete(pending.id);
+      this.settle(pending, { ok: false, reason });
+    }
+    this.reclaim(slot, reason);
+  }
+
+  /** After a worker is gone: calls it never started wait again at the front; started ones fail. */
+  private reclaim(slot: Slot, startedReason: string): void {
+    const unstarted: PendingCall[] = [];
+    for (const pending of slot.calls.values()) {
+      if (pending.started) this.settle(pending, { ok: false, reason: startedReason });
+      else unstarted.push(pending);
+    }
+    slot.calls.clear();
+    this.queue.unshift(...unstarted);
     this.pump();
   }
 
-  /** A worker finished a call: reuse it, or retire it if modules were invalidated meanwhile. */
+  /** A worker answered a call: reuse it, or retire it once idle if modules were invalidated meanwhile. */
   private release(slot: Slot): void {
     if (slot.dead) return;
-    if (slot.generation !== this.generation || this.closed) {
+    if (slot.calls.size > 0) {
+      this.watchLoad(slot);
+    } else if (slot.generation !== this.generation || this.closed) {
       void this.retire(slot);
     } else {
       slot.worker.unref();
@@ -278,6 +362,7 @@ export class TransformRunner {
   private retire(slot: Slot): Promise<unknown> {
     slot.dead = true;
     this.slots.delete(slot);
+    clearTimeout(slot.loadTimer);
     return slot.worker.terminate().catch(() => undefined);
   }
 
@@ -286,7 +371,7 @@ export class TransformRunner {
     while (this.queue.length > 0 && !this.closed) {
       let slot: Slot | undefined;
       try {
-        slot = this.idleSlot() ?? this.spawn();
+        slot = this.freeSlot();
       } catch {
         // No worker can be started; fail what waits rather than letting it hang (busy workers, if
         // any, keep serving: only calls that no worker will ever take are failed).
