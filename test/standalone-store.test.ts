@@ -7,6 +7,7 @@ import type { LogFields, Logger } from '../plugin/host.ts';
 import { JsonlLog } from '../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../plugin/hosts/standalone/outbox.ts';
 import {
+  PENDING_TEXT_MAX,
   SessionStore,
   decodeSessionFileName,
   sessionFileName,
@@ -222,6 +223,27 @@ test('session store: history, list and agent ids survive a restart', async () =>
     assert.ok(!Number.isNaN(Date.parse(plain[0]!.at)), 'a default ISO time is filled in');
     assert.deepEqual(await again.history('agent:nobody:main'), []);
     await again.close();
+  });
+});
+
+test('session store: a large pending event waits clipped in memory; the file keeps it whole', async () => {
+  await withTempDir(async (dir) => {
+    const key = 'agent:main:main';
+    const big = `start ${'x'.repeat(200 * 1024)} end`;
+    const store = new SessionStore(dir, recordingLogger());
+    await store.open();
+    await store.append(key, { kind: 'system-event', text: big, hook: 'wake' });
+    await store.append(key, { kind: 'system-event', text: 'small', hook: 'wake' });
+    const [clipped, small] = store.takePending(key);
+    assert.equal(clipped, `${big.slice(0, PENDING_TEXT_MAX)}… (clipped)`);
+    assert.equal(small, 'small');
+    assert.equal((await store.history(key)).find((e) => e.kind === 'system-event')?.text, big);
+    await store.close();
+
+    const restarted = new SessionStore(dir, recordingLogger());
+    await restarted.open();
+    assert.deepEqual(restarted.takePending(key), [clipped, 'small']);
+    await restarted.close();
   });
 });
 

@@ -10,9 +10,11 @@ import { appendFile, mkdir, open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host.ts';
+import { jsonLineBytes, jsonLineText, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';
 
 interface Pending {
-  line: string;
+  /** The record as JSON, without the newline (added when the batch is encoded). */
+  line: JsonLine;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -43,6 +45,22 @@ async function readFully(fh: FileHandle, buf: Buffer, length: number, position: 
     done += bytesRead;
   }
   return done;
+}
+
+/**
+ * The batch's lines, each with its newline, encoded straight into one buffer: joining strings first
+ * would copy every line once more on the heap.
+ */
+function encodeLines(batch: readonly Pending[]): Buffer {
+  let size = batch.length;
+  for (const p of batch) size += jsonLineBytes(p.line);
+  const data = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const p of batch) {
+    at = writeJsonLine(p.line, data, at);
+    data[at++] = NEWLINE;
+  }
+  return data;
 }
 
 /** Append handles kept open between batches, process-wide; past the cap a batch opens and closes. */
@@ -83,13 +101,13 @@ export class JsonlLog<T extends object> {
   }
 
   append(record: T): Promise<void> {
-    let line: string;
+    if (!isRecord(record)) return Promise.reject(new TypeError('JsonlLog.append expects an object record'));
+    let line: JsonLine;
     try {
-      line = JSON.stringify(record) + '\n';
+      line = toJsonLine(record);
     } catch (err) {
       return Promise.reject(err);
     }
-    if (!isRecord(record)) return Promise.reject(new TypeError('JsonlLog.append expects an object record'));
     this.#appends++;
     const done = new Promise<void>((resolve, reject) => {
       this.#batch.push({ line, resolve, reject });
@@ -121,7 +139,7 @@ export class JsonlLog<T extends object> {
       }
       const records = this.#parse(text);
       // Lines still queued (not yet handed to the writer) are not in the file yet.
-      for (const pending of this.#batch) records.push(JSON.parse(pending.line) as T);
+      for (const pending of this.#batch) records.push(JSON.parse(jsonLineText(pending.line)) as T);
       return records;
     });
   }
@@ -172,8 +190,7 @@ export class JsonlLog<T extends object> {
     if (batch.length === 0) return;
     try {
       await this.#repairOnce();
-      const data = batch.length === 1 ? batch[0]!.line : batch.map((p) => p.line).join('');
-      await this.#appendData(data);
+      await this.#appendData(encodeLines(batch));
       for (const p of batch) p.resolve();
     } catch (err) {
       this.#logger.error(`jsonl log: write to ${this.file} failed`, {
@@ -185,7 +202,7 @@ export class JsonlLog<T extends object> {
     }
   }
 
-  async #appendData(data: string): Promise<void> {
+  async #appendData(data: Buffer): Promise<void> {
     if (!this.#dirReady) {
       await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
       this.#dirReady = true;
@@ -201,7 +218,7 @@ export class JsonlLog<T extends object> {
       }
     }
     if (this.#handle) {
-      await this.#handle.writeFile(data, 'utf8');
+      await this.#handle.writeFile(data);
       if (this.#idle) this.#idle.refresh();
       else {
         this.#idle = setTimeout(() => void this.#exclusive(() => this.#release()), IDLE_CLOSE_MS);
@@ -210,13 +227,13 @@ export class JsonlLog<T extends object> {
       return;
     }
     try {
-      await appendFile(this.file, data, { encoding: 'utf8', mode: 0o600 });
+      await appendFile(this.file, data, { mode: 0o600 });
     } catch (err) {
       if (!isErrno(err, 'ENOENT')) throw err;
       // The directory vanished under us; recreate it once and retry.
       await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
       this.#writes++;
-      await appendFile(this.file, data, { encoding: 'utf8', mode: 0o600 });
+      await appendFile(this.file, data, { mode: 0o600 });
     }
   }
 

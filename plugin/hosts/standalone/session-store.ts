@@ -128,6 +128,18 @@ function isHeader(record: unknown): record is SessionHeader {
   return r.kind === 'session' && typeof r.key === 'string' && r.key !== '';
 }
 
+/**
+ * Pending events wait in memory for the next heartbeat, whose prompt shows only the start of each (the
+ * whole text is in the file). A burst of large events must not pin their full texts until then.
+ */
+export const PENDING_TEXT_MAX = 4000;
+
+function pendingText(text: string): string {
+  if (text.length <= PENDING_TEXT_MAX) return text;
+  // A JSON round trip makes a fresh string; a slice would keep the whole text alive.
+  return JSON.parse(JSON.stringify(`${text.slice(0, PENDING_TEXT_MAX)}… (clipped)`)) as string;
+}
+
 export class SessionStore {
   readonly #dir: string;
   readonly #logger: Logger;
@@ -208,7 +220,7 @@ export class SessionStore {
       writes.push(session.log.append({ kind: 'session', key, agentId, createdAt: record.at }));
     }
     session.updatedAt = record.at;
-    if (record.kind === 'system-event') session.pending.push(record.text);
+    if (record.kind === 'system-event') session.pending.push(pendingText(record.text));
     else if (record.kind === 'heartbeat') session.pending = [];
     writes.push(session.log.append(record));
     return Promise.all(writes).then(() => undefined);
@@ -247,7 +259,7 @@ export class SessionStore {
       const entries = records.filter((r): r is SessionEntry => isEntry(r));
       const pending: string[] = [];
       for (const e of entries) {
-        if (e.kind === 'system-event') pending.push(e.text);
+        if (e.kind === 'system-event') pending.push(pendingText(e.text));
         else if (e.kind === 'heartbeat') pending.length = 0;
       }
       const last = entries[entries.length - 1];
