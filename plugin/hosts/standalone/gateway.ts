@@ -95,15 +95,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     runs: {
       async runIsolatedTurn(turn) {
-        // The model need not wait for the prompt record: the log keeps order, and the reply's write
-        // (awaited below) comes after it.
-        const prompted = store.append(turn.sessionKey, { kind: 'prompt', text: turn.prompt, runId: turn.runId });
+        // Neither the model nor the run's slot waits for the history: the log keeps order, and the
+        // run's summary, written after the reply, is what the run waits for (JsonlLog logs failures).
+        void store.append(turn.sessionKey, { kind: 'prompt', text: turn.prompt, runId: turn.runId }).catch(() => {});
         const outcome = await runner.run({ prompt: turn.prompt, model: turn.model, thinking: turn.thinking, signal: turn.signal });
         const reply =
           outcome.status === 'ok'
             ? { kind: 'reply' as const, text: outcome.reply, runId: turn.runId }
             : { kind: 'reply' as const, text: '', runId: turn.runId, error: outcome.error };
-        await Promise.all([prompted, store.append(turn.sessionKey, reply)]);
+        void store.append(turn.sessionKey, reply).catch(() => {});
         return outcome.status === 'ok' ? { status: 'ok', reply: outcome.reply } : { status: outcome.status, error: outcome.error };
       },
       onRunUpdate: (record) => registry.update(record),
