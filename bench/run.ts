@@ -1,6 +1,7 @@
 // `npm run bench`: the standalone gateway against a bare node:http server in the same run, each in
 // its own process, driven alternately by autocannon (32 connections, no pipelining).
-// Prints req/s, p50/p99 latency and the ratio to bare per scenario, the gateway's RSS after each,
+// Prints req/s, p50/p99 latency and the ratio to bare per scenario (means of alternating rounds),
+// the gateway's RSS after each scenario and its peak during it,
 // and writes every figure to bench/results/latest.json.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
@@ -12,6 +13,8 @@ import autocannon, { type Result } from 'autocannon';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+/** Bare and gateway alternate this many times per scenario; figures are the means (this VM is noisy). */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONNECTIONS = 32;
 const HOOK_TOKEN = 'bench-hook-token-0123456789abcdef';
 const GATEWAY_TOKEN = 'bench-gateway-token-0123456789abcdef';
@@ -109,15 +112,30 @@ function drive(url: string, s: Scenario): Promise<Result> {
   });
 }
 
-function figures(r: Result) {
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Means over the rounds (p99: the worst round). */
+function figures(runs: Result[]) {
   return {
-    reqPerSec: Math.round(r.requests.average),
-    p50Ms: r.latency.p50,
-    p99Ms: r.latency.p99,
-    total: r.requests.total,
+    reqPerSec: Math.round(mean(runs.map((r) => r.requests.average))),
+    p50Ms: mean(runs.map((r) => r.latency.p50)),
+    p99Ms: Math.max(...runs.map((r) => r.latency.p99)),
+    total: runs.reduce((n, r) => n + r.requests.total, 0),
     /** Answers with a 2xx status per second (for agent runs: accepted, not refused with 503). */
-    okPerSec: Math.round(r.requests.total ? (r.requests.average * r['2xx']) / r.requests.total : 0),
-    errors: r.errors + r.timeouts,
+    okPerSec: Math.round(mean(runs.map((r) => (r.requests.total ? (r.requests.average * r['2xx']) / r.requests.total : 0)))),
+    errors: runs.reduce((n, r) => n + r.errors + r.timeouts, 0),
+  };
+}
+
+/** Samples a process's RSS every 100 ms until stopped; resolves with the highest value seen. */
+function watchRss(pid: number): { stop(): Promise<number> } {
+  let peak = 0;
+  const timer = setInterval(() => void rssMb(pid).then((mb) => (peak = Math.max(peak, mb)), () => {}), 100);
+  return {
+    async stop() {
+      clearInterval(timer);
+      return Math.max(peak, await rssMb(pid));
+    },
   };
 }
 
@@ -158,30 +176,41 @@ async function main(): Promise<void> {
   const locked = await startGateway({ authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } });
   await fetch(`${locked.url}/hooks/wake`, { method: 'POST', headers: { ...bearer('wrong'), 'x-forwarded-for': '203.0.113.9' }, body: '{}' });
 
-  console.log(`hookgate benchmark: ${SECONDS} s per run, ${CONNECTIONS} connections, no pipelining`);
+  console.log(`hookgate benchmark: ${ROUNDS} x ${SECONDS} s per side and scenario (alternating), ${CONNECTIONS} connections, no pipelining`);
   console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}\n`);
   const rows = [];
   for (const s of scenarios) {
     const target = s.target === 'main' ? gw : locked;
-    // Warm up both sides briefly, then measure bare and gateway back to back.
+    // Warm up both sides briefly, then measure bare and gateway alternately.
     await autocannon({ url: target.url + s.path, method: 'POST', headers: s.headers, body: s.body, connections: CONNECTIONS, duration: 1 });
     await autocannon({ url: bare.url + s.path, method: 'POST', headers: s.headers, body: s.body, connections: CONNECTIONS, duration: 1 });
-    const b = await drive(bare.url, s);
-    const g = await drive(target.url, s);
+    const bareRuns: Result[] = [];
+    const gatewayRuns: Result[] = [];
+    const rss = watchRss(target.child.pid!);
+    for (let round = 0; round < ROUNDS; round++) {
+      bareRuns.push(await drive(bare.url, s));
+      gatewayRuns.push(await drive(target.url, s));
+    }
+    const peakRssMb = await rss.stop();
     const status = await fetch(target.url + s.path, { method: 'POST', headers: s.headers, body: s.body });
     await status.arrayBuffer();
+    const b = figures(bareRuns);
+    const g = figures(gatewayRuns);
     const row = {
       scenario: s.name,
-      bare: figures(b),
-      gateway: { ...figures(g), non2xx: g.non2xx, statusSeen: status.status },
-      ratio: Math.round((g.requests.average / b.requests.average) * 100) / 100,
+      bare: b,
+      gateway: { ...g, non2xx: gatewayRuns.reduce((n, r) => n + r.non2xx, 0), statusSeen: status.status },
+      ratio: Math.round((g.reqPerSec / b.reqPerSec) * 100) / 100,
+      /** For scenarios that expect 2xx: answers with 2xx per second, against bare's answers. */
+      okRatio: s.expect < 300 ? Math.round((g.okPerSec / b.reqPerSec) * 100) / 100 : undefined,
       goal: s.goal,
       rssMb: await rssMb(target.child.pid!),
+      peakRssMb,
     };
     if (status.status !== s.expect) console.warn(`  ! ${s.name}: expected ${s.expect}, saw ${status.status}`);
     rows.push(row);
     console.log(
-      `${s.name.padEnd(34)} gateway ${String(row.gateway.reqPerSec).padStart(6)} req/s${s.expect < 300 ? ` (2xx ${row.gateway.okPerSec}/s)` : ''}  p50 ${row.gateway.p50Ms} ms  p99 ${row.gateway.p99Ms} ms | bare ${String(row.bare.reqPerSec).padStart(6)} req/s | ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''} | RSS ${row.rssMb} MB`,
+      `${s.name.padEnd(34)} gateway ${String(g.reqPerSec).padStart(6)} req/s${row.okRatio !== undefined && g.okPerSec < g.reqPerSec * 0.99 ? ` (2xx ${g.okPerSec}/s, ratio ${row.okRatio.toFixed(2)})` : ''}  p50 ${g.p50Ms.toFixed(1)} ms  p99 ${g.p99Ms} ms | bare ${String(b.reqPerSec).padStart(6)} req/s | ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''} | RSS ${row.rssMb} MB, peak ${row.peakRssMb} MB`,
     );
   }
   const reload = await reloadApplyTimes(gw, mainHooks);
@@ -191,6 +220,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
     secondsPerRun: SECONDS,
+    rounds: ROUNDS,
     connections: CONNECTIONS,
     rows,
     reloadApplyMs: reload,
