@@ -180,8 +180,9 @@ export class TransformRunner {
 
   /**
    * Forget loaded modules so the next call loads them afresh (hot reload). Workers are retired: idle
-   * ones at once, busy ones when their calls end (they take no new ones). `file` is accepted for callers that know which
-   * module changed; since a module's imports are cached too, every worker is retired either way.
+   * ones at once, busy ones when their calls end (they take no new ones). `file` is accepted for
+   * callers that know which module changed; since a module's imports are cached too, every worker is
+   * retired either way.
    */
   invalidate(_file?: string): void {
     this.generation++;
