@@ -13,6 +13,8 @@ export interface RunLimits {
 
 const SUMMARY_MAX = 1000;
 const REASON_MAX = 300;
+/** Runs of whitespace, except the single spaces that would be replaced by themselves (most of them). */
+const WHITESPACE_RUN = /\s{2,}|[^\S ]/g;
 const HEARTBEAT_ACK = /^[\s*_`~]*HEARTBEAT_OK[\s*_`~.!]*$/i;
 const SHUTDOWN = 'interrupted: the gateway shut down before the run finished';
 
@@ -23,7 +25,7 @@ export function isHeartbeatAck(reply: string): boolean {
 /** One line of at most max characters; only a bounded head of a long reply is looked at. */
 function clip(text: string, max: number): string {
   const head = text.length > max * 4 ? text.slice(0, max * 4) : text;
-  const one = head.replace(/\s+/g, ' ').trim();
+  const one = head.replace(WHITESPACE_RUN, ' ').trim();
   return one.length > max || head !== text ? `${one.slice(0, max - 1)}…` : one;
 }
 
@@ -31,9 +33,47 @@ function reasonOf(err: unknown): string {
   return clip(err instanceof Error ? err.message : String(err), REASON_MAX) || 'unknown error';
 }
 
+/**
+ * A run's way to end early: its deadline or a shutdown aborts the signal the host was given and
+ * settles `stopped` at once, whether or not the host honours the signal. A timer and a resolver
+ * rather than a listener on the signal, and the signal made only when the host asks for it: for a
+ * fast model, an AbortSignal and its listener cost more than the rest of the run's bookkeeping.
+ */
+class ActiveRun {
+  readonly stopped: Promise<TurnResult>;
+  private resolveStopped!: (result: TurnResult) => void;
+  private readonly timer: NodeJS.Timeout;
+  private controller?: AbortController;
+  private reason?: string;
+
+  constructor(timeoutMs: number) {
+    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
+    this.timer = setTimeout(() => this.stop({ status: 'timeout', error: `no reply within ${timeoutMs / 1000} s` }, 'timeout'), timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason !== undefined) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  stop(result: TurnResult, reason: string): void {
+    if (this.reason !== undefined) return;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    this.resolveStopped(result);
+  }
+
+  settle(): void {
+    clearTimeout(this.timer);
+  }
+}
+
 export class RunService {
   private readonly waiting: AgentJob[] = [];
-  private readonly active = new Map<string, AbortController>();
+  private readonly active = new Map<string, ActiveRun>();
   private readonly settled = new Set<Promise<void>>();
   private closing = false;
 
@@ -71,7 +111,7 @@ export class RunService {
     for (const job of this.waiting.splice(0)) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }));
     const all = Promise.allSettled([...this.settled]);
     const timer = setTimeout(() => {
-      for (const ac of this.active.values()) ac.abort(SHUTDOWN);
+      for (const run of this.active.values()) run.stop({ status: 'error', error: SHUTDOWN }, SHUTDOWN);
     }, graceMs);
     await all;
     // Runs interrupted at the deadline finish right after the abort.
@@ -92,13 +132,14 @@ export class RunService {
   }
 
   private async execute(job: AgentJob): Promise<void> {
-    const ac = new AbortController();
-    this.active.set(job.runId, ac);
+    const run = new ActiveRun(job.timeoutMs);
+    this.active.set(job.runId, run);
     let result: TurnResult;
     try {
       this.report(job, 'running');
-      result = await this.turn(job, ac);
+      result = await Promise.race([this.turn(job, run), run.stopped]);
     } finally {
+      run.settle();
       // The slot frees as soon as the run ends or times out, even if the host never settles.
       this.active.delete(job.runId);
       if (!this.closing) this.pump();
@@ -106,41 +147,24 @@ export class RunService {
     await this.finish(job, result);
   }
 
-  private async turn(job: AgentJob, ac: AbortController): Promise<TurnResult> {
-    const seconds = job.timeoutMs / 1000;
-    let timer: NodeJS.Timeout | undefined;
-    const stopped = new Promise<TurnResult>((resolve) => {
-      timer = setTimeout(() => ac.abort('timeout'), job.timeoutMs);
-      ac.signal.addEventListener('abort', () =>
-        resolve(
-          ac.signal.reason === 'timeout'
-            ? { status: 'timeout', error: `no reply within ${seconds} s` }
-            : { status: 'error', error: String(ac.signal.reason) },
-        ),
-      );
-    });
-    const ran = (async (): Promise<TurnResult> => {
-      try {
-        const r = await this.host.runs.runIsolatedTurn({
-          runId: job.runId,
-          agentId: job.agentId,
-          sessionKey: job.sessionKey,
-          prompt: job.prompt,
-          model: job.model,
-          thinking: job.thinking,
-          timeoutMs: job.timeoutMs,
-          signal: ac.signal,
-        });
-        if (r.status !== 'ok') return { status: r.status, error: clip(r.error ?? r.status, REASON_MAX) };
-        return { status: 'ok', reply: typeof r.reply === 'string' ? r.reply : '' };
-      } catch (err) {
-        return { status: 'error', error: reasonOf(err) };
-      }
-    })();
+  private async turn(job: AgentJob, run: ActiveRun): Promise<TurnResult> {
     try {
-      return await Promise.race([ran, stopped]);
-    } finally {
-      clearTimeout(timer);
+      const r = await this.host.runs.runIsolatedTurn({
+        runId: job.runId,
+        agentId: job.agentId,
+        sessionKey: job.sessionKey,
+        prompt: job.prompt,
+        model: job.model,
+        thinking: job.thinking,
+        timeoutMs: job.timeoutMs,
+        get signal() {
+          return run.signal;
+        },
+      });
+      if (r.status !== 'ok') return { status: r.status, error: clip(r.error ?? r.status, REASON_MAX) };
+      return { status: 'ok', reply: typeof r.reply === 'string' ? r.reply : '' };
+    } catch (err) {
+      return { status: 'error', error: reasonOf(err) };
     }
   }
 

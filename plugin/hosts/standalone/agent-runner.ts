@@ -168,10 +168,6 @@ function refusalText(body: unknown): string | undefined {
   return typeof refusal === 'string' && refusal.trim() !== '' ? refusal : undefined;
 }
 
-function sleepTick(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 export class AgentRunner {
   readonly #getConfig: () => RunnerConfig;
 
@@ -217,9 +213,8 @@ export class AgentRunner {
     return this.#chatCompletion(providerName, model, provider, req);
   }
 
+  /** Offline and instant: answers within the same tick, with nothing to abort. */
   async #echo(req: TurnRequest): Promise<TurnOutcome> {
-    await sleepTick();
-    if (req.signal.aborted) return TIMED_OUT;
     return { status: 'ok', reply: req.prompt };
   }
 

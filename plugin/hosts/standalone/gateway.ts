@@ -97,13 +97,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       async runIsolatedTurn(turn) {
         // Neither the model nor the run's slot waits for the history: the log keeps order, and the
         // run's summary, written after the reply, is what the run waits for (JsonlLog logs failures).
-        void store.append(turn.sessionKey, { kind: 'prompt', text: turn.prompt, runId: turn.runId }).catch(() => {});
-        const outcome = await runner.run({ prompt: turn.prompt, model: turn.model, thinking: turn.thinking, signal: turn.signal });
+        store.write(turn.sessionKey, { kind: 'prompt', text: turn.prompt, runId: turn.runId });
+        // The turn itself, not a copy: its signal is made only if the model is one that can be aborted.
+        const outcome = await runner.run(turn);
         const reply =
           outcome.status === 'ok'
             ? { kind: 'reply' as const, text: outcome.reply, runId: turn.runId }
             : { kind: 'reply' as const, text: '', runId: turn.runId, error: outcome.error };
-        void store.append(turn.sessionKey, reply).catch(() => {});
+        store.write(turn.sessionKey, reply);
         return outcome.status === 'ok' ? { status: 'ok', reply: outcome.reply } : { status: outcome.status, error: outcome.error };
       },
       onRunUpdate: (record) => registry.update(record),

@@ -15,8 +15,9 @@ import { jsonLineBytes, jsonLineText, toJsonLine, writeJsonLine, type JsonLine }
 interface Pending {
   /** The record as JSON, without the newline (added when the batch is encoded). */
   line: JsonLine;
-  resolve: () => void;
-  reject: (err: unknown) => void;
+  /** Absent for write(): nobody waits, and a failure is only logged. */
+  resolve?: () => void;
+  reject?: (err: unknown) => void;
 }
 
 const NEWLINE = 0x0a;
@@ -73,11 +74,10 @@ export class JsonlLog<T extends object> {
   readonly file: string;
   readonly #logger: Logger;
   #batch: Pending[] = [];
-  #draining = false;
+  /** Settles when the writer has emptied the queue (set while it runs). */
+  #draining: Promise<void> | undefined;
   /** Tail of the lock chain: every file read or write runs after the previous one settled. */
   #io: Promise<void> = Promise.resolve();
-  /** Settles (never rejects) when the most recent append has been written or has failed. */
-  #lastAppend: Promise<void> = Promise.resolve();
   #repaired: Promise<void> | undefined;
   #dirReady = false;
   #writes = 0;
@@ -100,6 +100,7 @@ export class JsonlLog<T extends object> {
     return this.#appends;
   }
 
+  /** Settles when the line carrying the record is written. */
   append(record: T): Promise<void> {
     if (!isRecord(record)) return Promise.reject(new TypeError('JsonlLog.append expects an object record'));
     let line: JsonLine;
@@ -108,16 +109,19 @@ export class JsonlLog<T extends object> {
     } catch (err) {
       return Promise.reject(err);
     }
+    return new Promise<void>((resolve, reject) => this.#enqueue({ line, resolve, reject }));
+  }
+
+  /** Appends without a promise to wait on, for records nobody waits for (a failed write is logged). */
+  write(record: T): void {
+    if (!isRecord(record)) throw new TypeError('JsonlLog.write expects an object record');
+    this.#enqueue({ line: toJsonLine(record) });
+  }
+
+  #enqueue(pending: Pending): void {
     this.#appends++;
-    const done = new Promise<void>((resolve, reject) => {
-      this.#batch.push({ line, resolve, reject });
-    });
-    this.#lastAppend = done.then(
-      () => undefined,
-      () => undefined,
-    );
+    this.#batch.push(pending);
     this.#schedule();
-    return done;
   }
 
   readAll(): Promise<T[]> {
@@ -145,7 +149,7 @@ export class JsonlLog<T extends object> {
   }
 
   async flush(): Promise<void> {
-    await this.#lastAppend;
+    while (this.#draining) await this.#draining;
     await this.#io;
   }
 
@@ -165,12 +169,9 @@ export class JsonlLog<T extends object> {
 
   #schedule(): void {
     if (this.#draining) return;
-    this.#draining = true;
     // setImmediate rather than a microtask: appends issued from promise continuations of the same tick
     // still join the batch.
-    setImmediate(() => {
-      void this.#drain();
-    });
+    this.#draining = new Promise((resolve) => setImmediate(() => void this.#drain().then(resolve, resolve)));
   }
 
   async #drain(): Promise<void> {
@@ -179,7 +180,7 @@ export class JsonlLog<T extends object> {
         await this.#exclusive(() => this.#writeBatch());
       }
     } finally {
-      this.#draining = false;
+      this.#draining = undefined;
       if (this.#batch.length > 0) this.#schedule();
     }
   }
@@ -191,14 +192,14 @@ export class JsonlLog<T extends object> {
     try {
       await this.#repairOnce();
       await this.#appendData(encodeLines(batch));
-      for (const p of batch) p.resolve();
+      for (const p of batch) p.resolve?.();
     } catch (err) {
       this.#logger.error(`jsonl log: write to ${this.file} failed`, {
         file: this.file,
         records: batch.length,
         code: errCode(err),
       });
-      for (const p of batch) p.reject(err);
+      for (const p of batch) p.reject?.(err);
     }
   }
 

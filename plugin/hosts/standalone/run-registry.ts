@@ -8,7 +8,7 @@ const KEEP_IN_MEMORY = 10_000;
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
 export class RunRegistry {
-  private readonly runs = new Map<string, RunRecord>();
+  private readonly runs = new Map<string, Readonly<RunRecord>>();
   private readonly log: JsonlLog<RunRecord & { at: string }>;
 
   constructor(file: string, logger: Logger) {
@@ -21,12 +21,13 @@ export class RunRegistry {
     return [...this.runs.values()].filter((r) => !FINAL.has(r.status));
   }
 
+  /** Keeps the record as given: the run service hands over a fresh record for every change. */
   update(record: Readonly<RunRecord>): void {
-    this.remember({ ...record });
+    this.remember(record);
     // Recovery needs only "accepted" and "finished": running is kept in memory.
     if (record.status === 'running') return;
-    // A lost status line is not worth failing a run for; JsonlLog already logs write failures.
-    this.log.append({ ...record, at: isoNow() }).catch(() => {});
+    // A lost status line is not worth failing a run for; JsonlLog logs write failures.
+    this.log.write({ ...record, at: isoNow() });
   }
 
   get(runId: string): RunRecord | undefined {
@@ -37,7 +38,7 @@ export class RunRegistry {
     return this.log.close();
   }
 
-  private remember(r: RunRecord): void {
+  private remember(r: Readonly<RunRecord>): void {
     this.runs.delete(r.runId);
     this.runs.set(r.runId, r);
     if (this.runs.size > KEEP_IN_MEMORY) this.runs.delete(this.runs.keys().next().value!);

@@ -167,6 +167,12 @@ export class SessionStore {
     return this.open().then(() => this.#appendNow(key, entry));
   }
 
+  /** Like append, for entries nobody waits for: no promise to settle (JsonlLog logs a failed write). */
+  write(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }): void {
+    if (this.#opening.done && typeof key === 'string' && key !== '' && isEntry(entry)) this.#appendNow(key, entry, false);
+    else this.append(key, entry).catch(() => {});
+  }
+
   async history(key: string): Promise<SessionEntry[]> {
     if (!this.#opening.done) await this.open();
     const session = this.#sessions.get(key);
@@ -197,7 +203,9 @@ export class SessionStore {
     await Promise.all([...this.#sessions.values()].map((s) => s.log.close()));
   }
 
-  #appendNow(key: string, entry: EntryInput): Promise<void> {
+  #appendNow(key: string, entry: EntryInput, wait: false): undefined;
+  #appendNow(key: string, entry: EntryInput, wait?: true): Promise<void>;
+  #appendNow(key: string, entry: EntryInput, wait = true): Promise<void> | undefined {
     // Built field by field: rest/spread copies cost more than the rest of this method on the wake path.
     const record: SessionEntry = {
       kind: entry.kind,
@@ -206,7 +214,7 @@ export class SessionStore {
     };
     for (const k in entry) if (k !== 'kind' && k !== 'text' && k !== 'at') record[k] = (entry as Record<string, unknown>)[k];
     let session = this.#sessions.get(key);
-    const writes: Promise<void>[] = [];
+    let header: Promise<void> | undefined;
     if (!session) {
       const agentId = agentIdOfKey(key);
       session = {
@@ -217,13 +225,18 @@ export class SessionStore {
         pending: [],
       };
       this.#sessions.set(key, session);
-      writes.push(session.log.append({ kind: 'session', key, agentId, createdAt: record.at }));
+      header = session.log.append({ kind: 'session', key, agentId, createdAt: record.at });
     }
     session.updatedAt = record.at;
     if (record.kind === 'system-event') session.pending.push(pendingText(record.text));
     else if (record.kind === 'heartbeat') session.pending = [];
-    writes.push(session.log.append(record));
-    return Promise.all(writes).then(() => undefined);
+    if (!wait) {
+      session.log.write(record);
+      header?.catch(() => {});
+      return undefined;
+    }
+    const written = session.log.append(record);
+    return header ? Promise.all([header, written]).then(() => undefined) : written;
   }
 
   async #load(): Promise<void> {
