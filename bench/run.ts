@@ -16,6 +16,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** Bare and gateway alternate this many times per scenario; figures are the means (this VM is noisy). */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONNECTIONS = 32;
+/** Runs only the scenarios whose name contains this text (e.g. BENCH_ONLY=429); all by default. */
+const ONLY = process.env.BENCH_ONLY ?? '';
 const HOOK_TOKEN = 'bench-hook-token-0123456789abcdef';
 const GATEWAY_TOKEN = 'bench-gateway-token-0123456789abcdef';
 
@@ -179,7 +181,7 @@ async function main(): Promise<void> {
   console.log(`hookgate benchmark: ${ROUNDS} x ${SECONDS} s per side and scenario (alternating), ${CONNECTIONS} connections, no pipelining`);
   console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}\n`);
   const rows = [];
-  for (const s of scenarios) {
+  for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
     const target = s.target === 'main' ? gw : locked;
     // Warm up both sides briefly, then measure bare and gateway alternately.
     await autocannon({ url: target.url + s.path, method: 'POST', headers: s.headers, body: s.body, connections: CONNECTIONS, duration: 1 });

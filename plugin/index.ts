@@ -7,6 +7,7 @@ import { readConfigFile } from './config/load.ts';
 import { resolveHooksConfig, selectStandaloneConfig, type HooksSnapshot } from './config/resolve.ts';
 import { watchConfig, type ConfigWatcher, type WatchChange } from './config/watch.ts';
 import { AuthFailureLimiter } from './auth/limiter.ts';
+import { RefusalLog } from './http/refusal-log.ts';
 import { RunService } from './actions/run-service.ts';
 import { handleHookRequest } from './http/pipeline.ts';
 import { resolveMappings } from './mappings/resolve.ts';
@@ -79,7 +80,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const limiter = new AuthFailureLimiter();
   const runs = new RunService(host, () => current);
   const transforms = new TransformRunner({ timeoutMs: current.transformTimeoutMs, logger: host.logger });
-  const deps = { host, limiter, runs, transforms };
+  const refusals = new RefusalLog(host.logger);
+  const deps = { host, limiter, refusals, runs, transforms };
 
   // One reload at a time; a change arriving meanwhile gives one more reload after it.
   let reloading: Promise<ReloadResult> | undefined;
@@ -148,6 +150,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await watcher?.close();
       await runs.close(graceMs);
       await transforms.close();
+      refusals.flush();
     },
     runs,
     limiter,

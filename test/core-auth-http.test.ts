@@ -2,6 +2,7 @@
 // proxies, IPv4-mapped IPv6, IPv6 /64), its memory bound, and the token comparison.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { REFUSALS_LOGGED_PER_SECOND } from '../plugin/http/refusal-log.ts';
 import { HOOK_TOKEN, post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from './helpers/recording-host.ts';
 
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 2 };
@@ -205,5 +206,37 @@ test('token comparison: near misses are all 401', async () => {
     }
     assert.equal(gw.rec.events.length, 0);
     assertStatus(await wake(gw, HOOK_TOKEN), 200);
+  });
+});
+
+test('a flood of refusals is counted, not logged line by line; accepted requests are still logged each', async () => {
+  await withGateway({ hooks: { authRateLimit: { maxFailures: 1_000_000, windowSeconds: 60, lockoutSeconds: 60 } } }, async (gw) => {
+    const FLOOD = 120;
+    const answers = await Promise.all(Array.from({ length: FLOOD }, (_, i) => wake(gw, `wrong-${i}`)));
+    for (const r of answers) assertStatus(r, 401, 'unauthorized');
+    for (let i = 0; i < 3; i++) assertStatus(await wake(gw, HOOK_TOKEN), 200);
+
+    const lines = () => gw.rec.logs.filter((l) => l.msg === 'hook request');
+    const counted = () => gw.rec.logs.filter((l) => l.msg.startsWith('hook requests refused before authentication'));
+    // The flood took at most a few seconds, each allowing REFUSALS_LOGGED_PER_SECOND lines.
+    const logged401 = lines().filter((l) => l.fields?.status === 401).length;
+    assert.ok(logged401 >= REFUSALS_LOGGED_PER_SECOND && logged401 < FLOOD / 2, `${logged401} refusals logged one by one`);
+    assert.equal(lines().filter((l) => l.fields?.status === 200).length, 3);
+    // The rest are reported within about a second, with their count: nothing is lost.
+    const deadline = Date.now() + 3000;
+    const total = () => counted().reduce((n, l) => n + Number(l.fields?.count), 0);
+    while (logged401 + total() < FLOOD && Date.now() < deadline) await sleep(50);
+    assert.equal(logged401 + total(), FLOOD);
+    assert.equal(counted().reduce((n, l) => n + Number(l.fields?.unauthorized), 0), total());
+    assert.equal(counted()[0]!.level, 'warn');
+  });
+});
+
+test('a lock is logged once, with the address and its length', async () => {
+  await withGateway(behindProxy(), async (gw) => {
+    await fail(gw, LIMIT.maxFailures, '203.0.113.44');
+    assertStatus(await wake(gw, HOOK_TOKEN, '203.0.113.44'), 429, 'rate_limited');
+    const locks = gw.rec.logs.filter((l) => l.msg === 'client address locked after repeated authentication failures');
+    assert.deepEqual(locks.map((l) => [l.level, l.fields?.client, l.fields?.seconds]), [['warn', '203.0.113.44', LIMIT.lockoutSeconds]]);
   });
 });

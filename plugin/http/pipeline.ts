@@ -6,6 +6,7 @@ import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/resolve.ts';
 import { extractToken, tokenMatches } from '../auth/token.ts';
 import type { AuthFailureLimiter } from '../auth/limiter.ts';
+import type { RefusalLog } from './refusal-log.ts';
 import { clientAddress } from './client-address.ts';
 import { parseJsonObject, readBody, tooLarge } from './body.ts';
 import { internalError, sendEmpty, sendError, sendJson } from './respond.ts';
@@ -19,6 +20,7 @@ import { buildMappedAction, candidatesFor, pickMapping } from '../mappings/dispa
 export interface PipelineDeps {
   host: GatewayHost;
   limiter: AuthFailureLimiter;
+  refusals: RefusalLog;
   runs: RunService;
   transforms: TransformRunner;
 }
@@ -59,20 +61,24 @@ export async function handleHookRequest(
   const client = clientAddress(req, snap.trustedProxies);
   // Stages answer with an error value instead of throwing: a promise rejected before anyone awaits
   // it costs Node's unhandled-rejection bookkeeping, on exactly the paths an attacker can flood.
-  const failure = admit(req, snap, deps, url, q, sub, client) ?? (await serve(req, res, snap, deps, { url, q, sub, id }));
+  const refused = admit(req, snap, deps, url, q, sub, client);
+  const failure = refused ?? (await serve(req, res, snap, deps, { url, q, sub, id }));
   if (failure) {
     sendError(res, failure, id);
     // The body was not read to its end: drop the connection once the answer is out.
     if (failure.headers?.connection === 'close') res.once('finish', () => req.destroy());
   }
-  deps.host.logger.info('hook request', {
+  const fields = {
     requestId: id,
     method: req.method,
     path: pathname,
     status: res.statusCode,
     ms: Math.round((performance.now() - started) * 10) / 10,
     client,
-  });
+  };
+  // Only a 404 is refused after the token was accepted.
+  if (refused && refused !== NOT_FOUND) deps.refusals.note(fields);
+  else deps.host.logger.info('hook request', fields);
   return true;
 }
 
@@ -99,7 +105,8 @@ function admit(
   const lockedFor = deps.limiter.lockedFor(client);
   if (lockedFor > 0) return rateLimited(lockedFor);
   if (!tokenMatches(extractToken(req.headers), snap.tokenDigest)) {
-    deps.limiter.recordFailure(client, snap.authRateLimit);
+    const lockSeconds = deps.limiter.recordFailure(client, snap.authRateLimit);
+    if (lockSeconds > 0) deps.host.logger.warn('client address locked after repeated authentication failures', { client, seconds: lockSeconds });
     return UNAUTHORIZED;
   }
   if (sub !== 'wake' && sub !== 'agent' && candidatesFor(sub, snap.mappings).length === 0) return NOT_FOUND;
