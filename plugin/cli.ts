@@ -108,7 +108,7 @@ async function runGateway(args: string[]): Promise<number> {
   });
   await gw.close();
   logger.info('stopped');
-  logger.flush();
+  await logger.close();
   return 0;
 }
 

@@ -1,17 +1,19 @@
 // The gateway's JSON-lines logger: valid JSON whatever the values, batched, flushed on demand.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
-import { createLineLogger } from '../plugin/hosts/standalone/logger.ts';
+import { openSync, closeSync, readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createLineLogger, fdSink, type LogSink } from '../plugin/hosts/standalone/logger.ts';
 
-function sink(): { out: Writable; writes: string[] } {
+function sink(): { out: LogSink; writes: string[] } {
   const writes: string[] = [];
-  const out = new Writable({
-    write(chunk, _enc, cb) {
+  const out: LogSink = {
+    write(chunk, done) {
       writes.push(String(chunk));
-      cb();
+      done();
     },
-  });
+  };
   return { out, writes };
 }
 
@@ -43,4 +45,50 @@ test('info lines are batched into one write; errors are written on the next tick
   await new Promise((r) => setImmediate(r));
   assert.equal(writes.length, 1);
   assert.equal(writes[0]!.trim().split('\n').length, 101);
+});
+
+test('a sink that falls behind: the backlog is bounded, dropped lines are counted and reported', async () => {
+  const writes: string[] = [];
+  let release: (() => void) | undefined;
+  const slow: LogSink = {
+    write(chunk, done) {
+      writes.push(String(chunk));
+      // The first write hangs until released, as a stalled log reader would.
+      if (writes.length === 1) release = () => done();
+      else done();
+    },
+  };
+  const log = createLineLogger(slow);
+  const LINES = 150_000;
+  const filler = 'x'.repeat(60);
+  for (let i = 0; i < LINES; i++) log.info('hook request', { i, filler });
+  log.flush();
+  assert.equal(writes.length, 1, 'only the first batch reached the stalled sink');
+  release!();
+  await log.close();
+  const lines = writes.join('').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; dropped?: number });
+  const reports = lines.filter((l) => l.msg === 'log output fell behind; lines were dropped');
+  assert.equal(reports.length, 1);
+  const written = lines.filter((l) => l.msg === 'hook request').length;
+  assert.ok(written < LINES, 'some lines were dropped');
+  const bytes = writes.reduce((n, w) => n + Buffer.byteLength(w), 0);
+  assert.ok(bytes > 8 * 1024 * 1024 * 0.9 && bytes < 8 * 1024 * 1024 + 2 * 64 * 1024, `the backlog's worth was kept (${bytes} bytes)`);
+  assert.equal(written + reports[0]!.dropped!, LINES);
+});
+
+test('fdSink writes every batch to the descriptor; close() waits for the last one', async () => {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'hookgate-log-')), 'out.log');
+  const fd = openSync(file, 'w');
+  try {
+    const log = createLineLogger(fdSink(fd));
+    for (let i = 0; i < 5000; i++) log.info('hook request', { i });
+    log.error('last');
+    await log.close();
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; i?: number });
+    assert.equal(lines.length, 5001);
+    assert.deepEqual(lines.slice(0, 5000).map((l) => l.i), Array.from({ length: 5000 }, (_, i) => i));
+    assert.equal(lines[5000]!.msg, 'last');
+  } finally {
+    closeSync(fd);
+  }
 });
