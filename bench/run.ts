@@ -19,6 +19,12 @@ const CONNECTIONS = 32;
 /** Runs only the scenarios whose name contains this text (e.g. BENCH_ONLY=429); all by default. */
 const ONLY = process.env.BENCH_ONLY ?? '';
 const HOOK_TOKEN = 'bench-hook-token-0123456789abcdef';
+/** Node flags of `npm start`, so the bench measures the gateway as it is run. */
+const START_FLAGS = (/node ((?:--\S+ )*)dist\/plugin\/cli\.js gateway/.exec(
+  (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start,
+)?.[1] ?? '')
+  .split(' ')
+  .filter(Boolean);
 const GATEWAY_TOKEN = 'bench-gateway-token-0123456789abcdef';
 
 const started: ChildProcess[] = [];
@@ -62,7 +68,7 @@ async function startGateway(hooks: Record<string, unknown>): Promise<Proc & { di
   await writeFile(path.join(dir, 'hooks', 'transforms', 'bench.ts'), TRANSFORM);
   // The log goes beside the state dir, not into it: the config dir is watched for changes.
   // The compiled CLI, as `npm start` runs it.
-  const p = await startProcess(['dist/plugin/cli.js', 'gateway', '--state-dir', dir, '--port', '0'], `${dir}.log`);
+  const p = await startProcess([...START_FLAGS, 'dist/plugin/cli.js', 'gateway', '--state-dir', dir, '--port', '0'], `${dir}.log`);
   return { ...p, dir };
 }
 
