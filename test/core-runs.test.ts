@@ -248,6 +248,26 @@ test('a turn that returns status error: error summary with its reason, nothing d
   });
 });
 
+test('a host listening on the signal during the turn is told of the deadline', async () => {
+  let heard: unknown;
+  await withGateway(
+    {
+      turn: (t) =>
+        new Promise((resolve) => {
+          t.signal.addEventListener('abort', () => {
+            heard = t.signal.reason;
+            resolve({ status: 'error', error: 'stopped' });
+          });
+        }),
+    },
+    async (gw) => {
+      const id = await submit(gw, { message: 'listen', timeoutSeconds: 0.2 });
+      assert.equal((await gw.finalRun(id)).status, 'timeout');
+      assert.equal(heard, 'timeout');
+    },
+  );
+});
+
 test('a turn that hangs past timeoutSeconds: timeout summary, aborted signal, slot freed', async () => {
   await withGateway(
     {

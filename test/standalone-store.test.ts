@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger } from '../plugin/host.ts';
@@ -102,6 +102,38 @@ test('group commit: appends from promise continuations and during an in-flight w
       all.map((r) => r.n),
       Array.from({ length: 150 }, (_, i) => i),
     );
+  });
+});
+
+test('write(): records nobody waits for share the batch and its order; flush() waits for them', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'log.jsonl');
+    const log = new JsonlLog<Rec>(file, recordingLogger());
+    log.write({ n: 0 });
+    const awaited = log.append({ n: 1 });
+    log.write({ n: 2 });
+    await awaited;
+    await log.flush();
+    assert.equal(log.writeCount, 1);
+    assert.deepEqual((await fileLines(file)).map((l) => (JSON.parse(l) as Rec).n), [0, 1, 2]);
+    await log.close();
+  });
+});
+
+test('write(): a failed write is logged with the file and record count, and nothing throws', async () => {
+  await withTempDir(async (dir) => {
+    // The log's path is a directory: every write fails.
+    const file = path.join(dir, 'taken');
+    await mkdir(file);
+    const logger = recordingLogger();
+    const log = new JsonlLog<Rec>(file, logger);
+    log.write({ n: 1 });
+    log.write({ n: 2 });
+    await log.flush();
+    const errors = logger.lines.filter((l) => l.level === 'error');
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0]!.fields?.file, file);
+    assert.equal(errors[0]!.fields?.records, 2);
   });
 });
 
