@@ -58,9 +58,10 @@ export function createLineLogger(sink: LogSink = fdSink(1)): LineLogger {
   let backlogBytes = 0;
   let writing = false;
   let dropped = 0;
-  const idle: (() => void)[] = [];
-
+  /** The last write failed: dropped lines are not reported until one succeeds. */
   let failing = false;
+  /** close() calls waiting for the backlog to be written. */
+  const drained: (() => void)[] = [];
 
   const writeNext = (): void => {
     writing = true;
@@ -75,7 +76,7 @@ export function createLineLogger(sink: LogSink = fdSink(1)): LineLogger {
     const next = backlog.shift();
     if (!next) {
       writing = false;
-      for (const resolve of idle.splice(0)) resolve();
+      for (const resolve of drained.splice(0)) resolve();
       return;
     }
     sink.write(next, (err) => {
@@ -143,7 +144,7 @@ export function createLineLogger(sink: LogSink = fdSink(1)): LineLogger {
     close() {
       flush();
       if (!writing) return Promise.resolve();
-      return new Promise((resolve) => idle.push(resolve));
+      return new Promise((resolve) => drained.push(resolve));
     },
   };
 }

@@ -156,21 +156,12 @@ export class SessionStore {
   }
 
   append(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }): Promise<void> {
-    if (typeof key !== 'string' || key === '') {
-      return Promise.reject(new TypeError('session key must be a non-empty string'));
-    }
-    if (!isEntry(entry)) {
-      return Promise.reject(new TypeError('session entry needs a known kind and a text'));
-    }
-    // Once open, the in-memory state is updated synchronously, in call order.
-    if (this.#opening.done) return this.#appendNow(key, entry);
-    return this.open().then(() => this.#appendNow(key, entry));
+    return this.#add(key, entry, true)!;
   }
 
   /** Like append, for entries nobody waits for: no promise to settle (JsonlLog logs a failed write). */
   write(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }): void {
-    if (this.#opening.done && typeof key === 'string' && key !== '' && isEntry(entry)) this.#appendNow(key, entry, false);
-    else this.append(key, entry).catch(() => {});
+    this.#add(key, entry, false)?.catch(() => {});
   }
 
   async history(key: string): Promise<SessionEntry[]> {
@@ -203,9 +194,20 @@ export class SessionStore {
     await Promise.all([...this.#sessions.values()].map((s) => s.log.close()));
   }
 
-  #appendNow(key: string, entry: EntryInput, wait: false): undefined;
-  #appendNow(key: string, entry: EntryInput, wait?: true): Promise<void>;
-  #appendNow(key: string, entry: EntryInput, wait = true): Promise<void> | undefined {
+  /** A promise when asked to wait, or when the entry is refused or the store is still opening. */
+  #add(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }, wait: boolean): Promise<void> | undefined {
+    if (typeof key !== 'string' || key === '') {
+      return Promise.reject(new TypeError('session key must be a non-empty string'));
+    }
+    if (!isEntry(entry)) {
+      return Promise.reject(new TypeError('session entry needs a known kind and a text'));
+    }
+    // Once open, the in-memory state is updated synchronously, in call order.
+    if (this.#opening.done) return this.#appendNow(key, entry, wait);
+    return this.open().then(() => this.#appendNow(key, entry, wait));
+  }
+
+  #appendNow(key: string, entry: EntryInput, wait: boolean): Promise<void> | undefined {
     // Built field by field: rest/spread copies cost more than the rest of this method on the wake path.
     const record: SessionEntry = {
       kind: entry.kind,
