@@ -9,7 +9,7 @@ import type { AuthFailureLimiter } from '../auth/limiter.ts';
 import type { RefusalLog } from './refusal-log.ts';
 import { clientAddress } from './client-address.ts';
 import { parseJsonObject, readBody, tooLarge } from './body.ts';
-import { internalError, sendEmpty, sendError, sendJson } from './respond.ts';
+import { answersWritten, internalError, sendEmpty, sendError, sendJson } from './respond.ts';
 import { parseWakePayload, runWake } from '../actions/wake.ts';
 import { parseAgentPayload, prepareAgentJob } from '../actions/agent.ts';
 import type { RunService } from '../actions/run-service.ts';
@@ -68,6 +68,8 @@ export async function handleHookRequest(
     // The body was not read to its end: drop the connection once the answer is out.
     if (failure.headers?.connection === 'close') res.once('finish', () => req.destroy());
   }
+  // The log line carries the status that went out, and the host hears back once the answer is written.
+  await answersWritten();
   const fields = {
     requestId: id,
     method: req.method,

@@ -119,7 +119,11 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
   const plugin = await createHooksPlugin(host);
   const server: Server = createServer((req, res) => {
     plugin.handle(req, res).then((handled) => {
-      if (!handled) {
+      // Like OpenClaw's route admission, a host may take a settled handle() as the end of the answer.
+      if (handled && !res.writableEnded) {
+        res.statusCode = 500;
+        res.end('host: handle() settled before the answer was written');
+      } else if (!handled) {
         res.statusCode = 404;
         res.setHeader('content-type', 'text/plain');
         res.end('host 404');
