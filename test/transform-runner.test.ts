@@ -282,6 +282,25 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
     assert.equal(value(await runner.run(call(f('null.ts')))), null);
   });
 
+  test('a worker idle for idleRetireMs is retired; one kept busy is not; the next call starts a fresh one', async () => {
+    const idle = new TransformRunner({ timeoutMs: 3000, workers: 1, idleRetireMs: 300, logger });
+    try {
+      assert.deepEqual(value(await idle.run(call(f('esm.js')))), { js: 1 });
+      // Calls 100 ms apart for about twice the idle time: the worker is never idle long enough.
+      for (let i = 0; i < 6; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        assert.deepEqual(value(await idle.run(call(f('esm.js')))), { js: 1 });
+      }
+      assert.equal(idle.workerCount, 1);
+      await new Promise((r) => setTimeout(r, 600));
+      assert.equal(idle.workerCount, 0, 'retired after 300 ms idle');
+      assert.deepEqual(value(await idle.run(call(f('esm.js'), 'default', { n: 2 }))), { js: 2 });
+      assert.equal(idle.workerCount, 1);
+    } finally {
+      await idle.close();
+    }
+  });
+
   test('throws and rejections become one-line reasons; the worker survives', async () => {
     const before = runner.workerCount;
     const reason = failed(await runner.run(call(f('throws.ts'), 'default', { secret: SECRET })));

@@ -15,7 +15,9 @@
 // - Answers carry the call id; anything from a worker that was terminated, or for another call, is ignored.
 // - invalidate() retires every worker (idle ones now, busy ones when their calls end): the next call gets
 //   a fresh worker that loads the module, its imports and Node's ESM cache afresh.
-// - Idle workers are unref'd: the runner never keeps the process alive on its own.
+// - Idle workers are unref'd: the runner never keeps the process alive on its own. A worker idle for
+//   `idleRetireMs` is retired: a loaded worker holds about 40 MB, which a transform used in bursts
+//   should not pin for good; the next call starts a fresh one.
 import { Worker } from 'node:worker_threads';
 import path from 'node:path';
 
@@ -44,6 +46,8 @@ export interface TransformRunnerOptions {
   pipeline?: number;
   /** Budget for starting a worker and loading the module, before the transform runs. Default max(10000, timeoutMs). */
   loadTimeoutMs?: number;
+  /** A worker with no call for this long is retired. Default 60000. */
+  idleRetireMs?: number;
   logger?: { warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
@@ -56,6 +60,7 @@ const DEFAULT_PIPELINE = 32;
 /** A worker running a call that has not answered for this long takes no more calls while it lasts. */
 const STALL_MS = 100;
 const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
+const DEFAULT_IDLE_RETIRE_MS = 60_000;
 const WORKER_URL = new URL('./transform-worker.mjs', import.meta.url);
 
 interface PendingCall {
@@ -78,6 +83,8 @@ interface Slot {
   loading?: PendingCall;
   /** performance.now() of the worker's last message. */
   heardAt: number;
+  /** Retires the worker if it is still idle when it fires; refreshed whenever the worker goes idle. */
+  idleTimer?: NodeJS.Timeout;
   dead: boolean;
 }
 
@@ -121,6 +128,7 @@ export class TransformRunner {
   private readonly maxQueue: number;
   private readonly pipeline: number;
   private readonly loadTimeoutMs: number | undefined;
+  private readonly idleRetireMs: number;
   private readonly logger: TransformRunnerOptions['logger'];
 
   private readonly slots = new Set<Slot>();
@@ -136,6 +144,7 @@ export class TransformRunner {
     this.maxQueue = Math.max(0, Math.floor(opts.maxQueue ?? DEFAULT_MAX_QUEUE));
     this.pipeline = Math.max(1, Math.floor(positive(opts.pipeline, DEFAULT_PIPELINE)));
     this.loadTimeoutMs = opts.loadTimeoutMs !== undefined ? positive(opts.loadTimeoutMs, DEFAULT_LOAD_TIMEOUT_MS) : undefined;
+    this.idleRetireMs = positive(opts.idleRetireMs, DEFAULT_IDLE_RETIRE_MS);
     this.logger = opts.logger;
   }
 
@@ -319,6 +328,7 @@ export class TransformRunner {
     slot.dead = true;
     this.slots.delete(slot);
     clearTimeout(slot.loadTimer);
+    clearTimeout(slot.idleTimer);
     if (slot.calls.size === 0) {
       if (!this.closed) this.logger?.warn('idle transform worker died', { reason });
       this.pump();
@@ -356,14 +366,30 @@ export class TransformRunner {
       void this.retire(slot);
     } else {
       slot.worker.unref();
+      this.retireWhenIdle(slot);
     }
     this.pump();
+  }
+
+  /** One timer per worker, pushed back each time the worker goes idle (a call per idle moment under load). */
+  private retireWhenIdle(slot: Slot): void {
+    if (slot.idleTimer) {
+      slot.idleTimer.refresh();
+      return;
+    }
+    slot.idleTimer = setTimeout(() => {
+      slot.idleTimer = undefined;
+      if (slot.dead) return;
+      if (slot.calls.size === 0 && this.queue.length === 0) void this.retire(slot);
+    }, this.idleRetireMs);
+    slot.idleTimer.unref();
   }
 
   private retire(slot: Slot): Promise<unknown> {
     slot.dead = true;
     this.slots.delete(slot);
     clearTimeout(slot.loadTimer);
+    clearTimeout(slot.idleTimer);
     return slot.worker.terminate().catch(() => undefined);
   }
 
