@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import { HookError } from '../errors.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-/** Past this many answers waiting, they go out at once: a turn with thousands of ready sockets does not hold the first. */
+/** Past this many waiting, answers go out at once: a turn with thousands of ready sockets does not hold the first. */
 const MAX_WAITING = 128;
 
 interface Answer {

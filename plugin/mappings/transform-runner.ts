@@ -371,7 +371,7 @@ export class TransformRunner {
     this.pump();
   }
 
-  /** One timer per worker, pushed back each time the worker goes idle (a call per idle moment under load). */
+  /** One timer per worker, pushed back each time the worker goes idle: a refresh per idle moment, not a timer per call. */
   private retireWhenIdle(slot: Slot): void {
     if (slot.idleTimer) {
       slot.idleTimer.refresh();

@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { definePluginEntry } from 'openclaw/plugin-sdk/plugin-entry';
 import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
 import { createHooksPlugin, type HooksPlugin } from '../../index.ts';
-import { sendJson } from '../../http/respond.ts';
+import { answersWritten, sendJson } from '../../http/respond.ts';
 import type { OpenClawPluginApi } from './api.ts';
 import { HOOKS_KEY, PLUGIN_ID, routePath } from './config.ts';
 import { createOpenClawHost } from './host.ts';
@@ -21,13 +21,15 @@ function register(api: OpenClawPluginApi): void {
   let plugin: HooksPlugin | undefined;
   let failure: string | undefined;
 
-  const unavailable = (res: ServerResponse): true => {
+  const unavailable = async (res: ServerResponse): Promise<true> => {
     sendJson(
       res,
       503,
       { ok: false, error: failure ? `hooks unavailable: ${failure}` : 'hooks are starting', code: 'overloaded' },
       { 'retry-after': failure ? '30' : '1' },
     );
+    // Settle once the answer is out, as plugin.handle() does: the route's caller may take it as done.
+    await answersWritten();
     return true;
   };
 
