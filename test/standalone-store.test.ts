@@ -398,3 +398,32 @@ test('outbox: entries persist, lastRoute follows the latest delivery per agent',
     await again.close();
   });
 });
+
+test('group commit: a batch larger than the write buffer goes out in order, each append settling once written', async () => {
+  await withTempDir(async (dir) => {
+    const file = path.join(dir, 'log.jsonl');
+    const log = new JsonlLog<Rec>(file, recordingLogger());
+    // 40 records of 100 KB, one of 3 MB: several buffers' worth, and one record larger than a buffer.
+    const appends: Promise<void>[] = [];
+    for (let n = 0; n < 40; n++) appends.push(log.append({ n, s: String.fromCharCode(97 + (n % 26)).repeat(100_000) }));
+    appends.push(log.append({ n: 40, s: 'z'.repeat(3_000_000) }));
+    appends.push(log.append({ n: 41 }));
+    await Promise.all(appends);
+    assert.ok(log.writeCount >= 5, `4 MB took ${log.writeCount} writes`);
+    const lines = await fileLines(file);
+    assert.deepEqual(
+      lines.map((l) => (JSON.parse(l) as Rec).n),
+      Array.from({ length: 42 }, (_, i) => i),
+    );
+    for (const l of lines) {
+      const r = JSON.parse(l) as Rec;
+      if (r.n < 40) assert.equal(r.s, String.fromCharCode(97 + (r.n % 26)).repeat(100_000));
+    }
+    assert.equal((JSON.parse(lines[40]!) as Rec).s!.length, 3_000_000);
+
+    // The buffers are reused: a later small batch is written whole, without stale bytes.
+    await log.append({ n: 42 });
+    assert.deepEqual(JSON.parse((await fileLines(file))[42]!), { n: 42 });
+    await log.close();
+  });
+});

@@ -1,8 +1,9 @@
 // Durable append-only JSON Lines file with group commit.
 //
 // Every append is serialised to one line and queued. The queue is drained by a single writer: all lines
-// queued in the same tick, or while a previous write is in flight, are written with ONE appendFile call,
-// and each append's promise settles when the write carrying its line has completed. Reads and writes of
+// queued in the same tick, or while a previous write is in flight, are written with one write (a batch
+// over 1 MB with several, in order), and each append's promise settles when the write carrying its line
+// has completed. Reads and writes of
 // the file are serialised through one in-process lock so a reader never sees a half-written batch of
 // this instance. The requirement is surviving a killed process (kill -9), not power loss, so no fsync.
 
@@ -49,18 +50,19 @@ async function readFully(fh: FileHandle, buf: Buffer, length: number, position: 
 }
 
 /**
- * The batch's lines, each with its newline, encoded straight into one buffer: joining strings first
- * would copy every line once more on the heap.
+ * Batches are encoded into buffers taken from a small shared pool and handed back after the write:
+ * a fresh buffer per batch is fresh memory for every write (page faults, and memory held until a
+ * garbage collection finds the buffer), which a flood of large events turns into hundreds of MB.
+ * Only the pages a batch touches become resident, so a 1 MB buffer costs what the batch needs.
  */
-function encodeLines(batch: readonly Pending[]): Buffer {
-  let size = batch.length;
-  for (const p of batch) size += jsonLineBytes(p.line);
-  const data = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (const p of batch) {
-    at = writeJsonLine(p.line, data, at);
-    data[at++] = NEWLINE;
-  }
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+const POOLED_BUFFERS = 4;
+const bufferPool: Buffer[] = [];
+
+/** One line with its newline, for a record too large for a pooled buffer. */
+function encodeLine(line: JsonLine): Buffer {
+  const data = Buffer.allocUnsafe(jsonLineBytes(line) + 1);
+  data[writeJsonLine(line, data, 0)] = NEWLINE;
   return data;
 }
 
@@ -189,18 +191,47 @@ export class JsonlLog<T extends object> {
     const batch = this.#batch;
     this.#batch = [];
     if (batch.length === 0) return;
+    /** Lines before this index are in the file and their appends settled. */
+    let done = 0;
+    const buffer = bufferPool.pop() ?? Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES);
     try {
       await this.#repairOnce();
-      await this.#appendData(encodeLines(batch));
-      for (const p of batch) p.resolve?.();
+      // A batch that does not fit one buffer goes out in several writes, in order.
+      let used = 0;
+      for (let i = 0; i < batch.length; i++) {
+        const line = batch[i]!.line;
+        const size = jsonLineBytes(line) + 1;
+        if (used + size > buffer.length && used > 0) {
+          await this.#appendData(buffer.subarray(0, used));
+          done = this.#settle(batch, done, i);
+          used = 0;
+        }
+        if (size > buffer.length) {
+          await this.#appendData(encodeLine(line));
+          done = this.#settle(batch, done, i + 1);
+          continue;
+        }
+        used = writeJsonLine(line, buffer, used);
+        buffer[used++] = NEWLINE;
+      }
+      if (used > 0) await this.#appendData(buffer.subarray(0, used));
+      this.#settle(batch, done, batch.length);
     } catch (err) {
       this.#logger.error(`jsonl log: write to ${this.file} failed`, {
         file: this.file,
-        records: batch.length,
+        records: batch.length - done,
         code: errCode(err),
       });
-      for (const p of batch) p.reject?.(err);
+      for (let i = done; i < batch.length; i++) batch[i]!.reject?.(err);
+    } finally {
+      if (bufferPool.length < POOLED_BUFFERS) bufferPool.push(buffer);
     }
+  }
+
+  /** Settles the appends of lines [from, to), now written; returns `to`. */
+  #settle(batch: readonly Pending[], from: number, to: number): number {
+    for (let i = from; i < to; i++) batch[i]!.resolve?.();
+    return to;
   }
 
   async #appendData(data: Buffer): Promise<void> {
