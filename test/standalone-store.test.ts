@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { LogFields, Logger } from '../plugin/host.ts';
 import { JsonlLog } from '../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../plugin/hosts/standalone/outbox.ts';
+import { RunRegistry } from '../plugin/hosts/standalone/run-registry.ts';
 import {
   PENDING_TEXT_MAX,
   SessionStore,
@@ -425,5 +426,29 @@ test('group commit: a batch larger than the write buffer goes out in order, each
     await log.append({ n: 42 });
     assert.deepEqual(JSON.parse((await fileLines(file))[42]!), { n: 42 });
     await log.close();
+  });
+});
+
+test('run registry: keeps the 10,000 most recently accepted runs in memory, each with its latest status', async () => {
+  await withTempDir(async (dir) => {
+    const registry = new RunRegistry(path.join(dir, 'runs.jsonl'), recordingLogger());
+    await registry.open();
+    const run = (n: number, status: 'queued' | 'running' | 'ok') => ({ runId: `run-${n}`, name: 'agent', status, agentId: 'main', sessionKey: 'agent:main:hook:x' });
+    for (let n = 0; n < 10_005; n++) {
+      registry.update(run(n, 'queued'));
+      registry.update(run(n, 'running'));
+      // Every other run finishes at once; the rest stay running until after the newer ones came.
+      if (n % 2 === 0) registry.update({ ...run(n, 'ok'), reply: `reply ${n}` });
+    }
+    for (let n = 0; n < 5; n++) assert.equal(registry.get(`run-${n}`), undefined, `run-${n} is forgotten`);
+    assert.equal(registry.get('run-5')?.status, 'running');
+    assert.deepEqual(registry.get('run-6'), { ...run(6, 'ok'), reply: 'reply 6' });
+    assert.equal(registry.get('run-10004')?.status, 'ok');
+    // A forgotten run that still ends is remembered again, in place of the oldest.
+    registry.update({ ...run(1, 'ok'), reply: 'late' });
+    assert.equal(registry.get('run-1')?.reply, 'late');
+    assert.equal(registry.get('run-5'), undefined);
+    assert.equal(registry.get('run-7')?.status, 'running');
+    await registry.close();
   });
 });
