@@ -35,19 +35,22 @@ function reasonOf(err: unknown): string {
 
 /**
  * A run's way to end early: its deadline or a shutdown aborts the signal the host was given and
- * settles `stopped` at once, whether or not the host honours the signal. A timer and a resolver
- * rather than a listener on the signal, and the signal made only when the host asks for it: for a
- * fast model, an AbortSignal and its listener cost more than the rest of the run's bookkeeping.
+ * settles `ended` at once, whether or not the host honours the signal; otherwise `ended` settles
+ * with the host's answer. A timer and a resolver rather than a listener on the signal, and the
+ * signal made only when the host asks for it: for a fast model, an AbortSignal and its listener
+ * (or a Promise.race) cost more than the rest of the run's bookkeeping.
  */
 class ActiveRun {
-  readonly stopped: Promise<TurnResult>;
-  private resolveStopped!: (result: TurnResult) => void;
+  /** The first of the host's answer and a stop. */
+  readonly ended: Promise<TurnResult>;
+  /** Settles `ended`; later calls do nothing, as for any promise. */
+  end!: (result: TurnResult) => void;
   private readonly timer: NodeJS.Timeout;
   private controller?: AbortController;
   private reason?: string;
 
   constructor(timeoutMs: number) {
-    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
+    this.ended = new Promise((resolve) => (this.end = resolve));
     this.timer = setTimeout(() => this.stop({ status: 'timeout', error: `no reply within ${timeoutMs / 1000} s` }, 'timeout'), timeoutMs);
   }
 
@@ -63,7 +66,7 @@ class ActiveRun {
     if (this.reason !== undefined) return;
     this.reason = reason;
     this.controller?.abort(reason);
-    this.resolveStopped(result);
+    this.end(result);
   }
 
   settle(): void {
@@ -137,7 +140,9 @@ export class RunService {
     let result: TurnResult;
     try {
       this.report(job, 'running');
-      result = await Promise.race([this.turn(job, run), run.stopped]);
+      // turn() never rejects.
+      void this.turn(job, run).then(run.end);
+      result = await run.ended;
     } finally {
       run.settle();
       // The slot frees as soon as the run ends or times out, even if the host never settles.
