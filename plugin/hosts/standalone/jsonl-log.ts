@@ -3,9 +3,9 @@
 // Every append is serialised to one line and queued. The queue is drained by a single writer: all lines
 // queued in the same tick, or while a previous write is in flight, are written with one write (a batch
 // over 1 MB with several, in order), and each append's promise settles when the write carrying its line
-// has completed. Reads and writes of
-// the file are serialised through one in-process lock so a reader never sees a half-written batch of
-// this instance. The requirement is surviving a killed process (kill -9), not power loss, so no fsync.
+// has completed. Reads and writes of the file are serialised through one in-process lock so a reader
+// never sees a half-written batch of this instance. The requirement is surviving a killed process
+// (kill -9), not power loss, so no fsync.
 
 import { appendFile, mkdir, open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
