@@ -400,7 +400,7 @@ test('outbox: entries persist, lastRoute follows the latest delivery per agent',
   });
 });
 
-test('group commit: a batch larger than the write buffer goes out in order, each append settling once written', async () => {
+test('group commit: a batch larger than the write buffer goes out whole and in order over several writes', async () => {
   await withTempDir(async (dir) => {
     const file = path.join(dir, 'log.jsonl');
     const log = new JsonlLog<Rec>(file, recordingLogger());
@@ -437,7 +437,7 @@ test('run registry: keeps the 10,000 most recently accepted runs in memory, each
     for (let n = 0; n < 10_005; n++) {
       registry.update(run(n, 'queued'));
       registry.update(run(n, 'running'));
-      // Every other run finishes at once; the rest stay running until after the newer ones came.
+      // Every other run finishes at once; the rest are left running.
       if (n % 2 === 0) registry.update({ ...run(n, 'ok'), reply: `reply ${n}` });
     }
     for (let n = 0; n < 5; n++) assert.equal(registry.get(`run-${n}`), undefined, `run-${n} is forgotten`);
