@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger } from '../plugin/host.ts';
+import { inNextRound, ROUND_GAP_MS } from '../plugin/hosts/standalone/commit-rounds.ts';
 import { JsonlLog } from '../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../plugin/hosts/standalone/outbox.ts';
 import { RunRegistry } from '../plugin/hosts/standalone/run-registry.ts';
@@ -104,6 +105,49 @@ test('group commit: appends from promise continuations and during an in-flight w
       Array.from({ length: 150 }, (_, i) => i),
     );
   });
+});
+
+test('group commit: under a steady stream of appends, writes start at most once per round gap', async () => {
+  await withTempDir(async (dir) => {
+    const log = new JsonlLog<Rec>(path.join(dir, 'log.jsonl'), recordingLogger());
+    await log.append({ n: -1 }); // the file is open and the first write is behind us
+    const before = log.writeCount;
+    const appends: Promise<void>[] = [];
+    const started = performance.now();
+    // One append per event-loop turn for 60 ms: a log that wrote again as soon as its last write
+    // finished would make a write every turn or two.
+    let turns = 0;
+    for (let n = 0; performance.now() - started < 60; n++, turns++) {
+      appends.push(log.append({ n }));
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(appends);
+    const elapsed = performance.now() - started;
+    const writes = log.writeCount - before;
+    assert.ok(turns > 100, `only ${turns} turns ran in 60 ms`);
+    assert.ok(writes <= elapsed / ROUND_GAP_MS + 2, `${writes} writes in ${elapsed.toFixed(0)} ms for ${turns} appends`);
+    assert.equal((await log.readAll()).length, turns + 1);
+    await log.close();
+  });
+});
+
+test('commit rounds: writes asked for in one turn run together; the next round waits out the gap', async () => {
+  // Past any gap left by earlier writes in this process.
+  await new Promise((r) => setTimeout(r, ROUND_GAP_MS + 5));
+  const ran: { name: string; at: number }[] = [];
+  const round = (name: string): Promise<void> =>
+    new Promise((resolve) => inNextRound(() => resolve(void ran.push({ name, at: performance.now() }))));
+  const first = Promise.all([round('a'), round('b'), round('c')]);
+  // Queued after the round: it runs after all three.
+  setImmediate(() => ran.push({ name: 'later immediate', at: performance.now() }));
+  await first;
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(ran.map((r) => r.name), ['a', 'b', 'c', 'later immediate']);
+
+  const second = round('d');
+  await second;
+  const gap = ran.at(-1)!.at - ran[0]!.at;
+  assert.ok(gap >= ROUND_GAP_MS - 0.05, `the next round ran ${gap.toFixed(3)} ms after the first`);
 });
 
 test('write(): records nobody waits for share the batch and its order; flush() waits for them', async () => {

@@ -1,9 +1,9 @@
 // Durable append-only JSON Lines file with group commit.
 //
-// Every append is serialised to one line and queued. The queue is drained by a single writer: all lines
-// queued in the same tick, or while a previous write is in flight, are written with one write (a batch
-// over 1 MB with several, in order), and each append's promise settles when the write carrying its line
-// has completed. Reads and writes of the file are serialised through one in-process lock so a reader
+// Every append is serialised to one line and queued. The queue is drained by a single writer, once per
+// commit round (commit-rounds.ts): all lines queued since the last write are written with one write (a
+// batch over 1 MB with several, in order), and each append's promise settles when the write carrying its
+// line has completed. Reads and writes of the file are serialised through one in-process lock so a reader
 // never sees a half-written batch of this instance. The requirement is surviving a killed process
 // (kill -9), not power loss, so no fsync.
 
@@ -11,6 +11,7 @@ import { appendFile, mkdir, open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host.ts';
+import { inNextRound } from './commit-rounds.ts';
 import { jsonLineBytes, jsonLineText, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';
 
 interface Pending {
@@ -171,16 +172,13 @@ export class JsonlLog<T extends object> {
 
   #schedule(): void {
     if (this.#draining) return;
-    // setImmediate rather than a microtask: appends issued from promise continuations of the same tick
-    // still join the batch.
-    this.#draining = new Promise((resolve) => setImmediate(() => void this.#drain().then(resolve, resolve)));
+    this.#draining = new Promise((resolve) => inNextRound(() => void this.#drain().then(resolve, resolve)));
   }
 
+  /** One batch per round: what gathers while it is written waits for a later round. */
   async #drain(): Promise<void> {
     try {
-      while (this.#batch.length > 0) {
-        await this.#exclusive(() => this.#writeBatch());
-      }
+      await this.#exclusive(() => this.#writeBatch());
     } finally {
       this.#draining = undefined;
       if (this.#batch.length > 0) this.#schedule();
