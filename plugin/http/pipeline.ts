@@ -33,6 +33,8 @@ const TOKEN_IN_QUERY = new HookError(
 const METHOD_NOT_ALLOWED = new HookError(405, 'method_not_allowed', 'only POST is accepted', { allow: 'POST' });
 const UNAUTHORIZED = new HookError(401, 'unauthorized', 'missing or wrong hook token');
 const NOT_FOUND = new HookError(404, 'not_found', 'no such hook');
+/** The query of a URL without one; shared, since templates and transforms only read it. */
+const NO_QUERY = new URLSearchParams();
 
 /** What the later stages need of a request that passed admission. */
 interface Admitted {
@@ -161,8 +163,9 @@ async function serveMapped(
   if (!mapping) throw NOT_FOUND;
   const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
   if (body.length > own) throw tooLarge(own);
-  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
-  const action = await buildMappedAction(mapping, payload, { headers: req.headers, query, name: sub }, deps.transforms, deps.host.logger);
+  const query = q === -1 ? NO_QUERY : new URLSearchParams(url.slice(q + 1));
+  const built = buildMappedAction(mapping, payload, { headers: req.headers, query, name: sub }, deps.transforms, deps.host.logger);
+  const action = built instanceof Promise ? await built : built;
   if (action.kind === 'skip') {
     sendEmpty(res, 204, id);
   } else if (action.kind === 'wake') {

@@ -85,17 +85,28 @@ function transformHeaders(headers: IncomingHttpHeaders): Record<string, string> 
   return out;
 }
 
-export async function buildMappedAction(
+/** What a mapping's templates and a transform are given of the request. */
+export interface MappedRequest {
+  headers: IncomingHttpHeaders;
+  query: URLSearchParams;
+  name: string;
+}
+
+/**
+ * The action a mapping builds from this payload. A promise only for mappings with a transform: an
+ * await of the rest would cost every templated request a promise and a turn of the microtask queue.
+ */
+export function buildMappedAction(
   m: ResolvedMapping,
   payload: Record<string, unknown>,
-  request: { headers: IncomingHttpHeaders; query: URLSearchParams; name: string },
+  request: MappedRequest,
   transforms: TransformRunner,
   logger: Logger,
-): Promise<MappedAction> {
+): MappedAction | Promise<MappedAction> {
   if (m.preset === 'gmail') return { kind: 'agent', specs: gmailAgentSpecs(payload) };
 
   const ctx: TemplateContext = { payload, headers: request.headers, query: request.query, path: request.name };
-  let fields: ActionFields = {
+  const fields: ActionFields = {
     action: m.action,
     text: render(m.text, ctx),
     message: render(m.message, ctx),
@@ -110,28 +121,42 @@ export async function buildMappedAction(
     thinking: m.thinking,
     timeoutSeconds: m.timeoutSeconds,
   };
+  if (!m.transform) return actionOf(m, fields);
+  return transformed(m, m.transform, fields, payload, request, transforms, logger);
+}
 
-  if (m.transform) {
-    const outcome = await transforms.run({
-      file: m.transform.file,
-      exportName: m.transform.exportName,
-      ctx: { payload, headers: transformHeaders(request.headers), query: Object.fromEntries(request.query), path: request.name },
-    });
-    if (!outcome.ok) {
-      logger.warn('transform failed', { mapping: m.id, module: path.basename(m.transform.file), reason: outcome.reason });
-      throw new HookError(500, 'mapping_failed', `mapping "${m.id}": ${outcome.reason}`);
-    }
-    if (outcome.value === null) return { kind: 'skip' };
-    if (!validateTransformResult(outcome.value)) {
-      throw new HookError(
-        500,
-        'mapping_failed',
-        `mapping "${m.id}": the transform returned an invalid action: ${formatErrors(validateTransformResult.errors).join('; ')}`,
-      );
-    }
-    fields = { ...fields, ...(outcome.value as ActionFields) };
+/** The rendered fields with what the transform returned over them; null from the transform skips. */
+async function transformed(
+  m: ResolvedMapping,
+  transform: NonNullable<ResolvedMapping['transform']>,
+  rendered: ActionFields,
+  payload: Record<string, unknown>,
+  request: MappedRequest,
+  transforms: TransformRunner,
+  logger: Logger,
+): Promise<MappedAction> {
+  const outcome = await transforms.run({
+    file: transform.file,
+    exportName: transform.exportName,
+    ctx: { payload, headers: transformHeaders(request.headers), query: Object.fromEntries(request.query), path: request.name },
+  });
+  if (!outcome.ok) {
+    logger.warn('transform failed', { mapping: m.id, module: path.basename(transform.file), reason: outcome.reason });
+    throw new HookError(500, 'mapping_failed', `mapping "${m.id}": ${outcome.reason}`);
   }
+  if (outcome.value === null) return { kind: 'skip' };
+  if (!validateTransformResult(outcome.value)) {
+    throw new HookError(
+      500,
+      'mapping_failed',
+      `mapping "${m.id}": the transform returned an invalid action: ${formatErrors(validateTransformResult.errors).join('; ')}`,
+    );
+  }
+  return actionOf(m, { ...rendered, ...(outcome.value as ActionFields) });
+}
 
+/** The wake or agent action the fields describe; a 400 when its text or message came out empty. */
+function actionOf(m: ResolvedMapping, fields: ActionFields): MappedAction {
   const name = fields.name?.trim() || m.id;
 
   if ((fields.action ?? m.action) === 'wake') {
