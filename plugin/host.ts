@@ -89,8 +89,12 @@ export interface RunRecord {
 
 export interface HostRuns {
   runIsolatedTurn(turn: IsolatedTurn): Promise<TurnResult>;
-  /** Told of every status change of a hook run (queued, running, and the final one). */
-  onRunUpdate?(record: Readonly<RunRecord>): void;
+  /**
+   * Told of every status change of a hook run (queued, running, and the final one). A host that
+   * records runs durably returns a promise that settles once the record is kept: for "queued", the
+   * request's 202 and the run's start wait for it.
+   */
+  onRunUpdate?(record: Readonly<RunRecord>): void | Promise<void>;
 }
 
 export interface Delivery {

@@ -393,3 +393,53 @@ test('plugin.close(graceMs) lets a run that finishes within the grace period end
     await gw.close();
   }
 });
+
+test('a host that records acceptances durably: the 202 and the run wait for the record', async () => {
+  let recorded!: () => void;
+  const record = new Promise<void>((resolve) => (recorded = resolve));
+  await withGateway(
+    {
+      turn: reply('done'),
+      runUpdate: (r) => (r.status === 'queued' ? record : undefined),
+    },
+    async (gw) => {
+      const answer = post(gw.url, '/hooks/agent', { message: 'keep me', name: 'Durable' });
+      await waitUntil(() => gw.rec.runUpdates.length === 1, 'the queued update');
+      const early = await Promise.race([answer.then(() => 'answered'), new Promise((r) => setTimeout(() => r('waiting'), 150))]);
+      assert.equal(early, 'waiting', 'no 202 before the acceptance is recorded');
+      assert.equal(gw.rec.turns.length, 0, 'the run did not start');
+      recorded();
+      const r = await answer;
+      assert.equal(r.status, 202);
+      assert.equal(r.body.runId, gw.rec.runUpdates[0]!.runId);
+      assert.equal((await gw.finalRun(r.body.runId as string)).status, 'ok');
+    },
+  );
+});
+
+test('an acceptance the host cannot record: 500, the run never starts and is recorded as an error', async () => {
+  await withGateway(
+    {
+      turn: reply('done'),
+      runUpdate: (r) => (r.status === 'queued' ? Promise.reject(new Error('EISDIR: runs.jsonl')) : undefined),
+    },
+    async (gw) => {
+      const r = await post(gw.url, '/hooks/agent', { message: 'lost?', name: 'Unrecorded' });
+      assert.equal(r.status, 500);
+      assert.equal(r.body.code, 'internal_error');
+      assert.match(r.body.error as string, /could not be recorded, so it was not started/);
+      assert.equal(gw.rec.turns.length, 0);
+      const updates = gw.rec.runUpdates.map((u) => [u.status, u.error]);
+      assert.equal(updates.length, 2);
+      assert.deepEqual(updates[0], ['queued', undefined]);
+      assert.equal(updates[1]![0], 'error');
+      assert.match(updates[1]![1] ?? '', /^not started: the run could not be recorded \(EISDIR: runs\.jsonl\)/);
+      assert.ok(gw.rec.logs.some((l) => l.level === 'error' && l.msg === 'onRunUpdate failed'));
+      assert.equal(gw.rec.events.length, 0, 'no summary for a run that was never accepted');
+      // The slot it held is free again.
+      assert.equal(gw.plugin.runs.queued, 0);
+      const next = await post(gw.url, '/hooks/wake', { text: 'still here' });
+      assert.equal(next.status, 200);
+    },
+  );
+});

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { appendFile, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -335,6 +335,28 @@ test('a run cut off by kill -9 is reported as interrupted after the restart', as
   } finally {
     await second.stop();
     await provider.close();
+  }
+});
+
+test('an agent run whose acceptance cannot be written to runs.jsonl gets 500 and never runs', async () => {
+  const dir = await tempStateDir();
+  await writeConfig(dir);
+  const gw = await spawnGateway(dir);
+  try {
+    // The log is opened on its first write: a directory in its place makes that write fail.
+    const runs = path.join(dir, 'data', 'runs.jsonl');
+    await rm(runs, { force: true });
+    await mkdir(runs);
+    const r = await gw.hook('/hooks/agent', { message: 'must not run unrecorded', name: 'Unrecorded' });
+    assert.equal(r.status, 500);
+    assert.equal(r.body.code, 'internal_error');
+    assert.match(r.body.error, /could not be recorded/);
+    const sessions = (await gw.admin('/api/sessions')).sessions.map((s: { key: string }) => s.key);
+    assert.ok(!sessions.some((k: string) => k.startsWith('agent:main:hook:')), `no run session: ${sessions.join(', ')}`);
+    // Wakes, kept in the session files, are not affected.
+    assert.equal((await gw.hook('/hooks/wake', { text: 'still up' })).status, 200);
+  } finally {
+    await gw.stop();
   }
 });
 

@@ -78,6 +78,8 @@ export class RunService {
   private readonly waiting: AgentJob[] = [];
   private readonly active = new Map<string, ActiveRun>();
   private readonly settled = new Set<Promise<void>>();
+  /** Jobs accepted but waiting for the host to record it: they hold their places in the queue. */
+  private admitting = 0;
   private closing = false;
 
   constructor(
@@ -93,18 +95,53 @@ export class RunService {
     return this.active.size;
   }
 
-  /** Accepts every job or none (503 overloaded); never waits for the runs. */
-  submit(...jobs: AgentJob[]): void {
+  /**
+   * Accepts every job or none (503 overloaded); never waits for the runs. When the host records
+   * acceptances durably (onRunUpdate returns a promise for "queued"), the result is a promise that
+   * settles once they are recorded, and no job starts before then: the 202 that follows is never for
+   * a run a crash could forget. If they cannot be recorded, the jobs end as errors without running
+   * and the promise rejects.
+   */
+  submit(...jobs: AgentJob[]): Promise<void> | undefined {
     const { maxConcurrentRuns, maxQueuedRuns } = this.limits();
     if (this.closing) throw new HookError(503, 'overloaded', 'the gateway is shutting down', { 'retry-after': '5' });
     const freeSlots = Math.max(0, maxConcurrentRuns - this.active.size);
-    if (this.waiting.length + jobs.length > maxQueuedRuns + freeSlots) {
+    if (this.waiting.length + this.admitting + jobs.length > maxQueuedRuns + freeSlots) {
       throw new HookError(503, 'overloaded', 'too many agent runs are waiting; try again later', { 'retry-after': '5' });
     }
+    let recorded: Promise<void>[] | undefined;
     for (const job of jobs) {
-      this.report(job, 'queued');
-      this.waiting.push(job);
+      const pending = this.report(job, 'queued');
+      if (pending) (recorded ??= []).push(pending);
     }
+    if (!recorded) {
+      this.enqueue(jobs);
+      return undefined;
+    }
+    this.admitting += jobs.length;
+    const admitted = Promise.all(recorded).then(
+      () => {
+        this.admitting -= jobs.length;
+        this.enqueue(jobs);
+      },
+      (err: unknown) => {
+        this.admitting -= jobs.length;
+        const error = `not started: the run could not be recorded (${reasonOf(err)})`;
+        for (const job of jobs) this.report(job, 'error', undefined, error);
+        throw new HookError(500, 'internal_error', 'the run could not be recorded, so it was not started; try again');
+      },
+    );
+    this.track(admitted.catch(() => {}));
+    return admitted;
+  }
+
+  /** Queues accepted jobs; once closing they end at once, as close() ends every waiting job. */
+  private enqueue(jobs: readonly AgentJob[]): void {
+    if (this.closing) {
+      for (const job of jobs) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }));
+      return;
+    }
+    for (const job of jobs) this.waiting.push(job);
     this.pump();
   }
 
@@ -203,16 +240,25 @@ export class RunService {
     this.report(job, status, reply, error);
   }
 
-  private report(job: AgentJob, status: RunStatus, reply?: string, error?: string): void {
+  /**
+   * Tells the host; a promise when the host records the update and says when it has. A failure is
+   * logged here, so callers that do not wait for the record need not handle it.
+   */
+  private report(job: AgentJob, status: RunStatus, reply?: string, error?: string): Promise<void> | undefined {
     const notify = this.host.runs.onRunUpdate;
-    if (!notify) return;
+    if (!notify) return undefined;
     const record: RunRecord = { runId: job.runId, name: job.name, status, agentId: job.agentId, sessionKey: job.sessionKey };
     if (reply !== undefined) record.reply = reply;
     if (error !== undefined) record.error = error;
+    const failed = (err: unknown): void =>
+      this.host.logger.error('onRunUpdate failed', { runId: job.runId, status, reason: reasonOf(err) });
     try {
-      notify.call(this.host.runs, record);
+      const recorded = notify.call(this.host.runs, record);
+      recorded?.catch(failed);
+      return recorded ?? undefined;
     } catch (err) {
-      this.host.logger.error('onRunUpdate failed', { runId: job.runId, reason: reasonOf(err) });
+      failed(err);
+      return undefined;
     }
   }
 }

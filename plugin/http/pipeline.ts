@@ -133,7 +133,8 @@ async function serve(
         return undefined;
       }
       const job = prepareAgentJob(parseAgentPayload(payload), snap, deps.host);
-      deps.runs.submit(job);
+      const recorded = deps.runs.submit(job);
+      if (recorded) await recorded;
       sendJson(res, 202, { ok: true, runId: job.runId }, undefined, id);
       return undefined;
     }
@@ -172,7 +173,8 @@ async function serveMapped(
     sendJson(res, 200, await runWake(action.spec, deps.host), undefined, id);
   } else {
     const jobs = action.specs.map((spec) => prepareAgentJob(spec, snap, deps.host));
-    deps.runs.submit(...jobs);
+    const recorded = deps.runs.submit(...jobs);
+    if (recorded) await recorded;
     const runIds = jobs.map((j) => j.runId);
     sendJson(res, 202, runIds.length === 1 ? { ok: true, runId: runIds[0] } : { ok: true, runId: runIds[0], runIds }, undefined, id);
   }

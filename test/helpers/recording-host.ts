@@ -40,6 +40,8 @@ export interface TestHostOptions {
   /** Replaces the default turn (which replies "reply to: <prompt>"). */
   turn?: (turn: IsolatedTurn) => Promise<TurnResult>;
   deliver?: (d: Delivery) => Promise<void>;
+  /** Called after each run update is recorded; what it returns is what the host answers. */
+  runUpdate?: (r: RunRecord) => void | Promise<void>;
   /** Files to write under the config dir before the plugin starts, e.g. transforms. */
   files?: Record<string, string>;
 }
@@ -108,6 +110,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
       onRunUpdate: (r) => {
         rec.runUpdates.push({ ...r });
         for (const w of waiters.splice(0)) w();
+        return opts.runUpdate?.(r);
       },
     },
     deliver: async (d) => {

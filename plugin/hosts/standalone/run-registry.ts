@@ -28,13 +28,19 @@ export class RunRegistry {
     return [...this.runs.values()].filter((r) => !FINAL.has(r.status));
   }
 
-  /** Keeps the record as given: the run service hands over a fresh record for every change. */
-  update(record: Readonly<RunRecord>): void {
+  /**
+   * Keeps the record as given: the run service hands over a fresh record for every change. For an
+   * accepted run, settles once its line is in the file (the 202 waits for it).
+   */
+  update(record: Readonly<RunRecord>): Promise<void> | undefined {
     this.remember(record);
     // Recovery needs only "accepted" and "finished": running is kept in memory.
-    if (record.status === 'running') return;
-    // A lost status line is not worth failing a run for; JsonlLog logs write failures.
-    this.log.write({ ...record, at: isoNow() });
+    if (record.status === 'running') return undefined;
+    const line = { ...record, at: isoNow() };
+    if (record.status === 'queued') return this.log.append(line);
+    // A lost final line is not worth failing a finished run for; JsonlLog logs write failures.
+    this.log.write(line);
+    return undefined;
   }
 
   get(runId: string): RunRecord | undefined {
