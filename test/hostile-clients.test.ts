@@ -466,3 +466,43 @@ test(
     }
   },
 );
+
+test('a client that half-closes after its request gets the whole answer, then the server closes', async () => {
+  const text = `half-closed ${Date.now()}`;
+  const body = JSON.stringify({ text, mode: 'next-heartbeat' });
+  const p = new Probe();
+  await p.connected;
+  p.socket.end(
+    `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${HOOK_TOKEN}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  await allClosed([p], 5000, 'half-closed connections');
+  assert.equal(p.destroyedByUs, false);
+  const r = parseResponse(p.received);
+  assert.ok(r, `a whole answer: ${JSON.stringify(p.received.toString('latin1'))}`);
+  assert.equal(r.status, 200);
+  assert.deepEqual(JSON.parse(r.body), { ok: true, mode: 'next-heartbeat' });
+  const events = (await gw.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history`)).entries;
+  assert.ok(events.some((e: { text: string }) => e.text === text), 'the event it was told about is kept');
+});
+
+test('a client that half-closes partway through its body gets 400 at once, not a body timeout', async () => {
+  const p = new Probe();
+  await p.connected;
+  const started = Date.now();
+  p.socket.end(
+    `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${HOOK_TOKEN}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text":"cut`,
+  );
+  await allClosed([p], 5000, 'half-closed connections');
+  assert.ok(Date.now() - started < 900, 'answered before the 1 s body timeout');
+  const r = parseResponse(p.received);
+  assert.ok(r, `an answer: ${JSON.stringify(p.received.toString('latin1'))}`);
+  assert.equal(r.status, 400);
+  assert.deepEqual(JSON.parse(r.body), {
+    ok: false,
+    error: 'the connection was closed before the whole request was sent',
+    code: 'bad_request',
+  });
+  assert.equal((await freshWake('after a cut-off body')).status, 200);
+});

@@ -7,6 +7,8 @@ import { sendJson } from './respond.ts';
 function describe(err: NodeJS.ErrnoException): { status: number; code: string; error: string } {
   if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, code: 'headers_too_large', error: 'the request headers are too large' };
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, code: 'request_timeout', error: 'the request headers did not arrive in time' };
+  // The client shut down its side of the connection partway through the request.
+  if (err.code === 'HPE_INVALID_EOF_STATE') return { status: 400, code: 'bad_request', error: 'the connection was closed before the whole request was sent' };
   return { status: 400, code: 'bad_request', error: 'the request is not valid HTTP/1.1' };
 }
 

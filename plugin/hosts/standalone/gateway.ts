@@ -151,6 +151,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       sendJson(res, 500, { ok: false, error: 'internal error', code: 'internal_error' });
     });
   });
+  // A client that half-closes after sending its request (shutdown of its write side) still gets the
+  // answer, which for a wake comes only after the event is on disk. By default Node ends such a socket
+  // at once, so the sender never learns that its request was taken, and sends it again. The property
+  // is undocumented but long-standing; a test fails if Node drops it.
+  (server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerExpectation);
   const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
