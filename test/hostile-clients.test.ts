@@ -506,3 +506,48 @@ test('a client that half-closes partway through its body gets 400 at once, not a
   });
   assert.equal((await freshWake('after a cut-off body')).status, 200);
 });
+
+/** Sends only the headers of a wake with "Expect: 100-continue"; resolves with what arrives before the body is sent. */
+async function expectContinue(headers: { token: string; length: number }): Promise<{ probe: Probe; first: string }> {
+  const p = new Probe();
+  await p.connected;
+  p.write(
+    `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${headers.token}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${headers.length}\r\nExpect: 100-continue\r\n\r\n`,
+  );
+  for (let waited = 0; waited < 3000 && p.received.length === 0 && !p.closed; waited += 10) await sleep(10);
+  return { probe: p, first: p.received.toString('latin1') };
+}
+
+test('Expect: 100-continue: the 100 comes only once the body will be read, then the answer', async () => {
+  const body = JSON.stringify({ text: 'after a 100', mode: 'next-heartbeat' });
+  const { probe, first } = await expectContinue({ token: HOOK_TOKEN, length: Buffer.byteLength(body) });
+  try {
+    assert.equal(first, 'HTTP/1.1 100 Continue\r\n\r\n');
+    probe.write(body);
+    for (let waited = 0; waited < 3000 && !parseResponse(probe.received.subarray(first.length)); waited += 10) await sleep(10);
+    const r = parseResponse(probe.received.subarray(first.length));
+    assert.ok(r, `an answer after the body: ${JSON.stringify(probe.received.toString('latin1'))}`);
+    assert.equal(r.status, 200);
+    assert.equal(probe.closed, false, 'the connection stays open for the next request');
+  } finally {
+    probe.destroy();
+  }
+});
+
+test('Expect: 100-continue: a refusal goes out instead of the 100, and closes the connection', async () => {
+  const cases = [
+    { name: 'declared length over the limit', token: HOOK_TOKEN, length: MAX_BODY + 1, status: 413, code: 'payload_too_large' },
+    { name: 'wrong token', token: 'not-the-hook-token', length: 20, status: 401, code: 'unauthorized' },
+  ];
+  for (const c of cases) {
+    const { probe, first } = await expectContinue(c);
+    await allClosed([probe], 3000, `connections refused for ${c.name}`);
+    assert.ok(!first.includes('100 Continue'), `${c.name}: ${JSON.stringify(first)}`);
+    const r = parseResponse(probe.received);
+    assert.ok(r, `${c.name}: ${JSON.stringify(probe.received.toString('latin1'))}`);
+    assert.equal(r.status, c.status, c.name);
+    assert.equal(JSON.parse(r.body).code, c.code, c.name);
+    assert.equal(r.headers.connection, 'close', c.name);
+  }
+});

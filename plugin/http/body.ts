@@ -1,7 +1,8 @@
 // Streaming body reader: refuses a declared length over the limit before reading, cuts a chunked
 // body off at the limit, and gives up when the whole body has not arrived in time.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError } from '../errors.ts';
+import { sendContinue } from './continue.ts';
 
 const CLOSE = Object.freeze({ connection: 'close' });
 
@@ -9,10 +10,14 @@ export function tooLarge(limit: number): HookError {
   return new HookError(413, 'payload_too_large', `body is larger than ${limit} bytes`, CLOSE);
 }
 
-/** Throws at once (not a rejected promise) when the declared length is over the limit. */
-export function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<Buffer> {
+/**
+ * Throws at once (not a rejected promise) when the declared length is over the limit; otherwise a
+ * client waiting for "100 Continue" gets it now, and the body is read.
+ */
+export function readBody(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+  sendContinue(req, res);
   return new Promise((resolve, reject) => new BodyReader(req, limit, timeoutMs, resolve, reject));
 }
 

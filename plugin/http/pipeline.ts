@@ -14,6 +14,7 @@ import { parseWakePayload, runWake } from '../actions/wake.ts';
 import { parseAgentPayload, prepareAgentJob } from '../actions/agent.ts';
 import type { RunService } from '../actions/run-service.ts';
 import { requestId } from './request-id.ts';
+import { awaitsContinue } from './continue.ts';
 import type { TransformRunner } from '../mappings/transform-runner.ts';
 import { buildMappedAction, candidatesFor, pickMapping } from '../mappings/dispatch.ts';
 
@@ -66,9 +67,12 @@ export async function handleHookRequest(
   const refused = admit(req, snap, deps, url, q, sub, client);
   const failure = refused ?? (await serve(req, res, snap, deps, { url, q, sub, id }));
   if (failure) {
-    sendError(res, failure, id);
+    // A client still waiting for "100 Continue" never sent its body: the connection cannot carry
+    // another request.
+    const unsent = awaitsContinue(req);
+    sendError(res, unsent ? closing(failure) : failure, id);
     // The body was not read to its end: drop the connection once the answer is out.
-    if (failure.headers?.connection === 'close') res.once('finish', () => req.destroy());
+    if (unsent || failure.headers?.connection === 'close') res.once('finish', () => req.destroy());
   }
   // The log line carries the status that went out, and the host hears back once the answer is written.
   await answersWritten();
@@ -127,7 +131,7 @@ async function serve(
 ): Promise<HookError | undefined> {
   try {
     if (sub === 'wake' || sub === 'agent') {
-      const payload = parseJsonObject(await readBody(req, snap.maxBodyBytes, snap.bodyTimeoutMs));
+      const payload = parseJsonObject(await readBody(req, res, snap.maxBodyBytes, snap.bodyTimeoutMs));
       if (sub === 'wake') {
         sendJson(res, 200, await runWake(parseWakePayload(payload), deps.host), undefined, id);
         return undefined;
@@ -158,7 +162,7 @@ async function serveMapped(
   const candidates = candidatesFor(sub, snap.mappings);
   let limit = 0;
   for (const m of candidates) limit = Math.max(limit, m.maxBodyBytes ?? snap.maxBodyBytes);
-  const body = await readBody(req, limit, snap.bodyTimeoutMs);
+  const body = await readBody(req, res, limit, snap.bodyTimeoutMs);
   const payload = parseJsonObject(body);
   const mapping = pickMapping(candidates, payload);
   if (!mapping) throw NOT_FOUND;
@@ -178,6 +182,11 @@ async function serveMapped(
     const runIds = jobs.map((j) => j.runId);
     sendJson(res, 202, runIds.length === 1 ? { ok: true, runId: runIds[0] } : { ok: true, runId: runIds[0], runIds }, undefined, id);
   }
+}
+
+/** The same refusal, answered with Connection: close. */
+function closing(err: HookError): HookError {
+  return new HookError(err.status, err.code, err.message, { ...err.headers, connection: 'close' });
 }
 
 function rateLimited(seconds: number): HookError {

@@ -8,6 +8,7 @@ import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../h
 import { readConfigFile } from '../../config/load.ts';
 import { sendJson } from '../../http/respond.ts';
 import { answerClientError, answerExpectation } from '../../http/protocol-errors.ts';
+import { deferContinue, sendContinue } from '../../http/continue.ts';
 import { resolveGatewaySettings, type GatewaySettings } from './config.ts';
 import { agentIdOfKey, SessionStore } from './session-store.ts';
 import { Outbox } from './outbox.ts';
@@ -158,12 +159,19 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   (server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerExpectation);
+  // "Expect: 100-continue": the hooks send the 100 only once a request may upload its body.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    deferContinue(req);
+    server.emit('request', req, res);
+  });
   const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.headers.host === undefined && req.httpVersion === '1.1') {
       sendJson(res, 400, { ok: false, error: 'HTTP/1.1 requests need a Host header', code: 'bad_request' }, { connection: 'close' });
       return;
     }
     if (await plugin.handle(req, res)) return;
+    // The admin API decides nothing before a body: Node's own behaviour, the 100 at once.
+    sendContinue(req, res);
     if (await admin.handle(req, res)) return;
     sendJson(res, 404, { ok: false, error: 'not found', code: 'not_found' });
   };
