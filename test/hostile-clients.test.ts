@@ -508,12 +508,12 @@ test('a client that half-closes partway through its body gets 400 at once, not a
 });
 
 /** Sends only the headers of a wake with "Expect: 100-continue"; resolves with what arrives before the body is sent. */
-async function expectContinue(headers: { token: string; length: number }): Promise<{ probe: Probe; first: string }> {
+async function expectContinue(request: { token: string; length: number }): Promise<{ probe: Probe; first: string }> {
   const p = new Probe();
   await p.connected;
   p.write(
-    `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${headers.token}\r\n` +
-      `Content-Type: application/json\r\nContent-Length: ${headers.length}\r\nExpect: 100-continue\r\n\r\n`,
+    `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${request.token}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${request.length}\r\nExpect: 100-continue\r\n\r\n`,
   );
   for (let waited = 0; waited < 3000 && p.received.length === 0 && !p.closed; waited += 10) await sleep(10);
   return { probe: p, first: p.received.toString('latin1') };
