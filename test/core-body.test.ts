@@ -3,7 +3,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { request } from 'node:http';
+import { createServer, request, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from './helpers/recording-host.ts';
 
 const LIMIT = 1024;
@@ -46,8 +49,8 @@ class RawClient {
   readonly done: Promise<void>;
   private waiters: (() => void)[] = [];
 
-  constructor() {
-    this.socket = connect(port, '127.0.0.1');
+  constructor(to = port) {
+    this.socket = connect(to, '127.0.0.1');
     this.socket.setEncoding('utf8');
     this.socket.on('data', (d: string) => {
       this.received += d;
@@ -226,6 +229,40 @@ test('a body that trickles in keeps the deadline: the whole body must arrive in 
   }
   await c.done;
   assert.equal(gw.rec.events.length, eventsBefore);
+});
+
+test('a body read to its end is not kept alive by its request while the answer is pending', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  // The request outlives its body: a host (and Node, until the answer is out) holds it.
+  const held: IncomingMessage[] = [];
+  const chunks: WeakRef<Buffer>[] = [];
+  const server = createServer((req, res) => {
+    held.push(req);
+    req.on('data', (chunk: Buffer) => chunks.push(new WeakRef(chunk)));
+    void gw.plugin.handle(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const c = new RawClient((server.address() as AddressInfo).port);
+    const body = wakeBodyOfSize(600);
+    await c.write(head('/hooks/wake', { 'Content-Length': 600 }));
+    for (const part of [body.slice(0, 200), body.slice(200, 400), body.slice(400)]) {
+      await c.write(part);
+      // Apart, so that each part arrives as a chunk of its own.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal((await c.response()).status, 200);
+    assert.ok(chunks.length >= 2, `the body came in ${chunks.length} chunk(s)`);
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.equal(held.length, 1);
+    assert.deepEqual(chunks.map((ref) => ref.deref() === undefined), chunks.map(() => true));
+    c.socket.destroy();
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });
 
 test('a client that aborts mid-body does not crash the server', async () => {

@@ -42,7 +42,7 @@ function sweep(): void {
  * than leaving them, and the 'error' one keeps a late socket error from going unhandled.
  */
 class BodyReader {
-  private readonly chunks: Buffer[] = [];
+  private chunks: Buffer[] = [];
   private size = 0;
   private settled = false;
   readonly deadline: number;
@@ -78,8 +78,9 @@ class BodyReader {
 
   private end(): void {
     if (this.settled) return;
+    const chunks = this.chunks;
     this.settle();
-    this.resolve(this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size));
+    this.resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size));
   }
 
   private abort(): void {
@@ -99,8 +100,14 @@ class BodyReader {
     this.reject(err);
   }
 
+  /**
+   * The request keeps this reader (its listeners) until the answer is out: the chunks are let go
+   * now, or a flood of large bodies keeps every one alive long enough to be promoted to the old
+   * generation, where only a full collection frees it.
+   */
   private settle(): void {
     this.settled = true;
+    this.chunks = [];
     reading.delete(this);
   }
 }
