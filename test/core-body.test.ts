@@ -2,9 +2,8 @@
 // the body timeout, clients that vanish, and payloads that try prototype pollution.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { createServer, request, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from './helpers/recording-host.ts';
@@ -231,7 +230,7 @@ test('a body that trickles in keeps the deadline: the whole body must arrive in 
   assert.equal(gw.rec.events.length, eventsBefore);
 });
 
-test('a body read to its end is not kept alive by its request while the answer is pending', async () => {
+test('a body read to its end is not kept alive by the request that carried it', async () => {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
   // The request outlives its body: a host (and Node, until the answer is out) holds it.
