@@ -7,12 +7,12 @@
 // never sees a half-written batch of this instance. The requirement is surviving a killed process
 // (kill -9), not power loss, so no fsync.
 
-import { write } from 'node:fs';
 import { appendFile, mkdir, open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host.ts';
 import { inNextRound } from './commit-rounds.ts';
+import { writeAll } from '../../util/write-all.ts';
 import { jsonLineBytes, jsonLineText, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';
 
 interface Pending {
@@ -66,24 +66,6 @@ function encodeLine(line: JsonLine): Buffer {
   const data = Buffer.allocUnsafe(jsonLineBytes(line) + 1);
   data[writeJsonLine(line, data, 0)] = NEWLINE;
   return data;
-}
-
-/**
- * Writes all of data at the end of the file open for appending. The callback API rather than
- * FileHandle.writeFile: that one is an async loop of promise-wrapped writes, and under a flood of
- * wakes its bookkeeping cost between 5 and 10% of the gateway's throughput.
- */
-function appendAll(fd: number, data: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const from = (at: number): void =>
-      write(fd, data, at, data.length - at, null, (err, written) => {
-        if (err) reject(err);
-        else if (written === 0 && data.length > at) reject(new Error(`nothing was written to descriptor ${fd}`));
-        else if (at + written < data.length) from(at + written);
-        else resolve();
-      });
-    from(0);
-  });
 }
 
 /** Append handles kept open between batches, process-wide; past the cap a batch opens and closes. */
@@ -267,7 +249,8 @@ export class JsonlLog<T extends object> {
       }
     }
     if (this.#handle) {
-      await appendAll(this.#handle.fd, data);
+      const fd = this.#handle.fd;
+      await new Promise<void>((resolve, reject) => writeAll(fd, data, (err) => (err ? reject(err) : resolve())));
       if (this.#idle) this.#idle.refresh();
       else {
         this.#idle = setTimeout(() => void this.#exclusive(() => this.#release()), IDLE_CLOSE_MS);

@@ -5,17 +5,15 @@
 // Writes are asynchronous (process.stdout writes synchronously to files and pipes, which stalls
 // every request while the disk or the log reader is slow) and bounded: past MAX_BACKLOG bytes waiting
 // to be written, lines are dropped and counted, and the count is logged once the writer catches up.
-import { write as fsWrite } from 'node:fs';
 import type { LogFields, Logger } from '../../host.ts';
 import { isoNow } from '../../util/iso-now.ts';
+import { writeAll } from '../../util/write-all.ts';
 
 const FLUSH_BYTES = 64 * 1024;
 const FLUSH_MS = 50;
 const MAX_BACKLOG = 8 * 1024 * 1024;
 /** UTF-8 takes at most 3 bytes per UTF-16 code unit. */
 const MAX_BYTES_PER_UNIT = 3;
-/** A non-blocking descriptor that is full is tried again after this long. */
-const RETRY_MS = 20;
 
 /** Where the batches go: write the whole chunk, then call done. */
 export interface LogSink {
@@ -26,15 +24,7 @@ export interface LogSink {
 export function fdSink(fd: number): LogSink {
   return {
     write(chunk, done) {
-      const rest = (at: number): void => {
-        fsWrite(fd, chunk, at, chunk.length - at, null, (err, n) => {
-          if (err && (err as NodeJS.ErrnoException).code === 'EAGAIN') setTimeout(() => rest(at), RETRY_MS);
-          else if (err) done(err);
-          else if (at + n < chunk.length) rest(at + n);
-          else done();
-        });
-      };
-      rest(0);
+      writeAll(fd, chunk, done);
     },
   };
 }
