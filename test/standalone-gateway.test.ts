@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { appendFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -233,7 +233,10 @@ test('history, runs and outbox survive a restart', async () => {
   try {
     assert.deepEqual(await history(second), before);
     assert.deepEqual((await second.admin('/api/outbox')).deliveries, outboxBefore);
-    assert.equal((await second.admin(`/api/runs/${agent.body.runId}`)).status, 'ok');
+    const run = await second.admin(`/api/runs/${agent.body.runId}`);
+    assert.equal(run.status, 'ok');
+    // The reply is stored once, in the run's session, and found there again.
+    assert.match(run.reply, /remember me/);
     // The next-heartbeat event is still pending after the restart and is drained by the next heartbeat.
     await second.hook('/hooks/wake', { text: 'after restart' });
     const prompt = await eventually(async () => (await history(second)).find((e) => e.kind === 'prompt'));
@@ -338,22 +341,21 @@ test('a run cut off by kill -9 is reported as interrupted after the restart', as
   }
 });
 
-test('an agent run whose acceptance cannot be written to runs.jsonl gets 500 and never runs', async () => {
+test("an agent run whose acceptance cannot be written to its session's file gets 500 and never runs", async () => {
   const dir = await tempStateDir();
-  await writeConfig(dir);
+  await writeConfig(dir, { hooks: { defaultSessionKey: 'hook:unwritable' } });
   const gw = await spawnGateway(dir);
   try {
-    // The log is opened on its first write: a directory in its place makes that write fail.
-    const runs = path.join(dir, 'data', 'runs.jsonl');
-    await rm(runs, { force: true });
-    await mkdir(runs);
+    // The file is opened on its first write: a directory in its place makes that write fail.
+    await mkdir(path.join(dir, 'data', 'sessions', 'agent%3amain%3ahook%3aunwritable.jsonl'));
     const r = await gw.hook('/hooks/agent', { message: 'must not run unrecorded', name: 'Unrecorded' });
     assert.equal(r.status, 500);
     assert.equal(r.body.code, 'internal_error');
     assert.match(r.body.error, /could not be recorded/);
-    const sessions = (await gw.admin('/api/sessions')).sessions.map((s: { key: string }) => s.key);
-    assert.ok(!sessions.some((k: string) => k.startsWith('agent:main:hook:')), `no run session: ${sessions.join(', ')}`);
-    // Wakes, kept in the session files, are not affected.
+    // Never run: a run, even a failed one, posts its summary to the main session.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(!(await history(gw)).some((e) => e.text.startsWith('Hook Unrecorded')));
+    // Wakes, kept in other session files, are not affected.
     assert.equal((await gw.hook('/hooks/wake', { text: 'still up' })).status, 200);
   } finally {
     await gw.stop();

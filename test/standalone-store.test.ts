@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { LogFields, Logger } from '../plugin/host.ts';
+import type { LogFields, Logger, RunRecord } from '../plugin/host.ts';
 import { inNextRound, ROUND_GAP_MS } from '../plugin/hosts/standalone/commit-rounds.ts';
 import { JsonlLog } from '../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../plugin/hosts/standalone/outbox.ts';
-import { RunRegistry } from '../plugin/hosts/standalone/run-registry.ts';
+import { RunRegistry, type RunLine } from '../plugin/hosts/standalone/run-registry.ts';
 import {
   PENDING_TEXT_MAX,
   SessionStore,
@@ -477,26 +477,86 @@ test('group commit: a batch larger than the write buffer goes out whole and in o
   });
 });
 
-test('run registry: keeps the 10,000 most recently accepted runs in memory, each with its latest status', async () => {
-  await withTempDir(async (dir) => {
-    const registry = new RunRegistry(path.join(dir, 'runs.jsonl'), recordingLogger());
-    await registry.open();
-    const run = (n: number, status: 'queued' | 'running' | 'ok') => ({ runId: `run-${n}`, name: 'agent', status, agentId: 'main', sessionKey: 'agent:main:hook:x' });
-    for (let n = 0; n < 10_005; n++) {
-      registry.update(run(n, 'queued'));
-      registry.update(run(n, 'running'));
-      // Every other run finishes at once; the rest are left running.
-      if (n % 2 === 0) registry.update({ ...run(n, 'ok'), reply: `reply ${n}` });
-    }
-    for (let n = 0; n < 5; n++) assert.equal(registry.get(`run-${n}`), undefined, `run-${n} is forgotten`);
-    assert.equal(registry.get('run-5')?.status, 'running');
-    assert.deepEqual(registry.get('run-6'), { ...run(6, 'ok'), reply: 'reply 6' });
-    assert.equal(registry.get('run-10004')?.status, 'ok');
-    // A forgotten run that still ends is remembered again, in place of the oldest.
-    registry.update({ ...run(1, 'ok'), reply: 'late' });
-    assert.equal(registry.get('run-1')?.reply, 'late');
-    assert.equal(registry.get('run-5'), undefined);
-    assert.equal(registry.get('run-7')?.status, 'running');
-    await registry.close();
+test('run registry: keeps the 10,000 most recently accepted runs in memory, each with its latest status', () => {
+  const written: { key: string; line: RunLine; wait: boolean }[] = [];
+  const registry = new RunRegistry((key, line, wait) => {
+    written.push({ key, line, wait });
+    return wait ? Promise.resolve() : undefined;
   });
+  const run = (n: number, status: 'queued' | 'running' | 'ok') => ({ runId: `run-${n}`, name: 'agent', status, agentId: 'main', sessionKey: 'agent:main:hook:x' });
+  for (let n = 0; n < 10_005; n++) {
+    registry.update(run(n, 'queued'));
+    registry.update(run(n, 'running'));
+    // Every other run finishes at once; the rest are left running.
+    if (n % 2 === 0) registry.update({ ...run(n, 'ok'), reply: `reply ${n}` });
+  }
+  for (let n = 0; n < 5; n++) assert.equal(registry.get(`run-${n}`), undefined, `run-${n} is forgotten`);
+  assert.equal(registry.get('run-5')?.status, 'running');
+  assert.deepEqual(registry.get('run-6'), { ...run(6, 'ok'), reply: 'reply 6' });
+  assert.equal(registry.get('run-10004')?.status, 'ok');
+  // A forgotten run that still ends is remembered again, in place of the oldest.
+  registry.update({ ...run(1, 'ok'), reply: 'late' });
+  assert.equal(registry.get('run-1')?.reply, 'late');
+  assert.equal(registry.get('run-5'), undefined);
+  assert.equal(registry.get('run-7')?.status, 'running');
+
+  // Lines go to the run's session: acceptance waited for, "running" never written, the reply left to the history.
+  const [accepted, finished] = written.filter((w) => w.line.runId === 'run-6');
+  assert.deepEqual([accepted?.key, accepted?.line.status, accepted?.wait], ['agent:main:hook:x', 'queued', true]);
+  assert.deepEqual([finished?.line.status, finished?.wait, 'reply' in finished!.line], ['ok', false, false]);
+  assert.equal(written.length, 10_005 + 5_003 + 1);
+});
+
+test('run registry: rebuilt from the session files, with the reply from the history and the runs never finished', async () => {
+  await withTempDir(async (dir) => {
+    const open = async () => {
+      const registry: RunRegistry = new RunRegistry((key, line, wait) => store.recordRun(key, line, wait));
+      const store: SessionStore = new SessionStore(dir, recordingLogger(), (key, records) => registry.restore(key, records));
+      await store.open();
+      return { store, registry, unfinished: registry.restored() };
+    };
+    const first = await open();
+    const record = (runId: string, sessionKey: string, status: RunRecord['status'], more: Partial<RunRecord> = {}) => ({ runId, name: 'Deploy', status, agentId: 'ops', sessionKey, ...more });
+    await first.registry.update(record('r-ok', 'agent:ops:hook:a', 'queued'));
+    await first.store.append('agent:ops:hook:a', { kind: 'prompt', text: 'deploy?', runId: 'r-ok' });
+    await first.store.append('agent:ops:hook:a', { kind: 'reply', text: 'deployed', runId: 'r-ok' });
+    first.registry.update(record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }));
+    await first.registry.update(record('r-failed', 'agent:ops:hook:b', 'queued'));
+    await first.store.append('agent:ops:hook:b', { kind: 'reply', text: '', runId: 'r-failed', error: 'model down' });
+    first.registry.update(record('r-failed', 'agent:ops:hook:b', 'error', { error: 'model down' }));
+    await first.registry.update(record('r-cut', 'agent:ops:hook:b', 'queued'));
+    first.registry.update(record('r-cut', 'agent:ops:hook:b', 'running'));
+    await first.store.close();
+
+    const second = await open();
+    assert.deepEqual(second.registry.get('r-ok'), record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }));
+    assert.deepEqual(second.registry.get('r-failed'), record('r-failed', 'agent:ops:hook:b', 'error', { error: 'model down' }));
+    assert.deepEqual(second.unfinished, [record('r-cut', 'agent:ops:hook:b', 'queued')]);
+    // Status lines are in the file but not in the history.
+    assert.deepEqual((await second.store.history('agent:ops:hook:a')).map((e) => e.kind), ['prompt', 'reply']);
+    assert.equal((await second.store.history('agent:ops:hook:b')).length, 1);
+    assert.match(await readFile(path.join(dir, sessionFileName('agent:ops:hook:b')), 'utf8'), /"kind":"run","runId":"r-cut","status":"queued"/);
+    await second.store.close();
+  });
+});
+
+test('run registry: a restart keeps the 10,000 most recently accepted runs across session files, and every unfinished one', () => {
+  const registry = new RunRegistry(() => undefined);
+  const at = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString();
+  const line = (n: number, status: RunLine['status']): RunLine => ({ kind: 'run', runId: `run-${n}`, status, name: 'agent', agentId: 'main', at: at(n) });
+  // Two sessions whose runs alternate in time; the oldest run of all was never finished.
+  const files: Record<string, object[]> = { 'agent:main:hook:even': [], 'agent:main:hook:odd': [] };
+  for (let n = 0; n < 10_010; n++) {
+    const file = files[n % 2 === 0 ? 'agent:main:hook:even' : 'agent:main:hook:odd']!;
+    file.push(line(n, 'queued'));
+    if (n > 0) file.push({ kind: 'reply', text: `reply ${n}`, runId: `run-${n}`, at: at(n) }, line(n, 'ok'));
+  }
+  // Read in name order: every run of "even" before any of "odd".
+  registry.restore('agent:main:hook:even', files['agent:main:hook:even']!);
+  registry.restore('agent:main:hook:odd', files['agent:main:hook:odd']!);
+  assert.deepEqual(registry.restored().map((r) => r.runId), ['run-0']);
+  assert.equal(registry.get('run-0')?.status, 'queued');
+  for (let n = 1; n <= 10; n++) assert.equal(registry.get(`run-${n}`), undefined, `run-${n} is among the oldest`);
+  assert.deepEqual(registry.get('run-11'), { runId: 'run-11', name: 'agent', status: 'ok', agentId: 'main', sessionKey: 'agent:main:hook:odd', reply: 'reply 11' });
+  assert.equal(registry.get('run-10009')?.reply, 'reply 10009');
 });

@@ -48,11 +48,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // Everything the gateway writes lives under data/: the config's folder is watched, and writes
   // beside the config file would wake the watcher on every request.
   const dataDir = path.join(opts.stateDir, 'data');
-  const store = new SessionStore(path.join(dataDir, 'sessions'), logger);
+  // A run's status lines go into its session's file: the registry is rebuilt from them on start.
+  const registry = new RunRegistry((key, line, wait) => store.recordRun(key, line, wait));
+  const store = new SessionStore(path.join(dataDir, 'sessions'), logger, (key, records) => registry.restore(key, records));
   const outbox = new Outbox(path.join(dataDir, 'outbox.jsonl'), logger);
-  const registry = new RunRegistry(path.join(dataDir, 'runs.jsonl'), logger);
   await Promise.all([store.open(), outbox.open()]);
-  const interrupted = await registry.open();
+  const interrupted = registry.restored();
 
   const runner = new AgentRunner(() => ({ defaultModel: settings.defaultModel, providers: settings.providers }));
   const heartbeats = new Heartbeats({
@@ -209,7 +210,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         await stopped; // in-flight requests are answered first
         await plugin.close(settings.shutdownGraceMs);
         await heartbeats.stop();
-        await Promise.all([store.close(), outbox.close(), registry.close()]);
+        await Promise.all([store.close(), outbox.close()]);
       })();
       return closing;
     },

@@ -1,11 +1,46 @@
-// Hook runs as the admin API shows them: every status change is kept in memory (the most recent
-// runs) and appended to <stateDir>/data/runs.jsonl, so a restart can tell which runs never finished.
-import type { Logger, RunRecord } from '../../host.ts';
-import { JsonlLog } from './jsonl-log.ts';
+// Hook runs as the admin API shows them. The most recent runs are kept in memory with their latest
+// status; the changes a restart needs (accepted, finished) are written as "run" lines into the run's
+// own session file, beside its prompt and reply. A round of writes then touches one file fewer than
+// with a log of its own, and the reply is stored once. On start the registry is rebuilt from those
+// lines, and the runs that were accepted but never finished are found.
+import type { RunRecord, RunStatus } from '../../host.ts';
 import { isoNow } from '../../util/iso-now.ts';
 
+/** A run's status line in its session file. */
+export interface RunLine {
+  kind: 'run';
+  runId: string;
+  status: RunStatus;
+  name: string;
+  agentId: string;
+  error?: string;
+  at: string;
+}
+
+/** Adds a line to a session's file; with `wait`, a promise that settles once it is written. */
+export type RunLineWriter = (sessionKey: string, line: RunLine, wait: boolean) => Promise<void> | undefined;
+
 const KEEP_IN_MEMORY = 10_000;
-const FINAL = new Set(['ok', 'error', 'timeout']);
+const FINAL: ReadonlySet<string> = new Set(['ok', 'error', 'timeout']);
+const STATUSES: ReadonlySet<string> = new Set(['queued', 'running', 'ok', 'error', 'timeout']);
+
+interface RestoredRun extends RunRecord {
+  /** When it was accepted, to keep the most recent runs across session files. */
+  acceptedAt: string;
+}
+
+function isRunLine(record: object): record is RunLine {
+  const r = record as Partial<RunLine>;
+  return (
+    r.kind === 'run' &&
+    typeof r.runId === 'string' &&
+    typeof r.status === 'string' &&
+    STATUSES.has(r.status) &&
+    typeof r.name === 'string' &&
+    typeof r.agentId === 'string' &&
+    typeof r.at === 'string'
+  );
+}
 
 export class RunRegistry {
   private readonly runs = new Map<string, Readonly<RunRecord>>();
@@ -16,16 +51,49 @@ export class RunRegistry {
    */
   private readonly order: (string | undefined)[] = new Array(KEEP_IN_MEMORY);
   private next = 0;
-  private readonly log: JsonlLog<RunRecord & { at: string }>;
+  /** Runs read from the session files on start, until restored() sorts them. */
+  private restoring = new Map<string, RestoredRun>();
 
-  constructor(file: string, logger: Logger) {
-    this.log = new JsonlLog(file, logger);
+  constructor(private readonly writeLine: RunLineWriter) {}
+
+  /** For each session file read on start: takes its run lines, and the replies of those runs. */
+  restore(sessionKey: string, records: readonly object[]): void {
+    for (const record of records) {
+      if (isRunLine(record)) {
+        const before = this.restoring.get(record.runId);
+        const run: RestoredRun = {
+          runId: record.runId,
+          name: record.name,
+          status: record.status,
+          agentId: record.agentId,
+          sessionKey,
+          acceptedAt: before?.acceptedAt ?? record.at,
+        };
+        if (before?.reply !== undefined) run.reply = before.reply;
+        if (typeof record.error === 'string') run.error = record.error;
+        this.restoring.set(record.runId, run);
+        continue;
+      }
+      // The reply entry the host wrote for the run (a failed turn writes an empty one with its error).
+      const entry = record as { kind?: unknown; runId?: unknown; text?: unknown; error?: unknown };
+      if (entry.kind !== 'reply' || typeof entry.runId !== 'string' || typeof entry.text !== 'string') continue;
+      const run = this.restoring.get(entry.runId);
+      if (run && entry.error === undefined) run.reply = entry.text;
+    }
+    // Memory stays bounded whatever the number of runs on disk.
+    if (this.restoring.size >= 2 * KEEP_IN_MEMORY) this.keepMostRecent();
   }
 
-  /** Loads the log; returns the runs that were accepted but never finished (the process died). */
-  async open(): Promise<RunRecord[]> {
-    for (const r of await this.log.readAll()) this.remember(r);
-    return [...this.runs.values()].filter((r) => !FINAL.has(r.status));
+  /** Once every session file is read: remembers the most recent runs; returns those never finished. */
+  restored(): RunRecord[] {
+    this.keepMostRecent();
+    const unfinished: RunRecord[] = [];
+    for (const { acceptedAt: _at, ...run } of this.restoring.values()) {
+      this.remember(run);
+      if (!FINAL.has(run.status)) unfinished.push(run);
+    }
+    this.restoring = new Map();
+    return unfinished;
   }
 
   /**
@@ -36,19 +104,25 @@ export class RunRegistry {
     this.remember(record);
     // Recovery needs only "accepted" and "finished": running is kept in memory.
     if (record.status === 'running') return undefined;
-    const line = { ...record, at: isoNow() };
-    if (record.status === 'queued') return this.log.append(line);
-    // A lost final line is not worth failing a finished run for; JsonlLog logs write failures.
-    this.log.write(line);
-    return undefined;
+    const line: RunLine = { kind: 'run', runId: record.runId, status: record.status, name: record.name, agentId: record.agentId, at: isoNow() };
+    if (record.error !== undefined) line.error = record.error;
+    // A lost final line is not worth failing a finished run for; the session log logs write failures.
+    return this.writeLine(record.sessionKey, line, record.status === 'queued');
   }
 
   get(runId: string): RunRecord | undefined {
     return this.runs.get(runId);
   }
 
-  close(): Promise<void> {
-    return this.log.close();
+  /** Leaves at most KEEP_IN_MEMORY runs, oldest first: every unfinished one, then the most recently accepted. */
+  private keepMostRecent(): void {
+    const byAge = [...this.restoring.values()].sort((a, b) => (a.acceptedAt < b.acceptedAt ? -1 : a.acceptedAt > b.acceptedAt ? 1 : 0));
+    let excess = byAge.length - KEEP_IN_MEMORY;
+    this.restoring = new Map();
+    for (const run of byAge) {
+      if (excess > 0 && FINAL.has(run.status)) excess--;
+      else this.restoring.set(run.runId, run);
+    }
   }
 
   private remember(r: Readonly<RunRecord>): void {

@@ -6,7 +6,8 @@
 // file systems) and decodes back to the key. Names that would exceed MAX_NAME_BYTES keep a readable
 // prefix and end in "~" + a SHA-256 of the key; "~" never appears in a plain encoding, so those names
 // are recognised as not decodable. Every file starts with a header record carrying the real key, which
-// is what open() trusts.
+// is what open() trusts. Besides the history entries a file holds the status lines of the runs in that
+// session (run-registry.ts), which history() leaves out.
 
 import { createHash } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
@@ -15,6 +16,7 @@ import type { Logger } from '../../host.ts';
 import { JsonlLog } from './jsonl-log.ts';
 import { LoadOnce } from '../../util/load-once.ts';
 import { isoNow } from '../../util/iso-now.ts';
+import type { RunLine } from './run-registry.ts';
 
 export interface SessionEntry {
   kind: 'system-event' | 'heartbeat' | 'prompt' | 'reply';
@@ -44,7 +46,10 @@ interface EntryInput {
   [k: string]: unknown;
 }
 
-type SessionRecord = SessionEntry | SessionHeader;
+export type SessionRecord = SessionEntry | SessionHeader | RunLine;
+
+/** Told about every session file read on open, with its key and all its records. */
+export type SessionFileVisitor = (key: string, records: readonly SessionRecord[]) => void;
 
 interface SessionState {
   key: string;
@@ -145,10 +150,12 @@ export class SessionStore {
   readonly #logger: Logger;
   readonly #sessions = new Map<string, SessionState>();
   readonly #opening = new LoadOnce(() => this.#load());
+  readonly #onFileRead: SessionFileVisitor | undefined;
 
-  constructor(dir: string, logger: Logger) {
+  constructor(dir: string, logger: Logger, onFileRead?: SessionFileVisitor) {
     this.#dir = dir;
     this.#logger = logger;
+    this.#onFileRead = onFileRead;
   }
 
   open(): Promise<void> {
@@ -162,6 +169,17 @@ export class SessionStore {
   /** Like append, for entries nobody waits for: no promise to settle (JsonlLog logs a failed write). */
   write(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }): void {
     this.#add(key, entry, false)?.catch(() => {});
+  }
+
+  /** Adds a run's status line to the session's file; with `wait`, settles once it is written. */
+  recordRun(key: string, line: RunLine, wait: boolean): Promise<void> | undefined {
+    if (typeof key !== 'string' || key === '') {
+      return Promise.reject(new TypeError('session key must be a non-empty string'));
+    }
+    const added = this.#opening.done ? this.#addRecord(key, line, wait) : this.open().then(() => this.#addRecord(key, line, wait));
+    if (wait) return added;
+    added?.catch(() => {});
+    return undefined;
   }
 
   async history(key: string): Promise<SessionEntry[]> {
@@ -215,6 +233,11 @@ export class SessionStore {
       at: typeof entry.at === 'string' && entry.at !== '' ? entry.at : isoNow(),
     };
     for (const k in entry) if (k !== 'kind' && k !== 'text' && k !== 'at') record[k] = (entry as Record<string, unknown>)[k];
+    return this.#addRecord(key, record, wait);
+  }
+
+  /** Updates the session in memory (synchronously, in call order) and queues the record's line. */
+  #addRecord(key: string, record: SessionEntry | RunLine, wait: boolean): Promise<void> | undefined {
     let session = this.#sessions.get(key);
     let header: Promise<void> | undefined;
     if (!session) {
@@ -229,7 +252,8 @@ export class SessionStore {
       this.#sessions.set(key, session);
       header = session.log.append({ kind: 'session', key, agentId, createdAt: record.at });
     }
-    session.updatedAt = record.at;
+    // The time of the last history entry: status lines are not history.
+    if (record.kind !== 'run') session.updatedAt = record.at;
     if (record.kind === 'system-event') session.pending.push(pendingText(record.text));
     else if (record.kind === 'heartbeat') session.pending = [];
     if (!wait) {
@@ -271,6 +295,7 @@ export class SessionStore {
         });
         continue;
       }
+      this.#onFileRead?.(key, records);
       const entries = records.filter((r): r is SessionEntry => isEntry(r));
       const pending: string[] = [];
       for (const e of entries) {
