@@ -1,10 +1,10 @@
 // The gateway's JSON-lines logger: valid JSON whatever the values, batched, flushed on demand.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openSync, closeSync, readFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createLineLogger, fdSink, type LogSink } from '../plugin/hosts/standalone/logger.ts';
+import { tempDir } from './helpers/temp-dir.ts';
 
 function sink(): { out: LogSink; writes: string[] } {
   const writes: string[] = [];
@@ -77,7 +77,7 @@ test('a sink that falls behind: the backlog is bounded, dropped lines are counte
 });
 
 test('fdSink writes every batch to the descriptor; close() waits for the last one', async () => {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'hookgate-log-')), 'out.log');
+  const file = path.join(await tempDir('hookgate-log-'), 'out.log');
   const fd = openSync(file, 'w');
   try {
     const log = createLineLogger(fdSink(fd));

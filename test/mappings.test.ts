@@ -2,10 +2,10 @@
 // transform modules (including hostile ones), and the confinement of transform paths.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HOOK_TOKEN, post, startTestGateway, withGateway } from './helpers/recording-host.ts';
+import { tempDir } from './helpers/temp-dir.ts';
 
 type Opts = Parameters<typeof startTestGateway>[0];
 
@@ -293,7 +293,7 @@ test('transforms: merge, skip (204), throw, infinite loop, unbounded allocation,
 });
 
 test('transform confinement: traversal, absolute, ~, URL and symlinks out of the root are refused at load, naming the mapping', async () => {
-  const outside = await mkdtemp(path.join(tmpdir(), 'hookgate-outside-'));
+  const outside = await tempDir('hookgate-outside-');
   await writeFile(path.join(outside, 'evil.ts'), 'export default () => ({ text: "evil" });');
   const attacks = ['../evil.ts', path.join(outside, 'evil.ts'), '~/evil.ts', 'file:///etc/passwd', 'https://example.com/x.ts'];
   for (const module of attacks) {
@@ -310,7 +310,7 @@ test('transform confinement: traversal, absolute, ~, URL and symlinks out of the
   const gw = await startTestGateway({});
   await gw.close();
   for (const module of ['link.ts', 'linkdir/evil.ts']) {
-    const dir = await mkdtemp(path.join(tmpdir(), 'hookgate-links-'));
+    const dir = await tempDir('hookgate-links-');
     await links(dir);
     const { createHooksPlugin } = await import('../plugin/index.ts');
     const configPath = path.join(dir, 'gateway.json5');

@@ -2,16 +2,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, readFileSync, read } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, constants, openSync, readFileSync, read } from 'node:fs';
 import path from 'node:path';
 import { writeAll } from '../plugin/util/write-all.ts';
+import { tempDir } from './helpers/temp-dir.ts';
 
 const written = (fd: number, data: Buffer): Promise<void> =>
   new Promise((resolve, reject) => writeAll(fd, data, (err) => (err ? reject(err) : resolve())));
 
 test('appends the whole buffer to a file open for appending', async () => {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'write-all-')), 'log');
+  const file = path.join(await tempDir('write-all-'), 'log');
   const fd = openSync(file, 'a');
   try {
     await written(fd, Buffer.from('one\n'));
@@ -23,7 +23,7 @@ test('appends the whole buffer to a file open for appending', async () => {
 });
 
 test('a non-blocking pipe that fills up: the rest is written once the reader drains it', async () => {
-  const fifo = path.join(mkdtempSync(path.join(tmpdir(), 'write-all-')), 'pipe');
+  const fifo = path.join(await tempDir('write-all-'), 'pipe');
   execFileSync('mkfifo', [fifo]);
   // Read-write so that opening does not wait for the other end; non-blocking, so a full pipe is EAGAIN.
   const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);

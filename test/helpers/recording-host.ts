@@ -1,8 +1,7 @@
 // An in-memory GatewayHost that records every call, for driving the core over real HTTP in tests.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createHooksPlugin, type HooksPlugin } from '../../plugin/index.ts';
 import type {
@@ -16,6 +15,7 @@ import type {
   SystemEventMeta,
   TurnResult,
 } from '../../plugin/host.ts';
+import { tempDir } from './temp-dir.ts';
 
 export const HOOK_TOKEN = 'hook-secret-token-0123456789';
 export const GATEWAY_TOKEN = 'gateway-secret-token-abcdef';
@@ -62,7 +62,7 @@ export interface TestGateway {
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
 export async function startTestGateway(opts: TestHostOptions = {}): Promise<TestGateway> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'hookgate-test-'));
+  const dir = await tempDir('hookgate-test-');
   const configPath = path.join(dir, 'gateway.json5');
   const file = {
     gateway: { auth: { token: GATEWAY_TOKEN }, ...opts.gateway },

@@ -1,9 +1,9 @@
 // Runs the real `hookgate gateway` process (as `npm start` does) on port 0 with a temp state dir.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './temp-dir.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The CLI from source, through tsx; the build test passes the compiled one instead. */
@@ -26,7 +26,7 @@ export interface SpawnedGateway {
 }
 
 export async function tempStateDir(): Promise<string> {
-  return mkdtemp(path.join(tmpdir(), 'hookgate-gw-'));
+  return tempDir('hookgate-gw-');
 }
 
 /** A config file with known tokens; `extra` is merged in at the top level. */
