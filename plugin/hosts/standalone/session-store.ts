@@ -173,10 +173,7 @@ export class SessionStore {
 
   /** Adds a run's status line to the session's file; with `wait`, settles once it is written. */
   recordRun(key: string, line: RunLine, wait: boolean): Promise<void> | undefined {
-    if (typeof key !== 'string' || key === '') {
-      return Promise.reject(new TypeError('session key must be a non-empty string'));
-    }
-    const added = this.#opening.done ? this.#addRecord(key, line, wait) : this.open().then(() => this.#addRecord(key, line, wait));
+    const added = this.#add(key, line, wait);
     if (wait) return added;
     added?.catch(() => {});
     return undefined;
@@ -213,19 +210,22 @@ export class SessionStore {
   }
 
   /** A promise when asked to wait, or when the entry is refused or the store is still opening. */
-  #add(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }, wait: boolean): Promise<void> | undefined {
+  #add(key: string, entry: (Omit<SessionEntry, 'at'> & { at?: string }) | RunLine, wait: boolean): Promise<void> | undefined {
     if (typeof key !== 'string' || key === '') {
       return Promise.reject(new TypeError('session key must be a non-empty string'));
     }
-    if (!isEntry(entry)) {
+    if (entry.kind !== 'run' && !isEntry(entry)) {
       return Promise.reject(new TypeError('session entry needs a known kind and a text'));
     }
+    const checked = entry as EntryInput | RunLine;
     // Once open, the in-memory state is updated synchronously, in call order.
-    if (this.#opening.done) return this.#appendNow(key, entry, wait);
-    return this.open().then(() => this.#appendNow(key, entry, wait));
+    if (this.#opening.done) return this.#appendNow(key, checked, wait);
+    return this.open().then(() => this.#appendNow(key, checked, wait));
   }
 
-  #appendNow(key: string, entry: EntryInput, wait: boolean): Promise<void> | undefined {
+  #appendNow(key: string, entry: EntryInput | RunLine, wait: boolean): Promise<void> | undefined {
+    // A status line is complete as given.
+    if (entry.kind === 'run') return this.#addRecord(key, entry, wait);
     // Built field by field: rest/spread copies cost more than the rest of this method on the wake path.
     const record: SessionEntry = {
       kind: entry.kind,
