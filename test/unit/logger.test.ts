@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createLineLogger, fdSink, type LogSink } from '../plugin/hosts/standalone/logger.ts';
-import { tempDir } from './helpers/temp-dir.ts';
+import { createLineLogger, fdSink, type LogSink } from '../../plugin/hosts/standalone/logger.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 function sink(): { out: LogSink; writes: string[] } {
   const writes: string[] = [];

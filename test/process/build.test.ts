@@ -7,10 +7,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { eventually, spawnGateway, tempStateDir, writeConfig } from './helpers/spawn-gateway.ts';
+import { eventually, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 
 const run = promisify(execFile);
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 test('the built gateway serves wake, agent and a TypeScript transform on bare Node', async () => {
   // Inside the repository, so the build finds node_modules the way dist/ does.

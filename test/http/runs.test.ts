@@ -2,8 +2,9 @@
 // session, the heartbeat, the delivery, the run updates, and every way a run can end badly.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IsolatedTurn, TurnResult } from '../plugin/host.ts';
-import { post, startTestGateway, type TestGateway, type TestHostOptions, withGateway } from './helpers/recording-host.ts';
+import type { IsolatedTurn, TurnResult } from '../../plugin/host.ts';
+import { post, startTestGateway, type TestGateway, type TestHostOptions, withGateway } from '../helpers/recording-host.ts';
+import { waitUntil } from '../helpers/common.ts';
 
 const START_MARKER = '<<<EXTERNAL_UNTRUSTED_CONTENT id="';
 const END_MARKER = '<<<END_EXTERNAL_UNTRUSTED_CONTENT id="';
@@ -31,18 +32,6 @@ async function run(gw: TestGateway, body: Record<string, unknown>) {
 
 function reply(text: string): (turn: IsolatedTurn) => Promise<TurnResult> {
   return async () => ({ status: 'ok', reply: text });
-}
-
-function waitUntil(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + timeoutMs;
-    const tick = () => {
-      if (cond()) resolve();
-      else if (Date.now() > deadline) reject(new Error(`timed out waiting for: ${what}`));
-      else setTimeout(tick, 5);
-    };
-    tick();
-  });
 }
 
 const never = (): Promise<TurnResult> => new Promise(() => {});

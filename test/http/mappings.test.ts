@@ -4,8 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { HOOK_TOKEN, post, startTestGateway, withGateway } from './helpers/recording-host.ts';
-import { tempDir } from './helpers/temp-dir.ts';
+import { HOOK_TOKEN, post, startTestGateway, withGateway } from '../helpers/recording-host.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 type Opts = Parameters<typeof startTestGateway>[0];
 
@@ -312,7 +312,7 @@ test('transform confinement: traversal, absolute, ~, URL and symlinks out of the
   for (const module of ['link.ts', 'linkdir/evil.ts']) {
     const dir = await tempDir('hookgate-links-');
     await links(dir);
-    const { createHooksPlugin } = await import('../plugin/index.ts');
+    const { createHooksPlugin } = await import('../../plugin/index.ts');
     const configPath = path.join(dir, 'gateway.json5');
     await writeFile(configPath, JSON.stringify({ hooks: { enabled: true, token: HOOK_TOKEN, mappings: [{ id: 'sym', match: { path: 'x' }, action: 'wake', transform: { module } }] } }));
     const host = { ...gw.host, configPath, configDir: dir };

@@ -6,7 +6,8 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { createServer, request, type IncomingMessage } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from './helpers/recording-host.ts';
+import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from '../helpers/recording-host.ts';
+import { waitUntil } from '../helpers/common.ts';
 
 const LIMIT = 1024;
 
@@ -115,18 +116,6 @@ function assertJsonError(r: RawResponse, status: number, code: string): void {
   const body = JSON.parse(r.body);
   assert.equal(body.ok, false);
   assert.equal(body.code, code);
-}
-
-function waitUntil(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + timeoutMs;
-    const tick = (): void => {
-      if (cond()) resolve();
-      else if (Date.now() > deadline) reject(new Error(`timed out waiting for: ${what}`));
-      else setTimeout(tick, 5);
-    };
-    tick();
-  });
 }
 
 async function stillServing(): Promise<void> {

@@ -4,9 +4,9 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-import { digestToken, extractToken, tokenMatches } from '../plugin/auth/token.ts';
-import { AuthFailureLimiter, type AuthRateLimit } from '../plugin/auth/limiter.ts';
-import { addressKey, clientAddress, compileTrustedProxies } from '../plugin/http/client-address.ts';
+import { digestToken, extractToken, tokenMatches } from '../../plugin/auth/token.ts';
+import { AuthFailureLimiter, type AuthRateLimit } from '../../plugin/auth/limiter.ts';
+import { addressKey, clientAddress, compileTrustedProxies } from '../../plugin/http/client-address.ts';
 
 // ---------------------------------------------------------------------------
 // token

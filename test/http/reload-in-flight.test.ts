@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { writeFile } from 'node:fs/promises';
-import { GATEWAY_TOKEN, HOOK_TOKEN, post, startTestGateway } from './helpers/recording-host.ts';
+import { GATEWAY_TOKEN, HOOK_TOKEN, post, startTestGateway } from '../helpers/recording-host.ts';
 
 const config = (version: string) =>
   JSON.stringify({

@@ -1,7 +1,7 @@
 // Pooled random ids: right length, hex, never repeated across pool refills.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomHex } from '../plugin/util/random-hex.ts';
+import { randomHex } from '../../plugin/util/random-hex.ts';
 
 test('random ids are hex of the asked length and do not repeat across many pool refills', () => {
   const seen = new Set<string>();

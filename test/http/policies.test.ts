@@ -2,18 +2,12 @@
 // HTTP server on loopback: the request's answer and what reached the host.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CHANNEL_ORDER, type ChannelName } from '../plugin/host.ts';
-import { post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from './helpers/recording-host.ts';
+import { CHANNEL_ORDER, type ChannelName } from '../../plugin/host.ts';
+import { post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from '../helpers/recording-host.ts';
+import { assertError } from '../helpers/common.ts';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
-
-function assertError(r: JsonResponse, status: number, code: string, message?: RegExp): void {
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  assert.equal(r.body.ok, false);
-  assert.equal(r.body.code, code);
-  if (message) assert.match(r.body.error, message);
-}
 
 /** POSTs an agent payload that must be accepted; resolves once its run finished, with its turn and summary. */
 async function runAgent(gw: TestGateway, body: Record<string, unknown>) {

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, spawnGateway, tempStateDir, type SpawnedGateway } from './helpers/spawn-gateway.ts';
+import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, spawnGateway, tempStateDir, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 
 function config(hooks: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): string {
   return JSON.stringify(

@@ -2,8 +2,9 @@
 // proxies, IPv4-mapped IPv6, IPv6 /64), its memory bound, and the token comparison.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { REFUSALS_LOGGED_PER_SECOND } from '../plugin/http/refusal-log.ts';
-import { HOOK_TOKEN, post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from './helpers/recording-host.ts';
+import { REFUSALS_LOGGED_PER_SECOND } from '../../plugin/http/refusal-log.ts';
+import { HOOK_TOKEN, post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from '../helpers/recording-host.ts';
+import { sleep } from '../helpers/common.ts';
 
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 2 };
 
@@ -25,10 +26,6 @@ function assertStatus(r: JsonResponse, status: number, code?: string): void {
 /** Sends `n` wrong tokens from `xff`, each answered 401. */
 async function fail(gw: TestGateway, n: number, xff?: string): Promise<void> {
   for (let i = 0; i < n; i++) assertStatus(await wake(gw, `wrong-${i}`, xff), 401, 'unauthorized');
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 test('threshold: maxFailures wrong tokens are each 401, the next request is 429 with Retry-After', async () => {

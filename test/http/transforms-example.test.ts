@@ -4,9 +4,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from './helpers/recording-host.ts';
+import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from '../helpers/recording-host.ts';
 
-const EXAMPLES = new URL('../transforms-example/', import.meta.url);
+const EXAMPLES = new URL('../../transforms-example/', import.meta.url);
 const T = 'hooks/transforms';
 
 async function exampleFiles(): Promise<Record<string, string>> {

@@ -2,22 +2,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { GATEWAY_TOKEN, HOOK_TOKEN, post, startTestGateway, type TestGateway, withGateway } from './helpers/recording-host.ts';
+import { GATEWAY_TOKEN, HOOK_TOKEN, post, startTestGateway, type TestGateway, withGateway } from '../helpers/recording-host.ts';
+import { assertError } from '../helpers/common.ts';
 
 let gw: TestGateway;
 before(async () => {
   gw = await startTestGateway({ hooks: { maxQueuedRuns: 0, maxConcurrentRuns: 1 } });
 });
 after(() => gw.close());
-
-function assertError(r: { status: number; headers: Headers; body: any }, status: number, code: string): void {
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  assert.match(r.headers.get('content-type') ?? '', /^application\/json; charset=utf-8/);
-  assert.equal(r.body.ok, false);
-  assert.equal(r.body.code, code);
-  assert.equal(typeof r.body.error, 'string');
-  assert.ok(r.body.error.length > 5);
-}
 
 test('wake accepted: 200 { ok, mode }', async () => {
   const r = await post(gw.url, '/hooks/wake', { text: 'Build finished' });

@@ -14,8 +14,8 @@ import {
   spawnGateway,
   tempStateDir,
   writeConfig,
-} from './helpers/spawn-gateway.ts';
-import { startFakeProvider } from './helpers/fake-provider.ts';
+} from '../helpers/spawn-gateway.ts';
+import { startFakeProvider } from '../helpers/fake-provider.ts';
 
 const run = promisify(execFile);
 const CLI = ['--import', 'tsx', 'plugin/cli.ts'];
@@ -74,7 +74,7 @@ test('wake: now drains into one heartbeat turn; next-heartbeat waits for the per
   }
 });
 
-test('a burst of wake requests gives one heartbeat carrying every event', async () => {
+test('a burst of wake requests coalesces into at most two heartbeats that carry every event', async () => {
   const dir = await tempStateDir();
   await writeConfig(dir);
   const gw = await spawnGateway(dir);

@@ -3,17 +3,17 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { LogFields, Logger, RunRecord } from '../plugin/host.ts';
-import { inNextRound, ROUND_GAP_MS } from '../plugin/hosts/standalone/commit-rounds.ts';
-import { JsonlLog } from '../plugin/hosts/standalone/jsonl-log.ts';
-import { Outbox } from '../plugin/hosts/standalone/outbox.ts';
-import { RunRegistry, type RunLine } from '../plugin/hosts/standalone/run-registry.ts';
+import type { LogFields, Logger, RunRecord } from '../../plugin/host.ts';
+import { inNextRound, ROUND_GAP_MS } from '../../plugin/hosts/standalone/commit-rounds.ts';
+import { JsonlLog } from '../../plugin/hosts/standalone/jsonl-log.ts';
+import { Outbox } from '../../plugin/hosts/standalone/outbox.ts';
+import { RunRegistry, type RunLine } from '../../plugin/hosts/standalone/run-registry.ts';
 import {
   PENDING_TEXT_MAX,
   SessionStore,
   decodeSessionFileName,
   sessionFileName,
-} from '../plugin/hosts/standalone/session-store.ts';
+} from '../../plugin/hosts/standalone/session-store.ts';
 
 interface LogLine {
   level: 'info' | 'warn' | 'error';

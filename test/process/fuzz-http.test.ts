@@ -12,7 +12,7 @@ import {
   tempStateDir,
   writeConfig,
   type SpawnedGateway,
-} from './helpers/spawn-gateway.ts';
+} from '../helpers/spawn-gateway.ts';
 
 const MAX_BODY = 262_144; // hooks.maxBodyBytes default
 const RUNS = 200;

@@ -5,7 +5,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
-import { HOOK_TOKEN, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from './helpers/spawn-gateway.ts';
+import { HOOK_TOKEN, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+import { sleep } from '../helpers/common.ts';
 
 const MAX_BODY = 65_536;
 const HAS_PROC = existsSync('/proc/self/status');
@@ -26,8 +27,6 @@ before(async () => {
 after(async () => {
   await gw?.stop();
 });
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Resident set size of the gateway process, in bytes. */
 function rss(): number {

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ConfigError } from '../plugin/errors.ts';
-import { readConfigFile } from '../plugin/config/load.ts';
-import { resolveHooksConfig, selectStandaloneConfig, type HooksSnapshot } from '../plugin/config/resolve.ts';
+import { ConfigError } from '../../plugin/errors.ts';
+import { readConfigFile } from '../../plugin/config/load.ts';
+import { resolveHooksConfig, selectStandaloneConfig, type HooksSnapshot } from '../../plugin/config/resolve.ts';
 
 const TOKEN = 'hook-token-for-config-tests';
 const CONFIG_DIR = path.resolve(tmpdir(), 'hookgate-config-test-dir');

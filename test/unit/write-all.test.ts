@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync, readFileSync, read } from 'node:fs';
 import path from 'node:path';
-import { writeAll } from '../plugin/util/write-all.ts';
-import { tempDir } from './helpers/temp-dir.ts';
+import { writeAll } from '../../plugin/util/write-all.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 const written = (fd: number, data: Buffer): Promise<void> =>
   new Promise((resolve, reject) => writeAll(fd, data, (err) => (err ? reject(err) : resolve())));

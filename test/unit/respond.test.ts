@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { answersWritten, sendJson } from '../plugin/http/respond.ts';
+import { answersWritten, sendJson } from '../../plugin/http/respond.ts';
 
 interface Reply {
   status: number;
