@@ -68,7 +68,7 @@ async function startGateway(hooks: Record<string, unknown>): Promise<Proc & { di
   await writeFile(path.join(dir, 'hooks', 'transforms', 'bench.ts'), TRANSFORM);
   // The log goes beside the state dir, not into it: the config dir is watched for changes.
   // The compiled CLI, as `npm start` runs it.
-  const p = await startProcess([...START_FLAGS, 'dist/plugin/cli.js', 'gateway', '--state-dir', dir, '--port', '0'], `${dir}.log`);
+  const p = await startProcess([...START_FLAGS, 'dist/plugin/hosts/standalone/cli.js', 'gateway', '--state-dir', dir, '--port', '0'], `${dir}.log`);
   return { ...p, dir };
 }
 

@@ -1,4 +1,6 @@
-// Errors that become HTTP responses: a status, a stable code and a sentence for humans.
+// Errors that become HTTP answers, and the one catalogue they are made from: every refusal the plugin
+// or a host sends has a status, a stable code and a sentence for humans, and is sent by the same
+// writer (http/answers.ts) as `{ ok: false, error, code }`.
 
 export type ErrorCode =
   | 'token_in_query'
@@ -16,26 +18,107 @@ export type ErrorCode =
   | 'model_not_allowed'
   | 'mapping_failed'
   | 'overloaded'
+  | 'bad_request'
+  | 'headers_too_large'
+  | 'request_timeout'
+  | 'expectation_failed'
   | 'internal_error';
 
+type Headers = Readonly<Record<string, string>>;
+
 /**
- * An answer, not a fault: a plain class rather than an Error, so refusing a request (which an
- * attacker can make us do at will) costs no stack capture.
+ * A refusal: thrown by any phase of a request and caught in one place, which answers it. It is an
+ * answer rather than a fault, so it captures no stack: an attacker can make us refuse at will.
  */
-export class HookError {
-  readonly name = 'HookError';
-  constructor(
-    readonly status: number,
-    readonly code: ErrorCode,
-    readonly message: string,
-    readonly headers?: Readonly<Record<string, string>>,
-  ) {}
+export class HookError extends Error {
+  override readonly name = 'HookError';
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly headers: Headers | undefined;
+
+  constructor(status: number, code: ErrorCode, message: string, headers?: Headers) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
+  }
+
+  /** The same refusal, answered with Connection: close (the rest of the request will not be read). */
+  closing(): HookError {
+    if (this.headers?.connection === 'close') return this;
+    return new HookError(this.status, this.code, this.message, { ...this.headers, connection: 'close' });
+  }
 }
 
 /** A config problem; every message names the key it is about. */
 export class ConfigError extends Error {
-  constructor(readonly problems: readonly string[], readonly file?: string) {
+  constructor(
+    readonly problems: readonly string[],
+    readonly file?: string,
+  ) {
     super(`${file ? `${file}: ` : ''}invalid config:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
 }
+
+const CLOSE: Headers = Object.freeze({ connection: 'close' });
+const RETRY_SOON: Headers = Object.freeze({ 'retry-after': '5' });
+
+// Refusals that anyone can provoke as fast as they can send are made once.
+const TOKEN_IN_QUERY = new HookError(
+  400,
+  'token_in_query',
+  'the token may not be sent in the query string; use the Authorization: Bearer header',
+);
+const METHOD_NOT_ALLOWED = new HookError(405, 'method_not_allowed', 'only POST is accepted', { allow: 'POST' });
+const UNAUTHORIZED = new HookError(401, 'unauthorized', 'missing or wrong hook token');
+const NOT_FOUND = new HookError(404, 'not_found', 'no such hook');
+const INTERNAL = new HookError(500, 'internal_error', 'internal error; the request was not processed');
+/** 429s differ only in their seconds, which are few: one per value. */
+const rateLimitedBySeconds = new Map<number, HookError>();
+
+/** The catalogue: every HookError the plugin and its hosts send is made here. */
+export const refuse = {
+  tokenInQuery: (): HookError => TOKEN_IN_QUERY,
+  methodNotAllowed: (allow = 'POST', what = 'only POST is accepted'): HookError =>
+    allow === 'POST' && what === METHOD_NOT_ALLOWED.message
+      ? METHOD_NOT_ALLOWED
+      : new HookError(405, 'method_not_allowed', what, { allow }),
+  unauthorized: (what = UNAUTHORIZED.message): HookError =>
+    what === UNAUTHORIZED.message ? UNAUTHORIZED : new HookError(401, 'unauthorized', what),
+  rateLimited(seconds: number): HookError {
+    let err = rateLimitedBySeconds.get(seconds);
+    if (!err) {
+      err = new HookError(429, 'rate_limited', `too many failed authentications; retry in ${seconds} s`, {
+        'retry-after': String(seconds),
+      });
+      if (rateLimitedBySeconds.size < 4096) rateLimitedBySeconds.set(seconds, err);
+    }
+    return err;
+  },
+  notFound: (what = NOT_FOUND.message): HookError =>
+    what === NOT_FOUND.message ? NOT_FOUND : new HookError(404, 'not_found', what),
+  payloadTooLarge: (limit: number): HookError =>
+    new HookError(413, 'payload_too_large', `body is larger than ${limit} bytes`, CLOSE),
+  bodyTimeout: (ms: number): HookError =>
+    new HookError(408, 'body_timeout', `the body was not received within ${ms / 1000} s`, CLOSE),
+  bodyCutOff: (): HookError => new HookError(400, 'invalid_json', 'the request body was cut off by the client', CLOSE),
+  invalidJson: (what: string): HookError => new HookError(400, 'invalid_json', what),
+  invalidPayload: (what: string): HookError => new HookError(400, 'invalid_payload', what),
+  sessionKeyDisabled: (what: string): HookError => new HookError(400, 'session_key_disabled', what),
+  sessionKeyNotAllowed: (what: string): HookError => new HookError(400, 'session_key_not_allowed', what),
+  agentNotAllowed: (what: string): HookError => new HookError(400, 'agent_not_allowed', what),
+  modelNotAllowed: (what: string): HookError => new HookError(400, 'model_not_allowed', what),
+  mappingFailed: (what: string): HookError => new HookError(500, 'mapping_failed', what),
+  overloaded: (what: string, headers: Headers = RETRY_SOON): HookError => new HookError(503, 'overloaded', what, headers),
+  badRequest: (what: string, headers?: Headers): HookError => new HookError(400, 'bad_request', what, headers),
+  headersTooLarge: (): HookError => new HookError(431, 'headers_too_large', 'the request headers are too large', CLOSE),
+  requestTimeout: (): HookError =>
+    new HookError(408, 'request_timeout', 'the request headers did not arrive in time', CLOSE),
+  expectationFailed: (): HookError =>
+    new HookError(417, 'expectation_failed', 'only "Expect: 100-continue" is supported', CLOSE),
+  internal: (what?: string): HookError => (what === undefined ? INTERNAL : new HookError(500, 'internal_error', what)),
+};

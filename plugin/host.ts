@@ -1,5 +1,8 @@
 // The one door between the plugin core and the gateway it runs in. The core never imports a host;
-// each host (standalone, OpenClaw, the tests' recording host) builds one of these.
+// each host (standalone, OpenClaw, the tests' recording host) builds one of these and hands HTTP
+// requests to the plugin's handle(), which resolves once the answer has been handed to the socket
+// (answers are written together once per turn of the event loop; see http/answers.ts). What a host
+// may use of the core besides this is in host-kit.ts.
 
 export const CHANNEL_ORDER = [
   'whatsapp',
@@ -122,6 +125,12 @@ export interface GatewayHost {
   configDir: string;
   /** Picks the hooks block and the gateway keys the core checks against. Default: standalone layout. */
   selectConfig?(file: Record<string, unknown>): SelectedConfig;
+  /**
+   * Checks the host's own keys of a config file the plugin is loading (throws ConfigError naming
+   * them) and returns what applies them. A reload is taken whole: the plugin calls the function only
+   * once the hooks block has passed too, and a problem in either keeps the last good config for both.
+   */
+  checkConfig?(file: Record<string, unknown>): () => void;
   /** Read on every request: a host may replace it when its own config changes. */
   agents: HostAgents;
   /** Available channels; read on every request. */

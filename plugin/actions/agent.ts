@@ -1,50 +1,15 @@
-// POST <hooks.path>/agent: validate, apply the routing policies, and hand a job to the run service.
+// POST <hooks.path>/agent: validate the body, and turn any agent spec into a job with every routing
+// policy applied.
 import { randomUUID } from 'node:crypto';
-import { HookError } from '../errors.ts';
-import type { ChannelName, GatewayHost, IsolatedTurn } from '../host.ts';
-import type { HooksSnapshot } from '../config/resolve.ts';
+import { refuse } from '../errors.ts';
+import type { GatewayHost } from '../host.ts';
+import type { HooksSnapshot } from '../config/snapshot.ts';
+import { DEFAULTS } from '../config/defaults.ts';
 import { formatErrors, validateAgentPayload } from '../config/schemas.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
 import { checkChannel, checkModel, resolveAgentId, resolveSessionKey } from './policies.ts';
-import type { WakeMode } from './wake.ts';
+import type { AgentJob, AgentSpec, RunOptions } from './action.ts';
 
-const DEFAULT_TIMEOUT_SECONDS = 600;
-
-/** How a run goes: what an /agent body, a mapping and a transform may each say. */
-export interface RunOptions {
-  wakeMode?: WakeMode;
-  deliver?: boolean;
-  channel?: 'last' | ChannelName;
-  to?: string;
-  model?: string;
-  thinking?: string;
-  timeoutSeconds?: number;
-}
-
-/** What an agent action asks for, from a request body, a mapping or the gmail preset. */
-export interface AgentSpec extends RunOptions {
-  message: string;
-  name?: string;
-  agentId?: string;
-  /** sessionKey from the request body: subject to hooks.allowRequestSessionKey. */
-  requestSessionKey?: string;
-  /** sessionKey from a mapping: subject only to the prefixes. */
-  mappingSessionKey?: string;
-  /** Only a mapping can set this; a request body never can. */
-  allowUnsafeExternalContent?: boolean;
-  /** The message is already wrapped (the gmail preset wraps it as email). */
-  alreadyWrapped?: boolean;
-  source: string;
-}
-
-/** An accepted run: the turn the host will be asked for (less its abort signal), and what follows it. */
-export interface AgentJob extends Omit<IsolatedTurn, 'signal'> {
-  name: string;
-  wakeMode: WakeMode;
-  deliver: boolean;
-  channel: 'last' | ChannelName;
-  to?: string;
-}
 
 interface AgentPayload extends RunOptions {
   message: string;
@@ -55,7 +20,7 @@ interface AgentPayload extends RunOptions {
 
 export function parseAgentPayload(payload: Record<string, unknown>): AgentSpec {
   if (!validateAgentPayload(payload)) {
-    throw new HookError(400, 'invalid_payload', formatErrors(validateAgentPayload.errors).join('; '));
+    throw refuse.invalidPayload(formatErrors(validateAgentPayload.errors).join('; '));
   }
   // Field by field: a rest/spread copy of the body costs more than the checks on this path.
   const p = payload as unknown as AgentPayload;
@@ -75,7 +40,7 @@ export function parseAgentPayload(payload: Record<string, unknown>): AgentSpec {
   };
 }
 
-/** Applies every policy; throws the HookError of the first one that refuses. */
+/** Applies every policy; throws the refusal of the first one that refuses. */
 export function prepareAgentJob(spec: AgentSpec, snap: HooksSnapshot, host: GatewayHost): AgentJob {
   const agentId = resolveAgentId(spec.agentId, snap, host);
   const hookKey = resolveSessionKey(spec.requestSessionKey, spec.mappingSessionKey, snap);
@@ -95,7 +60,7 @@ export function prepareAgentJob(spec: AgentSpec, snap: HooksSnapshot, host: Gate
       : wrapExternalContent(message, { source: spec.source, hookName: name }),
     model: spec.model,
     thinking: spec.thinking,
-    timeoutMs: Math.round((spec.timeoutSeconds ?? host.agents.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
+    timeoutMs: Math.round((spec.timeoutSeconds ?? host.agents.timeoutSeconds ?? DEFAULTS.runTimeoutSeconds) * 1000),
     wakeMode: spec.wakeMode ?? 'now',
     deliver,
     channel,

@@ -1,8 +1,9 @@
 // The routing rules an agent action must pass: which agent, which session, which model, which channel.
 import { randomUUID } from 'node:crypto';
-import { HookError } from '../errors.ts';
+import { refuse } from '../errors.ts';
 import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type Route } from '../host.ts';
-import { matchesSessionPrefix, type HooksSnapshot } from '../config/resolve.ts';
+import type { HooksSnapshot } from '../config/snapshot.ts';
+import { matchesSessionPrefix } from '../config/session-prefixes.ts';
 
 /** Unknown ids fall back to the default agent; the allowlist is checked on the agent that results. */
 export function resolveAgentId(requested: string | undefined, snap: HooksSnapshot, host: GatewayHost): string {
@@ -11,9 +12,7 @@ export function resolveAgentId(requested: string | undefined, snap: HooksSnapsho
   const known = host.agents.list.some((a) => a.id === id);
   const resolved = known ? id : host.agents.defaultId;
   if (snap.allowedAgentIds !== null && !snap.allowedAgentIds.has(resolved)) {
-    throw new HookError(
-      400,
-      'agent_not_allowed',
+    throw refuse.agentNotAllowed(
       snap.allowedAgentIds.size === 0
         ? 'agentId routing is disabled (hooks.allowedAgentIds is empty)'
         : `agent "${resolved}" is not in hooks.allowedAgentIds`,
@@ -30,16 +29,12 @@ export function resolveSessionKey(
 ): string {
   if (requestKey !== undefined) {
     if (!snap.allowRequestSessionKey) {
-      throw new HookError(
-        400,
-        'session_key_disabled',
+      throw refuse.sessionKeyDisabled(
         'sessionKey may not be set by the request (hooks.allowRequestSessionKey is false)',
       );
     }
     if (!matchesSessionPrefix(requestKey, snap.allowedSessionKeyPrefixes)) {
-      throw new HookError(
-        400,
-        'session_key_not_allowed',
+      throw refuse.sessionKeyNotAllowed(
         'sessionKey does not start with any of hooks.allowedSessionKeyPrefixes',
       );
     }
@@ -47,9 +42,7 @@ export function resolveSessionKey(
   }
   if (mappingKey !== undefined) {
     if (!matchesSessionPrefix(mappingKey, snap.allowedSessionKeyPrefixes)) {
-      throw new HookError(
-        400,
-        'session_key_not_allowed',
+      throw refuse.sessionKeyNotAllowed(
         "the mapping's sessionKey does not start with any of hooks.allowedSessionKeyPrefixes",
       );
     }
@@ -62,14 +55,14 @@ export function checkModel(model: string | undefined, host: GatewayHost): void {
   const allowed = host.agents.models;
   if (model === undefined || allowed === undefined) return;
   if (!allowed.includes(model)) {
-    throw new HookError(400, 'model_not_allowed', `model "${model}" is not in agents.defaults.models`);
+    throw refuse.modelNotAllowed(`model "${model}" is not in agents.defaults.models`);
   }
 }
 
 /** A named channel must be one the gateway has; `last` is resolved when the reply is ready. */
 export function checkChannel(channel: 'last' | ChannelName, host: GatewayHost): void {
   if (channel !== 'last' && !host.channels.includes(channel)) {
-    throw new HookError(400, 'invalid_payload', `channel "${channel}" is not configured on this gateway`);
+    throw refuse.invalidPayload(`channel "${channel}" is not configured on this gateway`);
   }
 }
 

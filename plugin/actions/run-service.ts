@@ -1,8 +1,8 @@
 // Runs accepted agent jobs in the background: a bounded queue, a concurrency limit, a timeout per run,
 // and one summary in the main session for every job whatever happens to it.
-import { HookError } from '../errors.ts';
+import { refuse } from '../errors.ts';
 import type { GatewayHost, RunRecord, RunStatus, TurnResult } from '../host.ts';
-import type { AgentJob } from './agent.ts';
+import type { AgentJob } from './action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/external-content.ts';
 
@@ -96,18 +96,17 @@ export class RunService {
   }
 
   /**
-   * Accepts every job or none (503 overloaded); never waits for the runs. When the host records
-   * acceptances durably (onRunUpdate returns a promise for "queued"), the result is a promise that
-   * settles once they are recorded, and no job starts before then: the 202 that follows is never for
-   * a run a crash could forget. If they cannot be recorded, the jobs end as errors without running
-   * and the promise rejects.
+   * Accepts every job or none (503 overloaded); never waits for the runs. Settles once the host has
+   * recorded the acceptances (when onRunUpdate returns a promise for "queued"), and no job starts
+   * before then: the 202 that follows is never for a run a crash could forget. If they cannot be
+   * recorded, the jobs end as errors without running and the promise rejects.
    */
-  submit(...jobs: AgentJob[]): Promise<void> | undefined {
+  async submit(jobs: readonly AgentJob[]): Promise<void> {
     const { maxConcurrentRuns, maxQueuedRuns } = this.limits();
-    if (this.closing) throw new HookError(503, 'overloaded', 'the gateway is shutting down', { 'retry-after': '5' });
+    if (this.closing) throw refuse.overloaded('the gateway is shutting down');
     const freeSlots = Math.max(0, maxConcurrentRuns - this.active.size);
     if (this.waiting.length + this.admitting + jobs.length > maxQueuedRuns + freeSlots) {
-      throw new HookError(503, 'overloaded', 'too many agent runs are waiting; try again later', { 'retry-after': '5' });
+      throw refuse.overloaded('too many agent runs are waiting; try again later');
     }
     let recorded: Promise<void>[] | undefined;
     for (const job of jobs) {
@@ -116,7 +115,7 @@ export class RunService {
     }
     if (!recorded) {
       this.enqueue(jobs);
-      return undefined;
+      return;
     }
     this.admitting += jobs.length;
     const admitted = Promise.all(recorded).then(
@@ -127,12 +126,12 @@ export class RunService {
       (err: unknown) => {
         this.admitting -= jobs.length;
         const error = `not started: the run could not be recorded (${reasonOf(err)})`;
-        for (const job of jobs) this.report(job, 'error', undefined, error);
-        throw new HookError(500, 'internal_error', 'the run could not be recorded, so it was not started; try again');
+        for (const job of jobs) void this.report(job, 'error', undefined, error);
+        throw refuse.internal('the run could not be recorded, so it was not started; try again');
       },
     );
     this.track(admitted.catch(() => {}));
-    return admitted;
+    await admitted;
   }
 
   /** Queues accepted jobs; once closing they end at once, as close() ends every waiting job. */
@@ -176,7 +175,7 @@ export class RunService {
     this.active.set(job.runId, run);
     let result: TurnResult;
     try {
-      this.report(job, 'running');
+      void this.report(job, 'running');
       // turn() never rejects.
       void this.turn(job, run).then(run.end);
       result = await run.ended;
@@ -237,7 +236,7 @@ export class RunService {
     } catch (err) {
       this.host.logger.error('posting a hook run summary failed', { runId: job.runId, reason: reasonOf(err) });
     }
-    this.report(job, status, reply, error);
+    void this.report(job, status, reply, error);
   }
 
   /**

@@ -1,6 +1,7 @@
 // Every JSON Schema in schema/, compiled once at module load, and one formatter that turns ajv's
 // errors into sentences naming the key (`hooks.allowedAgentIds[2] must be a string`).
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import channelSchema from '../../schema/channel.schema.json' with { type: 'json' };
 import hooksConfigSchema from '../../schema/hooks-config.schema.json' with { type: 'json' };
 import mappingSchema from '../../schema/mapping.schema.json' with { type: 'json' };
 import wakePayloadSchema from '../../schema/wake-payload.schema.json' with { type: 'json' };
@@ -9,6 +10,7 @@ import gmailPayloadSchema from '../../schema/gmail-payload.schema.json' with { t
 import transformResultSchema from '../../schema/transform-result.schema.json' with { type: 'json' };
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+ajv.addSchema(channelSchema);
 ajv.addSchema(mappingSchema);
 
 export const validateHooksConfig = ajv.compile(hooksConfigSchema);

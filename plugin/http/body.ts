@@ -1,37 +1,49 @@
 // Streaming body reader: refuses a declared length over the limit before reading, cuts a chunked
 // body off at the limit, and gives up when the whole body has not arrived in time.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HookError } from '../errors.ts';
+import { type HookError, refuse } from '../errors.ts';
 import { sendContinue } from './continue.ts';
 
-const CLOSE = Object.freeze({ connection: 'close' });
-
-export function tooLarge(limit: number): HookError {
-  return new HookError(413, 'payload_too_large', `body is larger than ${limit} bytes`, CLOSE);
-}
+const SWEEP_MS = 250;
 
 /**
- * Throws at once (not a rejected promise) when the declared length is over the limit; otherwise a
- * client waiting for "100 Continue" gets it now, and the body is read.
+ * Reads request bodies for one plugin instance. The deadlines of the bodies being read are checked
+ * by one sweep every SWEEP_MS instead of a timer per request.
  */
-export function readBody(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
-  sendContinue(req, res);
-  return new Promise((resolve, reject) => new BodyReader(req, limit, timeoutMs, resolve, reject));
-}
+export class BodyReceiver {
+  readonly #reading = new Set<BodyReader>();
+  #sweeper: NodeJS.Timeout | undefined;
+  readonly #sweep = (): void => {
+    const now = Date.now();
+    for (const r of this.#reading) if (r.deadline <= now) r.expire();
+    if (this.#reading.size === 0) this.#stopSweeping();
+  };
 
-/** Deadlines of bodies being read, checked by one shared sweep instead of a timer per request. */
-const reading = new Set<BodyReader>();
-const SWEEP_MS = 250;
-let sweeper: NodeJS.Timeout | undefined;
+  /**
+   * Throws at once (not a rejected promise) when the declared length is over the limit; otherwise a
+   * client waiting for "100 Continue" gets it now, and the body is read.
+   */
+  read(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): Promise<Buffer> {
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > limit) throw refuse.payloadTooLarge(limit);
+    sendContinue(req, res);
+    return new Promise((resolve, reject) => {
+      this.#reading.add(new BodyReader(req, limit, timeoutMs, resolve, reject, this.#reading));
+      if (!this.#sweeper) {
+        this.#sweeper = setInterval(this.#sweep, SWEEP_MS);
+        this.#sweeper.unref();
+      }
+    });
+  }
 
-function sweep(): void {
-  const now = Date.now();
-  for (const r of reading) if (r.deadline <= now) r.expire();
-  if (reading.size === 0) {
-    clearInterval(sweeper);
-    sweeper = undefined;
+  /** Bodies still being read are left to their requests; only the sweep stops. */
+  close(): void {
+    this.#stopSweeping();
+  }
+
+  #stopSweeping(): void {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
   }
 }
 
@@ -56,13 +68,9 @@ class BodyReader {
     private readonly timeoutMs: number,
     private readonly resolve: (body: Buffer) => void,
     private readonly reject: (err: HookError) => void,
+    private readonly reading: Set<BodyReader>,
   ) {
     this.deadline = Date.now() + timeoutMs;
-    reading.add(this);
-    if (!sweeper) {
-      sweeper = setInterval(sweep, SWEEP_MS);
-      sweeper.unref();
-    }
     req.on('data', this.onData);
     req.on('end', this.onEnd);
     req.on('error', this.onAbort);
@@ -72,7 +80,7 @@ class BodyReader {
   private data(chunk: Buffer): void {
     if (this.settled) return;
     this.size += chunk.length;
-    if (this.size > this.limit) this.fail(tooLarge(this.limit));
+    if (this.size > this.limit) this.fail(refuse.payloadTooLarge(this.limit));
     else this.chunks.push(chunk);
   }
 
@@ -85,12 +93,12 @@ class BodyReader {
 
   private abort(): void {
     if (this.settled) return;
-    this.fail(new HookError(400, 'invalid_json', 'the request body was cut off by the client', CLOSE));
+    this.fail(refuse.bodyCutOff());
   }
 
   expire(): void {
     if (this.settled) return;
-    this.fail(new HookError(408, 'body_timeout', `the body was not received within ${this.timeoutMs / 1000} s`, CLOSE));
+    this.fail(refuse.bodyTimeout(this.timeoutMs));
   }
 
   private fail(err: HookError): void {
@@ -108,21 +116,21 @@ class BodyReader {
   private settle(): void {
     this.settled = true;
     this.chunks = [];
-    reading.delete(this);
+    this.reading.delete(this);
   }
 }
 
 /** The body as a JSON object, whatever its Content-Type. */
 export function parseJsonObject(body: Buffer): Record<string, unknown> {
-  if (body.length === 0) throw new HookError(400, 'invalid_json', 'the body is empty; send a JSON object');
+  if (body.length === 0) throw refuse.invalidJson('the body is empty; send a JSON object');
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
   } catch {
-    throw new HookError(400, 'invalid_json', 'the body is not valid JSON');
+    throw refuse.invalidJson('the body is not valid JSON');
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new HookError(400, 'invalid_json', 'the body must be a JSON object');
+    throw refuse.invalidJson('the body must be a JSON object');
   }
   return value as Record<string, unknown>;
 }

@@ -1,10 +1,10 @@
 // The built-in `gmail` preset: POST <hooks.path>/gmail with { source, messages: [...] } becomes one
 // agent run named Gmail per message, each in a session of its own message id.
-import { HookError } from '../errors.ts';
+import { refuse } from '../errors.ts';
 import { formatErrors, validateGmailPayload } from '../config/schemas.ts';
-import type { AgentSpec } from '../actions/agent.ts';
+import type { AgentSpec } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
-import type { ResolvedMapping } from './resolve.ts';
+import type { CompiledMapping } from './mapping.ts';
 
 interface GmailMessage {
   id?: string;
@@ -30,18 +30,18 @@ export const GMAIL_PRESET = {
     maxBodyBytes: GMAIL_MAX_BODY_BYTES,
     allowUnsafeExternalContent: false,
     preset: 'gmail',
-  } satisfies ResolvedMapping),
+  } satisfies CompiledMapping),
 };
 
 export function gmailAgentSpecs(payload: Record<string, unknown>): AgentSpec[] {
   if (!validateGmailPayload(payload)) {
-    throw new HookError(400, 'invalid_payload', formatErrors(validateGmailPayload.errors).join('; '));
+    throw refuse.invalidPayload(formatErrors(validateGmailPayload.errors).join('; '));
   }
   const messages = (payload as { messages: GmailMessage[] }).messages;
   const source = typeof payload.source === 'string' && payload.source.trim() ? payload.source.trim() : 'gmail';
   return messages.map((msg, i) => {
     const sender = msg.sender ?? msg.from;
-    if (sender === undefined) throw new HookError(400, 'invalid_payload', `messages[${i}].sender (or from) is required`);
+    if (sender === undefined) throw refuse.invalidPayload(`messages[${i}].sender (or from) is required`);
     const lines = [`New email from ${sender}`, `Subject: ${msg.subject}`, '', msg.snippet];
     if (msg.body) lines.push('', msg.body.length > BODY_MAX_CHARS ? `${msg.body.slice(0, BODY_MAX_CHARS)}…` : msg.body);
     return {

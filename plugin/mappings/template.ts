@@ -1,6 +1,8 @@
 // Mapping templates: `{{a.b[0].c}}` over the payload, plus `{{headers.x-name}}`, `{{query.x}}`,
 // `{{path}}` and `{{now}}`. Compiled once per config into literal and lookup parts; rendering walks
-// own properties only, so __proto__, constructor and prototype never resolve.
+// own properties only, so __proto__, constructor and prototype never resolve. Credentials never reach
+// a prompt, whatever a template asks for.
+import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 
 export interface TemplateContext {
   payload: unknown;
@@ -23,8 +25,6 @@ type Part = string | ((ctx: TemplateContext) => unknown);
 const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g;
 const SEGMENT = /^(?:[A-Za-z0-9_$-]+|\[\d+\])/;
 const FORBIDDEN = new Set(['__proto__', 'constructor', 'prototype']);
-/** Credentials never reach a prompt, whatever a template asks for. */
-const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-service-token', 'cookie']);
 
 export class TemplateError extends Error {}
 

@@ -121,7 +121,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
 
   const plugin = await createHooksPlugin(host);
   const server: Server = createServer((req, res) => {
-    plugin.handle(req, res).then((handled) => {
+    void plugin.handle(req, res).then((handled) => {
       // Like OpenClaw's route admission, a host may take a settled handle() as the end of the answer.
       if (handled && !res.writableEnded) {
         res.statusCode = 500;

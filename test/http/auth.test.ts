@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { REFUSALS_LOGGED_PER_SECOND } from '../../plugin/http/refusal-log.ts';
-import { HOOK_TOKEN, post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from '../helpers/recording-host.ts';
+import { HOOK_TOKEN, post, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from '../helpers/recording-host.ts';
 import { sleep } from '../helpers/common.ts';
 
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 2 };

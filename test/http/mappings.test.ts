@@ -35,6 +35,8 @@ test('mappings are tried in order; the first match owns the request', async () =
       assert.deepEqual(r.body, { ok: true, mode: 'now' });
       assert.equal(gw.rec.events.at(-1)!.text, 'first green');
       assert.equal(gw.rec.events.at(-1)!.meta.hook, 'first');
+      // The compiled mappings cannot be changed under a request.
+      assert.ok(Object.isFrozen(gw.plugin.snapshot().mappings));
     },
   );
 });

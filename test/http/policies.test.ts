@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CHANNEL_ORDER, type ChannelName } from '../../plugin/host.ts';
-import { post, startTestGateway, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from '../helpers/recording-host.ts';
+import { post, type TestGateway, withGateway } from '../helpers/recording-host.ts';
 import { assertError } from '../helpers/common.ts';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IsolatedTurn, TurnResult } from '../../plugin/host.ts';
-import { post, startTestGateway, type TestGateway, type TestHostOptions, withGateway } from '../helpers/recording-host.ts';
+import { post, startTestGateway, type TestGateway, withGateway } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
 
 const START_MARKER = '<<<EXTERNAL_UNTRUSTED_CONTENT id="';

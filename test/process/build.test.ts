@@ -25,7 +25,7 @@ test('the built gateway serves wake, agent and a TypeScript transform on bare No
     await writeFile(path.join(dir, 'hooks', 'transforms', 'deploy.ts'), `export default (ctx: { payload: { service: string } }): { text: string } => ({ text: 'deployed ' + ctx.payload.service });\n`);
     await writeConfig(dir, { hooks: { mappings: [{ id: 'deploy', match: { path: 'deploy' }, action: 'wake', transform: { module: 'deploy.ts' } }] } });
     // No tsx: the compiled CLI on bare Node, as `npm start` runs it.
-    const gw = await spawnGateway(dir, [], [path.join(out, 'plugin', 'cli.js')]);
+    const gw = await spawnGateway(dir, [], [path.join(out, 'plugin', 'hosts', 'standalone', 'cli.js')]);
     try {
       assert.deepEqual(await gw.hook('/hooks/wake', { text: 'built' }), { status: 200, body: { ok: true, mode: 'now' } });
       assert.deepEqual(await gw.hook('/hooks/deploy', { service: 'api' }), { status: 200, body: { ok: true, mode: 'now' } });

@@ -18,7 +18,7 @@ import {
 import { startFakeProvider } from '../helpers/fake-provider.ts';
 
 const run = promisify(execFile);
-const CLI = ['--import', 'tsx', 'plugin/cli.ts'];
+const CLI = ['--import', 'tsx', 'plugin/hosts/standalone/cli.ts'];
 
 async function history(gw: { admin(p: string): Promise<any> }, key = 'agent:main:main'): Promise<any[]> {
   return (await gw.admin(`/api/sessions/${encodeURIComponent(key)}/history`)).entries;

@@ -6,7 +6,9 @@ import { runInNewContext } from 'node:vm';
 
 import { digestToken, extractToken, tokenMatches } from '../../plugin/auth/token.ts';
 import { AuthFailureLimiter, type AuthRateLimit } from '../../plugin/auth/limiter.ts';
-import { addressKey, clientAddress, compileTrustedProxies } from '../../plugin/http/client-address.ts';
+import { addressKey } from '../../plugin/http/address-key.ts';
+import { clientAddress } from '../../plugin/http/client-address.ts';
+import { compileTrustedProxies } from '../../plugin/http/trusted-proxies.ts';
 
 // ---------------------------------------------------------------------------
 // token

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../plugin/errors.ts';
 import { readConfigFile } from '../../plugin/config/load.ts';
-import { resolveHooksConfig, selectStandaloneConfig, type HooksSnapshot } from '../../plugin/config/resolve.ts';
+import { resolveHooksConfig, selectStandaloneConfig, type HooksSettings } from '../../plugin/config/hooks-config.ts';
 
 const TOKEN = 'hook-token-for-config-tests';
 const CONFIG_DIR = path.resolve(tmpdir(), 'hookgate-config-test-dir');
@@ -18,11 +18,11 @@ before(async () => {
 });
 after(() => rm(dir, { recursive: true, force: true }));
 
-function resolve(file: Record<string, unknown>): HooksSnapshot {
+function resolve(file: Record<string, unknown>): HooksSettings {
   return resolveHooksConfig(selectStandaloneConfig(file), CONFIG_DIR, '/etc/hookgate/gateway.json5');
 }
 
-function hooks(h: Record<string, unknown>, rest: Record<string, unknown> = {}): HooksSnapshot {
+function hooks(h: Record<string, unknown>, rest: Record<string, unknown> = {}): HooksSettings {
   return resolve({ hooks: { enabled: true, token: TOKEN, ...h }, ...rest });
 }
 
@@ -218,7 +218,7 @@ test('the snapshot is frozen', () => {
   assert.ok(Object.isFrozen(snap.authRateLimit));
   assert.ok(Object.isFrozen(snap.allowedSessionKeyPrefixes));
   assert.ok(Object.isFrozen(snap.presets));
-  assert.ok(Object.isFrozen(snap.mappings));
+  assert.ok(Object.isFrozen(snap.mappingConfigs));
   // ES modules run in strict mode: writes throw instead of being ignored.
   assert.throws(() => {
     (snap as any).maxBodyBytes = 1;
@@ -336,4 +336,11 @@ test('a missing file is a ConfigError naming it', async () => {
     assert.match(err.message, /not found/);
     return true;
   });
+});
+
+test('the channel list is one list: the host contract and every schema use the same names in the same order', async () => {
+  const { CHANNEL_ORDER } = await import('../../plugin/host.ts');
+  const { default: channels } = await import('../../schema/channel.schema.json', { with: { type: 'json' } });
+  assert.deepEqual(channels.definitions.name.enum, [...CHANNEL_ORDER]);
+  assert.deepEqual(channels.definitions.target.enum, ['last', ...CHANNEL_ORDER]);
 });

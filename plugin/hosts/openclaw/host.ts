@@ -2,7 +2,7 @@
 // (api.runtime.system), agent runs and deliveries through the service queue (api.runtime.subagent,
 // channel outbound adapters), agents/models/channels read from OpenClaw's live config.
 import path from 'node:path';
-import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type HostAgents, type LogFields, type Logger, type Route } from '../../host.ts';
+import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type HostAgents, type LogFields, type Logger, type Route } from '../../host-kit.ts';
 import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
 import { openClawAgents, openClawChannels, selectOpenClawConfig } from './config.ts';
 import type { ServiceQueue } from './run-queue.ts';

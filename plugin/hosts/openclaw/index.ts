@@ -4,8 +4,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { definePluginEntry } from 'openclaw/plugin-sdk/plugin-entry';
 import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
-import { createHooksPlugin, type HooksPlugin } from '../../index.ts';
-import { answersWritten, sendJson } from '../../http/respond.ts';
+import { createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../host-kit.ts';
 import type { OpenClawPluginApi } from './api.ts';
 import { HOOKS_KEY, PLUGIN_ID, routePath } from './config.ts';
 import { createOpenClawHost } from './host.ts';
@@ -21,16 +20,14 @@ function register(api: OpenClawPluginApi): void {
   let plugin: HooksPlugin | undefined;
   let failure: string | undefined;
 
-  const unavailable = async (res: ServerResponse): Promise<true> => {
-    sendJson(
+  const unavailable = (res: ServerResponse): Promise<true> => {
+    writeError(
       res,
-      503,
-      { ok: false, error: failure ? `hooks unavailable: ${failure}` : 'hooks are starting', code: 'overloaded' },
-      { 'retry-after': failure ? '30' : '1' },
+      failure
+        ? refuse.overloaded(`hooks unavailable: ${failure}`, { 'retry-after': '30' })
+        : refuse.overloaded('hooks are starting', { 'retry-after': '1' }),
     );
-    // Settle once the answer is out, as plugin.handle() does: the route's caller may take it as done.
-    await answersWritten();
-    return true;
+    return Promise.resolve(true);
   };
 
   api.registerHttpRoute({

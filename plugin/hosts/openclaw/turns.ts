@@ -1,6 +1,6 @@
 // The service side of agent runs and deliveries: an isolated turn through api.runtime.subagent, a
 // reply through a channel's outbound adapter. Called only from the service's context (run-queue.ts).
-import type { Delivery, IsolatedTurn, TurnResult } from '../../host.ts';
+import type { Delivery, IsolatedTurn, TurnResult } from '../../host-kit.ts';
 import type { AgentWaitResult, OpenClawRuntime } from './api.ts';
 
 /** Extra time given to agent.wait beyond the run's own timeout; the core enforces the timeout itself. */

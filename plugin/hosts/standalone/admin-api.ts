@@ -1,12 +1,19 @@
 // Admin API of the standalone gateway, on the same port: read-only views of sessions, runs and the
 // outbox, behind the gateway token (never the hook token).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HookError } from '../../errors.ts';
-import { digestToken, extractToken, tokenMatches, type TokenDigest } from '../../auth/token.ts';
-import { AuthFailureLimiter } from '../../auth/limiter.ts';
-import { clientAddress } from '../../http/client-address.ts';
-import { sendError, sendJson } from '../../http/respond.ts';
-import { DEFAULTS } from '../../config/resolve.ts';
+import {
+  AuthFailureLimiter,
+  clientAddress,
+  DEFAULTS,
+  digestToken,
+  extractToken,
+  HookError,
+  refuse,
+  tokenMatches,
+  writeError,
+  writeJson,
+  type TokenDigest,
+} from '../../host-kit.ts';
 import type { SessionStore } from './session-store.ts';
 import type { Outbox } from './outbox.ts';
 import type { RunRegistry } from './run-registry.ts';
@@ -31,23 +38,23 @@ export class AdminApi {
     const url = req.url ?? '/';
     if (!url.startsWith(PREFIX)) return false;
     try {
-      sendJson(res, 200, await this.route(req, url));
+      writeJson(res, 200, await this.route(req, url));
     } catch (err) {
-      sendError(res, err instanceof HookError ? err : new HookError(500, 'internal_error', 'internal error'));
+      writeError(res, err instanceof HookError ? err : refuse.internal());
     }
     return true;
   }
 
   private async route(req: IncomingMessage, url: string): Promise<unknown> {
-    if (req.method !== 'GET') throw new HookError(405, 'method_not_allowed', 'the admin API is read-only: use GET', { allow: 'GET' });
+    if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'the admin API is read-only: use GET');
     const client = clientAddress(req, undefined);
     const locked = this.limiter.lockedFor(client);
     if (locked > 0) {
-      throw new HookError(429, 'rate_limited', `too many failed authentications; retry in ${locked} s`, { 'retry-after': String(locked) });
+      throw refuse.rateLimited(locked);
     }
     if (!tokenMatches(extractToken(req.headers), this.tokenDigest())) {
       this.limiter.recordFailure(client, DEFAULTS.authRateLimit);
-      throw new HookError(401, 'unauthorized', 'missing or wrong gateway token');
+      throw refuse.unauthorized('missing or wrong gateway token');
     }
     const pathname = url.split('?', 1)[0]!;
     const parts = pathname.slice(PREFIX.length).split('/');
@@ -58,12 +65,12 @@ export class AdminApi {
     }
     if (parts.length === 2 && parts[0] === 'runs') {
       const run = runs.get(decode(parts[1]!));
-      if (!run) throw new HookError(404, 'not_found', 'no such run');
+      if (!run) throw refuse.notFound('no such run');
       const { name: _name, ...view } = run;
       return view;
     }
     if (parts.length === 1 && parts[0] === 'outbox') return { deliveries: outbox.list() };
-    throw new HookError(404, 'not_found', 'no such admin endpoint');
+    throw refuse.notFound('no such admin endpoint');
   }
 
   private tokenDigest(): TokenDigest {
@@ -77,6 +84,6 @@ function decode(part: string): string {
   try {
     return decodeURIComponent(part);
   } catch {
-    throw new HookError(400, 'invalid_payload', 'the path is not valid percent-encoding');
+    throw refuse.badRequest('the path is not valid percent-encoding');
   }
 }

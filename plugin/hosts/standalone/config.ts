@@ -4,9 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import gatewayConfigSchema from '../../../schema/gateway-config.schema.json' with { type: 'json' };
-import { ConfigError } from '../../errors.ts';
-import { CHANNEL_ORDER, type AgentInfo, type ChannelName } from '../../host.ts';
-import { compileSchema, formatErrors } from '../../config/schemas.ts';
+import { CHANNEL_ORDER, compileSchema, ConfigError, formatErrors, type AgentInfo, type ChannelName } from '../../host-kit.ts';
 import type { ProviderConfig } from './agent-runner.ts';
 
 export const DEFAULT_PORT = 18789;

@@ -3,12 +3,22 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { createHooksPlugin, type HooksPlugin } from '../../index.ts';
-import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../host.ts';
-import { readConfigFile } from '../../config/load.ts';
-import { sendJson } from '../../http/respond.ts';
-import { answerClientError, answerExpectation } from '../../http/protocol-errors.ts';
-import { deferContinue, sendContinue } from '../../http/continue.ts';
+import {
+  answerClientError,
+  answerExpectation,
+  createHooksPlugin,
+  deferContinue,
+  readConfigFile,
+  refuse,
+  sendContinue,
+  writeError,
+  type ChannelName,
+  type GatewayHost,
+  type HooksPlugin,
+  type Logger,
+  type Route,
+  type RunRecord,
+} from '../../host-kit.ts';
 import { resolveGatewaySettings, type GatewaySettings } from './config.ts';
 import { agentIdOfKey, SessionStore } from './session-store.ts';
 import { Outbox } from './outbox.ts';
@@ -117,15 +127,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
   };
 
-  /** The gateway's own keys follow the file too, whenever the plugin accepts a reload. */
-  const followSettings = (next: Record<string, unknown>): void => {
-    let fresh: GatewaySettings;
-    try {
-      fresh = resolveGatewaySettings(next, opts.configPath);
-    } catch (err) {
-      logger.error('gateway settings not reloaded; keeping the previous ones', { reason: (err as Error).message });
-      return;
-    }
+  /** The gateway's own keys are part of every reload: checked with the hooks block, applied with it. */
+  host.checkConfig = (next: Record<string, unknown>): (() => void) => {
+    const fresh = resolveGatewaySettings(next, opts.configPath);
+    return () => applySettings(fresh);
+  };
+  let started = false;
+  const applySettings = (fresh: GatewaySettings): void => {
+    if (!started) return;
     if (fresh.port !== settings.port || fresh.bind !== settings.bind) {
       logger.warn('gateway.port and gateway.bind changes apply at the next start');
     }
@@ -140,7 +149,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     host.channels = settings.channels;
   };
 
-  const plugin = await createHooksPlugin(host, { watch: true, onReloaded: followSettings });
+  const plugin = await createHooksPlugin(host, { watch: true });
+  started = true;
   await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
   const admin = new AdminApi({ gatewayToken: () => settings.gatewayToken, store, outbox, runs: registry });
@@ -150,7 +160,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const server = createServer({ connectionsCheckingInterval: 1000, requireHostHeader: false }, (req, res) => {
     route(req, res).catch((err: unknown) => {
       logger.error('request failed', { reason: err instanceof Error ? err.message : String(err) });
-      sendJson(res, 500, { ok: false, error: 'internal error', code: 'internal_error' });
+      writeError(res, refuse.internal());
     });
   });
   // A client that half-closes after sending its request (shutdown of its write side) still gets the
@@ -167,14 +177,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.headers.host === undefined && req.httpVersion === '1.1') {
-      sendJson(res, 400, { ok: false, error: 'HTTP/1.1 requests need a Host header', code: 'bad_request' }, { connection: 'close' });
+      writeError(res, refuse.badRequest('HTTP/1.1 requests need a Host header', { connection: 'close' }));
       return;
     }
     if (await plugin.handle(req, res)) return;
     // The admin API decides nothing before a body: Node's own behaviour, the 100 at once.
     sendContinue(req, res);
     if (await admin.handle(req, res)) return;
-    sendJson(res, 404, { ok: false, error: 'not found', code: 'not_found' });
+    writeError(res, refuse.notFound('not found'));
   };
   // Slow clients: headers must arrive within 10 s; the hooks body reader has its own timeout.
   server.headersTimeout = 10_000;
@@ -221,7 +231,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 async function reportInterrupted(runs: RunRecord[], host: GatewayHost, registry: RunRegistry): Promise<void> {
   const error = 'interrupted: the gateway stopped before the run finished';
   for (const run of runs) {
-    registry.update({ ...run, status: 'error', error });
+    void registry.update({ ...run, status: 'error', error });
     await host.sessions.enqueueSystemEvent(host.sessions.mainSessionKey(run.agentId), `Hook ${run.name} (error): ${error}`, {
       source: 'hook',
       hook: run.name,

@@ -10,7 +10,7 @@
 import { appendFile, mkdir, open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../../host.ts';
+import type { Logger } from '../../host-kit.ts';
 import { inNextRound } from './commit-rounds.ts';
 import { writeAll } from '../../util/write-all.ts';
 import { jsonLineBytes, jsonLineText, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';

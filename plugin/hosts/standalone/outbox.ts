@@ -1,7 +1,7 @@
 // Durable delivery outbox of the standalone gateway: every delivery is one line of <stateDir>/data/outbox.jsonl,
 // also kept in memory for the admin API and for the "last" route of each agent.
 
-import type { Logger } from '../../host.ts';
+import type { Logger } from '../../host-kit.ts';
 import { JsonlLog } from './jsonl-log.ts';
 import { LoadOnce } from '../../util/load-once.ts';
 

@@ -3,7 +3,7 @@
 // own session file, beside its prompt and reply. A round of writes then touches one file fewer than
 // with a log of its own, and the reply is stored once. On start the registry is rebuilt from those
 // lines, and the runs that were accepted but never finished are found.
-import type { RunRecord, RunStatus } from '../../host.ts';
+import type { RunRecord, RunStatus } from '../../host-kit.ts';
 import { isoNow } from '../../util/iso-now.ts';
 
 /** A run's status line in its session file. */

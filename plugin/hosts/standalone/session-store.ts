@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../../host.ts';
+import type { Logger } from '../../host-kit.ts';
 import { JsonlLog } from './jsonl-log.ts';
 import { LoadOnce } from '../../util/load-once.ts';
 import { isoNow } from '../../util/iso-now.ts';

@@ -1,9 +1,9 @@
-// Answers decided in one turn of the event loop go out together after it, over a real server.
+// An AnswerBatch: answers decided in one turn of the event loop go out together after it, over a real server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { answersWritten, sendJson } from '../../plugin/http/respond.ts';
+import { AnswerBatch } from '../../plugin/http/answers.ts';
 
 interface Reply {
   status: number;
@@ -32,13 +32,14 @@ async function collectingServer(count: number, answerAll: (held: { req: Incoming
   return { get, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
-test('an answer goes out after the turn that decided it, and answersWritten settles once it has', async () => {
+test('an answer goes out after the turn that decided it, and written() settles once it has', async () => {
   const seen: { atDecision: boolean; afterWritten: boolean }[] = [];
+  const batch = new AnswerBatch();
   const srv = await collectingServer(1, ([held]) => {
     const { res } = held!;
-    sendJson(res, 200, { ok: true });
+    batch.send(res, 200, { ok: true });
     const atDecision = res.headersSent;
-    void answersWritten().then(() => seen.push({ atDecision, afterWritten: res.headersSent }));
+    void batch.written().then(() => seen.push({ atDecision, afterWritten: res.headersSent }));
   });
   try {
     assert.deepEqual(await srv.get('/'), { status: 200, body: '{"ok":true}' });
@@ -50,8 +51,9 @@ test('an answer goes out after the turn that decided it, and answersWritten sett
 
 test('past 128 answers waiting, they go out at once instead of waiting for the turn to end', async () => {
   const sentAt: boolean[] = [];
+  const batch = new AnswerBatch();
   const srv = await collectingServer(130, (held) => {
-    for (const [i, { res }] of held.entries()) sendJson(res, 200, { i });
+    for (const [i, { res }] of held.entries()) batch.send(res, 200, { i });
     for (const { res } of held) sentAt.push(res.headersSent);
   });
   try {
@@ -64,14 +66,15 @@ test('past 128 answers waiting, they go out at once instead of waiting for the t
 });
 
 test('in one batch, a refused header and a vanished client cost their own answers only; the first answer wins', async () => {
+  const batch = new AnswerBatch();
   const srv = await collectingServer(4, (held) => {
     const byPath = new Map(held.map((h) => [h.req.url, h]));
-    sendJson(byPath.get('/bad')!.res, 200, { ok: true }, { 'x-bad': 'a\nb' });
+    batch.send(byPath.get('/bad')!.res, 200, { ok: true }, undefined, { 'x-bad': 'a\nb' });
     byPath.get('/gone')!.req.socket.destroy();
-    sendJson(byPath.get('/gone')!.res, 200, { ok: true });
-    sendJson(byPath.get('/twice')!.res, 201, { first: true });
-    sendJson(byPath.get('/twice')!.res, 500, { second: true });
-    sendJson(byPath.get('/ok')!.res, 200, { ok: true });
+    batch.send(byPath.get('/gone')!.res, 200, { ok: true });
+    batch.send(byPath.get('/twice')!.res, 201, { first: true });
+    batch.send(byPath.get('/twice')!.res, 500, { second: true });
+    batch.send(byPath.get('/ok')!.res, 200, { ok: true });
   });
   try {
     const [bad, gone, twice, ok] = await Promise.all(['/bad', '/gone', '/twice', '/ok'].map((p) => srv.get(p)));
@@ -79,6 +82,22 @@ test('in one batch, a refused header and a vanished client cost their own answer
     assert.equal(gone, 'cut off');
     assert.deepEqual(twice, { status: 201, body: '{"first":true}' });
     assert.deepEqual(ok, { status: 200, body: '{"ok":true}' });
+  } finally {
+    await srv.close();
+  }
+});
+
+test('batches are owned by their plugin: one with nothing waiting settles before another writes', async () => {
+  const mine = new AnswerBatch();
+  const theirs = new AnswerBatch();
+  const seen: { theirsSettled: boolean; mineWritten: boolean }[] = [];
+  const srv = await collectingServer(1, ([held]) => {
+    mine.send(held!.res, 200, { mine: true });
+    void theirs.written().then(() => seen.push({ theirsSettled: true, mineWritten: held!.res.headersSent }));
+  });
+  try {
+    assert.deepEqual(await srv.get('/'), { status: 200, body: '{"mine":true}' });
+    assert.deepEqual(seen, [{ theirsSettled: true, mineWritten: false }]);
   } finally {
     await srv.close();
   }

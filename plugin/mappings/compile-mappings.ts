@@ -1,37 +1,12 @@
-// hooks.mappings and hooks.presets -> resolved mappings: templates compiled, static policies checked,
+// hooks.mappings and hooks.presets -> compiled mappings: templates compiled, static policies checked,
 // transform modules confined. Every problem names the mapping and its key.
-import type { ChannelName, GatewayHost } from '../host.ts';
-import { matchesSessionPrefix } from '../config/resolve.ts';
-import type { WakeMode } from '../actions/wake.ts';
-import type { RunOptions } from '../actions/agent.ts';
+import type { GatewayHost } from '../host.ts';
+import { matchesSessionPrefix } from '../config/session-prefixes.ts';
+import type { RunOptions } from '../actions/action.ts';
 import { compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from './confine.ts';
 import { GMAIL_PRESET } from './gmail.ts';
-
-export interface ResolvedMapping {
-  readonly id: string;
-  /** Where it came from, for messages: hooks.mappings[2] (id "github") */
-  readonly where: string;
-  readonly matchPath?: string;
-  readonly matchSource?: string;
-  readonly action: 'wake' | 'agent';
-  readonly name: string;
-  readonly wakeMode?: WakeMode;
-  readonly text?: Template;
-  readonly message?: Template;
-  readonly sessionKey?: Template;
-  readonly agentId?: Template;
-  readonly deliver?: boolean;
-  readonly channel?: 'last' | ChannelName;
-  readonly to?: Template;
-  readonly model?: Template;
-  readonly thinking?: string;
-  readonly timeoutSeconds?: number;
-  readonly maxBodyBytes?: number;
-  readonly allowUnsafeExternalContent: boolean;
-  readonly transform?: { readonly file: string; readonly exportName: string };
-  readonly preset?: 'gmail';
-}
+import type { CompiledMapping } from './mapping.ts';
 
 /** As written in the config (validated by schema/mapping.schema.json); `to` and `model` may be templates. */
 interface MappingConfig extends RunOptions {
@@ -62,15 +37,15 @@ export function normalizeHookName(raw: string): string {
   return raw.trim().replace(/^\/+|\/+$/g, '');
 }
 
-export async function resolveMappings(
+export async function compileMappings(
   mappings: readonly unknown[],
   presets: readonly string[],
   policies: MappingPolicies,
   host: GatewayHost,
   root: string,
-): Promise<{ mappings: ResolvedMapping[]; problems: string[] }> {
+): Promise<{ mappings: CompiledMapping[]; problems: string[] }> {
   const problems: string[] = [];
-  const out: ResolvedMapping[] = [];
+  const out: CompiledMapping[] = [];
   const ids = new Set<string>();
   let transformsDir: string | undefined;
   try {
@@ -128,7 +103,7 @@ export async function resolveMappings(
       problems.push(`${where}.channel "${m.channel}" is not configured on this gateway`);
     }
 
-    let transform: ResolvedMapping['transform'];
+    let transform: CompiledMapping['transform'];
     if (m.transform && transformsDir !== undefined) {
       try {
         const file = await confineModule(policies.transformsRoot, transformsDir, m.transform.module, `${where}.transform.module`);
@@ -138,7 +113,7 @@ export async function resolveMappings(
       }
     }
 
-    const resolved: ResolvedMapping = {
+    const resolved: CompiledMapping = {
       id,
       where,
       matchPath,

@@ -3,12 +3,10 @@ import { access } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError } from './errors.ts';
-import { readConfigFile } from './config/load.ts';
-import { resolveHooksConfig, selectStandaloneConfig } from './config/resolve.ts';
-import { resolveGatewaySettings, writeDefaultConfig } from './hosts/standalone/config.ts';
-import { startGateway } from './hosts/standalone/gateway.ts';
-import { createLineLogger } from './hosts/standalone/logger.ts';
+import { ConfigError, readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../host-kit.ts';
+import { resolveGatewaySettings, writeDefaultConfig } from './config.ts';
+import { startGateway } from './gateway.ts';
+import { createLineLogger } from './logger.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway

@@ -1,50 +1,15 @@
-// Turns the hooks block (already read from the file) into an immutable snapshot, or a ConfigError
-// listing every problem with the key it is about. The pipeline reads nothing else per request.
+// Turns the hooks block (already read from the file) into a snapshot without its mappings, or a
+// ConfigError listing every problem with the key it is about.
 import path from 'node:path';
 import { ConfigError } from '../errors.ts';
 import type { SelectedConfig } from '../host.ts';
-import { digestToken, type TokenDigest } from '../auth/token.ts';
+import { digestToken } from '../auth/token.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
-import { compileTrustedProxies, type TrustedProxies } from '../http/client-address.ts';
+import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-proxies.ts';
 import { formatErrors, validateHooksConfig } from './schemas.ts';
-import type { ResolvedMapping } from '../mappings/resolve.ts';
-
-export interface HooksSnapshot {
-  readonly enabled: boolean;
-  /** Normalised prefix without trailing slash, e.g. "/hooks". */
-  readonly path: string;
-  readonly tokenDigest: TokenDigest;
-  /** null: any agent may be routed to explicitly. */
-  readonly allowedAgentIds: ReadonlySet<string> | null;
-  readonly defaultSessionKey: string | undefined;
-  readonly allowRequestSessionKey: boolean;
-  /** Lower-cased; null: no restriction. */
-  readonly allowedSessionKeyPrefixes: readonly string[] | null;
-  readonly maxBodyBytes: number;
-  readonly bodyTimeoutMs: number;
-  readonly authRateLimit: Readonly<AuthRateLimit>;
-  readonly maxConcurrentRuns: number;
-  readonly maxQueuedRuns: number;
-  readonly trustedProxies: TrustedProxies | undefined;
-  /** <configDir>/hooks/transforms: nothing a mapping loads may leave it. */
-  readonly transformsRoot: string;
-  readonly transformsDir: string;
-  readonly transformTimeoutMs: number;
-  readonly presets: readonly string[];
-  /** As configured; resolveMappings turns them into `mappings`. */
-  readonly mappingConfigs: readonly unknown[];
-  readonly mappings: readonly ResolvedMapping[];
-}
-
-export const DEFAULTS = Object.freeze({
-  path: '/hooks',
-  maxBodyBytes: 262_144,
-  bodyTimeoutSeconds: 30,
-  authRateLimit: Object.freeze({ maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 }),
-  maxConcurrentRuns: 8,
-  maxQueuedRuns: 1000,
-  transformTimeoutMs: 2000,
-});
+import { DEFAULTS } from './defaults.ts';
+import { matchesSessionPrefix } from './session-prefixes.ts';
+import type { HooksSnapshot } from './snapshot.ts';
 
 interface HooksBlock {
   enabled?: boolean;
@@ -72,13 +37,11 @@ export function normalizeHooksPath(raw: string): string | undefined {
   return `/${trimmed.replace(/^\/+/, '')}`;
 }
 
-export function matchesSessionPrefix(key: string, prefixes: readonly string[] | null): boolean {
-  if (prefixes === null) return true;
-  const lower = key.toLowerCase();
-  return prefixes.some((p) => lower.startsWith(p));
-}
 
-export function resolveHooksConfig(selected: SelectedConfig, configDir: string, file?: string): HooksSnapshot {
+/** The snapshot's keys that come from the hooks block itself; compileMappings adds the mappings. */
+export type HooksSettings = Omit<HooksSnapshot, 'mappings' | 'mappingIndex'>;
+
+export function resolveHooksConfig(selected: SelectedConfig, configDir: string, file?: string): HooksSettings {
   const root = selected.hooksKey;
   const raw = selected.hooks ?? {};
   if (!validateHooksConfig(raw)) {
@@ -148,7 +111,6 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     transformTimeoutMs: h.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
     presets: Object.freeze([...(h.presets ?? [])]),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
-    mappings: Object.freeze([]),
   });
 }
 

@@ -1,0 +1,57 @@
+// What a request asks for, once read: the types the endpoints, the mappings and the executor share.
+import type { ChannelName, IsolatedTurn } from '../host.ts';
+
+export type WakeMode = 'now' | 'next-heartbeat';
+
+export interface WakeSpec {
+  /** Safe to hand on: sanitized, or wrapped as untrusted content by a mapping. */
+  text: string;
+  mode: WakeMode;
+  /** wake, or the mapping's name */
+  hook: string;
+}
+
+/** How a run goes: what an /agent body, a mapping and a transform may each say. */
+export interface RunOptions {
+  wakeMode?: WakeMode;
+  deliver?: boolean;
+  channel?: 'last' | ChannelName;
+  to?: string;
+  model?: string;
+  thinking?: string;
+  timeoutSeconds?: number;
+}
+
+/** What an agent action asks for, from a request body, a mapping or the gmail preset. */
+export interface AgentSpec extends RunOptions {
+  message: string;
+  name?: string;
+  agentId?: string;
+  /** sessionKey from the request body: subject to hooks.allowRequestSessionKey. */
+  requestSessionKey?: string;
+  /** sessionKey from a mapping: subject only to the prefixes. */
+  mappingSessionKey?: string;
+  /** Only a mapping can set this; a request body never can. */
+  allowUnsafeExternalContent?: boolean;
+  /** The message is already wrapped (the gmail preset wraps it as email). */
+  alreadyWrapped?: boolean;
+  source: string;
+}
+
+/** An accepted run: the turn the host will be asked for (less its abort signal), and what follows it. */
+export interface AgentJob extends Omit<IsolatedTurn, 'signal'> {
+  name: string;
+  wakeMode: WakeMode;
+  deliver: boolean;
+  channel: 'last' | ChannelName;
+  to?: string;
+}
+
+/** The one thing a hook request does once it is read: an endpoint or a mapping produces it. */
+export type Action = { kind: 'skip' } | { kind: 'wake'; spec: WakeSpec } | { kind: 'agent'; specs: AgentSpec[] };
+
+/** What the executor answers: a status and a JSON body (none for 204). */
+export interface Outcome {
+  status: number;
+  body?: Record<string, unknown>;
+}

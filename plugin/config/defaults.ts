@@ -1,0 +1,13 @@
+// The values the hooks block takes when a key is left out.
+
+export const DEFAULTS = Object.freeze({
+  path: '/hooks',
+  maxBodyBytes: 262_144,
+  bodyTimeoutSeconds: 30,
+  authRateLimit: Object.freeze({ maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 }),
+  maxConcurrentRuns: 8,
+  maxQueuedRuns: 1000,
+  transformTimeoutMs: 2000,
+  /** agents.defaults.timeoutSeconds when the host has none. */
+  runTimeoutSeconds: 600,
+});

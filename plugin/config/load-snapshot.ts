@@ -1,0 +1,58 @@
+// The whole load of a config: the file, the host's own keys, the hooks block and its mappings. All of
+// it is checked before anything is used, so a config is taken whole or not at all.
+import { ConfigError } from '../errors.ts';
+import type { GatewayHost, SelectedConfig } from '../host.ts';
+import { compileMappings } from '../mappings/compile-mappings.ts';
+import { indexMappings } from '../mappings/mapping-index.ts';
+import { resolveHooksConfig, selectStandaloneConfig } from './hooks-config.ts';
+import { readConfigFile } from './load.ts';
+import type { HooksSnapshot } from './snapshot.ts';
+
+export interface LoadedConfig {
+  snapshot: HooksSnapshot;
+  selected: SelectedConfig;
+  /** Applies the host's own keys of this file (from host.checkConfig); called once the config is taken. */
+  applyHostConfig: () => void;
+}
+
+const NOTHING_TO_APPLY = (): void => {};
+
+/** Throws ConfigError naming every problem found, in the hooks block and in the host's keys alike. */
+export async function loadConfig(host: GatewayHost): Promise<LoadedConfig> {
+  const file = await readConfigFile(host.configPath);
+  const selected = (host.selectConfig ?? selectStandaloneConfig)(file);
+  const problems: string[] = [];
+  let applyHostConfig = NOTHING_TO_APPLY;
+  try {
+    applyHostConfig = host.checkConfig?.(file) ?? NOTHING_TO_APPLY;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+  }
+  let settings;
+  try {
+    settings = resolveHooksConfig(selected, host.configDir, host.configPath);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new ConfigError([...problems, ...err.problems], host.configPath);
+  }
+  const compiled = await compileMappings(settings.mappingConfigs, settings.presets, settings, host, selected.hooksKey);
+  problems.push(...compiled.problems);
+  if (problems.length) throw new ConfigError(problems, host.configPath);
+  const mappings = Object.freeze(compiled.mappings);
+  const snapshot: HooksSnapshot = Object.freeze({ ...settings, mappings, mappingIndex: indexMappings(mappings) });
+  return { snapshot, selected, applyHostConfig };
+}
+
+/** The keys whose values differ between two configs (names only: values may be secrets). */
+export function changedKeys(before: SelectedConfig, after: SelectedConfig): string[] {
+  const out: string[] = [];
+  const a = (before.hooks ?? {}) as Record<string, unknown>;
+  const b = (after.hooks ?? {}) as Record<string, unknown>;
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) out.push(`${after.hooksKey}.${key}`);
+  }
+  if (before.gatewayToken !== after.gatewayToken) out.push('gateway.auth.token');
+  if (JSON.stringify(before.trustedProxies) !== JSON.stringify(after.trustedProxies)) out.push('gateway.trustedProxies');
+  return out;
+}

@@ -1,0 +1,34 @@
+// The immutable view of the hooks config that a request reads (and nothing else): built on load and
+// on every accepted reload, swapped whole.
+import type { TokenDigest } from '../auth/token.ts';
+import type { AuthRateLimit } from '../auth/limiter.ts';
+import type { TrustedProxies } from '../http/trusted-proxies.ts';
+import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
+
+export interface HooksSnapshot {
+  readonly enabled: boolean;
+  /** Normalised prefix without trailing slash, e.g. "/hooks". */
+  readonly path: string;
+  readonly tokenDigest: TokenDigest;
+  /** null: any agent may be routed to explicitly. */
+  readonly allowedAgentIds: ReadonlySet<string> | null;
+  readonly defaultSessionKey: string | undefined;
+  readonly allowRequestSessionKey: boolean;
+  /** Lower-cased; null: no restriction. */
+  readonly allowedSessionKeyPrefixes: readonly string[] | null;
+  readonly maxBodyBytes: number;
+  readonly bodyTimeoutMs: number;
+  readonly authRateLimit: Readonly<AuthRateLimit>;
+  readonly maxConcurrentRuns: number;
+  readonly maxQueuedRuns: number;
+  readonly trustedProxies: TrustedProxies | undefined;
+  /** <configDir>/hooks/transforms: nothing a mapping loads may leave it. */
+  readonly transformsRoot: string;
+  readonly transformsDir: string;
+  readonly transformTimeoutMs: number;
+  readonly presets: readonly string[];
+  /** As configured; compileMappings turns them into `mappings`. */
+  readonly mappingConfigs: readonly unknown[];
+  readonly mappings: readonly CompiledMapping[];
+  readonly mappingIndex: MappingIndex;
+}

@@ -1,0 +1,18 @@
+// What a host may use of the core: the plugin itself, the host contract, the error catalogue and the
+// answer writer, and the few HTTP and config helpers a gateway around the plugin needs. Hosts import
+// from here and nowhere else in the core (a lint rule says so), and the core never imports a host.
+export { createHooksPlugin, type HooksPlugin, type HooksPluginOptions, type ReloadResult } from './index.ts';
+export * from './host.ts';
+export { ConfigError, HookError, refuse, type ErrorCode } from './errors.ts';
+export { writeError, writeJson } from './http/answers.ts';
+export { answerClientError, answerExpectation } from './http/protocol-errors.ts';
+export { deferContinue, sendContinue } from './http/continue.ts';
+export { splitTarget } from './http/request-target.ts';
+export { clientAddress } from './http/client-address.ts';
+export { compileTrustedProxies, type TrustedProxies } from './http/trusted-proxies.ts';
+export { digestToken, extractToken, tokenMatches, type TokenDigest } from './auth/token.ts';
+export { AuthFailureLimiter } from './auth/limiter.ts';
+export { readConfigFile } from './config/load.ts';
+export { DEFAULTS } from './config/defaults.ts';
+export { resolveHooksConfig, selectStandaloneConfig } from './config/hooks-config.ts';
+export { compileSchema, formatErrors } from './config/schemas.ts';

@@ -1,0 +1,184 @@
+// The life of a hook request, as named phases in the documented order of checks (README, Errors):
+//   route        is the path under hooks.path? (if not, the host keeps the request)
+//   admit        token in the query, method, address lock
+//   authenticate the hook token
+//   target       wake, agent, or the mappings that may own the name (404 when none)
+//   receive      the body, within the target's limit and the body timeout
+//   parse        a JSON object
+//   act          the endpoint or the mapping turns the payload into an action
+//   execute      the action is carried out (actions/execute.ts)
+//   answer       the outcome, or the refusal any phase threw, and one log line
+// Data flows one way; a phase either returns or throws a HookError, caught in one place.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HookError, refuse } from '../errors.ts';
+import type { GatewayHost } from '../host.ts';
+import type { HooksSnapshot } from '../config/snapshot.ts';
+import { extractToken, tokenMatches } from '../auth/token.ts';
+import type { AuthFailureLimiter } from '../auth/limiter.ts';
+import type { Action } from '../actions/action.ts';
+import type { ActionExecutor } from '../actions/execute.ts';
+import { parseWakePayload } from '../actions/wake.ts';
+import { parseAgentPayload } from '../actions/agent.ts';
+import type { CompiledMapping } from '../mappings/mapping.ts';
+import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
+import { buildMappedAction } from '../mappings/build-action.ts';
+import type { TransformRunner } from '../mappings/transform-runner.ts';
+import type { AnswerBatch } from './answers.ts';
+import type { BodyReceiver } from './body.ts';
+import { parseJsonObject } from './body.ts';
+import { clientAddress } from './client-address.ts';
+import type { RefusalLog } from './refusal-log.ts';
+import { requestId } from './request-id.ts';
+import { splitTarget } from './request-target.ts';
+
+/** What the lifecycle uses; each plugin instance owns one of each. */
+export interface LifecycleParts {
+  host: GatewayHost;
+  limiter: AuthFailureLimiter;
+  refusals: RefusalLog;
+  executor: ActionExecutor;
+  transforms: TransformRunner;
+  answers: AnswerBatch;
+  bodies: BodyReceiver;
+}
+
+/** What a request is aimed at once its name is known. */
+type Target =
+  | { kind: 'wake' | 'agent'; maxBodyBytes: number }
+  | { kind: 'mapped'; candidates: readonly CompiledMapping[]; maxBodyBytes: number };
+
+/** What the phases after routing know of the request. */
+interface HookRequest {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly id: string;
+  readonly client: string;
+  /** The name after the prefix: '' for the bare prefix. */
+  readonly name: string;
+  /** The query string without '?', or undefined when there is none. */
+  readonly query: string | undefined;
+}
+
+/** The query of a URL without one; shared, since templates and transforms only read it. */
+const NO_QUERY = new URLSearchParams();
+
+export class HookLifecycle {
+  constructor(private readonly parts: LifecycleParts) {}
+
+  /** True when the request was ours and has been answered; false leaves it to the host. */
+  async handle(req: IncomingMessage, res: ServerResponse, snap: HooksSnapshot): Promise<boolean> {
+    // route
+    if (!snap.enabled) return false;
+    const { pathname, query } = splitTarget(req.url ?? '/');
+    const name = nameUnder(pathname, snap.path);
+    if (name === undefined) return false;
+
+    const started = performance.now();
+    const request: HookRequest = { req, res, id: requestId(), client: clientAddress(req, snap.trustedProxies), name, query };
+    const { answers } = this.parts;
+    let authenticated = false;
+    try {
+      this.admit(request);
+      this.authenticate(request, snap);
+      authenticated = true;
+      const target = this.target(request, snap);
+      const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
+      const payload = parseJsonObject(body);
+      const action = await this.act(request, target, payload, body.length, snap);
+      const outcome = await this.parts.executor.execute(action, snap);
+      answers.send(res, outcome.status, outcome.body, request.id);
+    } catch (err) {
+      answers.sendError(res, this.refusalOf(err, request), request.id);
+    }
+
+    // The log line carries the status that went out, and the host hears back once the answer is written.
+    await answers.written();
+    const fields = {
+      requestId: request.id,
+      method: req.method,
+      // A name no mapping is for may be anything the client typed (a token, even): not logged.
+      path: isKnownName(name, snap) ? pathname : `${snap.path}/…`,
+      status: res.statusCode,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      client: request.client,
+    };
+    // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.
+    if (authenticated) this.parts.host.logger.info('hook request', fields);
+    else this.parts.refusals.note(fields);
+    return true;
+  }
+
+  /** Token in the query, method, address lock: decided before the token is even looked at. */
+  private admit({ req, query, client }: HookRequest): void {
+    if (query !== undefined && new URLSearchParams(query).has('token')) throw refuse.tokenInQuery();
+    if (req.method !== 'POST') throw refuse.methodNotAllowed();
+    const lockedFor = this.parts.limiter.lockedFor(client);
+    if (lockedFor > 0) throw refuse.rateLimited(lockedFor);
+  }
+
+  private authenticate({ req, client }: HookRequest, snap: HooksSnapshot): void {
+    if (tokenMatches(extractToken(req.headers), snap.tokenDigest)) return;
+    const lockSeconds = this.parts.limiter.recordFailure(client, snap.authRateLimit);
+    if (lockSeconds > 0) {
+      this.parts.host.logger.warn('client address locked after repeated authentication failures', {
+        client,
+        seconds: lockSeconds,
+      });
+    }
+    throw refuse.unauthorized();
+  }
+
+  /** The endpoint or the mappings the name may belong to; the payload picks among mappings later. */
+  private target({ name }: HookRequest, snap: HooksSnapshot): Target {
+    if (name === 'wake' || name === 'agent') return { kind: name, maxBodyBytes: snap.maxBodyBytes };
+    const candidates = candidatesFor(name, snap.mappingIndex);
+    if (candidates.length === 0) throw refuse.notFound();
+    let maxBodyBytes = 0;
+    for (const m of candidates) maxBodyBytes = Math.max(maxBodyBytes, m.maxBodyBytes ?? snap.maxBodyBytes);
+    return { kind: 'mapped', candidates, maxBodyBytes };
+  }
+
+  /** The action the endpoint or the mapping makes of the payload. */
+  private async act(
+    { req, name, query }: HookRequest,
+    target: Target,
+    payload: Record<string, unknown>,
+    bodyBytes: number,
+    snap: HooksSnapshot,
+  ): Promise<Action> {
+    if (target.kind !== 'mapped') {
+      return target.kind === 'wake'
+        ? { kind: 'wake', spec: parseWakePayload(payload) }
+        : { kind: 'agent', specs: [parseAgentPayload(payload)] };
+    }
+    const mapping = pickMapping(target.candidates, payload);
+    if (!mapping) throw refuse.notFound();
+    const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
+    if (bodyBytes > own) throw refuse.payloadTooLarge(own);
+    const params = query === undefined ? NO_QUERY : new URLSearchParams(query);
+    const { transforms, host } = this.parts;
+    return buildMappedAction(mapping, payload, { headers: req.headers, query: params, name }, transforms, host.logger);
+  }
+
+  /** A HookError as it is; anything else is a fault of ours, logged and answered as a 500. */
+  private refusalOf(err: unknown, { id }: HookRequest): HookError {
+    if (err instanceof HookError) return err;
+    this.parts.host.logger.error('hook request failed', {
+      requestId: id,
+      reason: err instanceof Error ? err.message : String(err),
+    });
+    return refuse.internal();
+  }
+}
+
+function isKnownName(name: string, snap: HooksSnapshot): boolean {
+  return name === 'wake' || name === 'agent' || snap.mappingIndex.byName.has(name);
+}
+
+/** The part after the prefix: '' for the bare prefix, undefined when the path is not ours. */
+function nameUnder(pathname: string, prefix: string): string | undefined {
+  if (!pathname.startsWith(prefix)) return undefined;
+  if (pathname.length === prefix.length) return '';
+  if (pathname.charCodeAt(prefix.length) !== 47 /* / */) return undefined;
+  return pathname.slice(prefix.length + 1);
+}

@@ -1,0 +1,37 @@
+// A mapping as the request path uses it: templates compiled, policies checked, transform confined.
+import type { ChannelName } from '../host.ts';
+import type { WakeMode } from '../actions/action.ts';
+import type { Template } from './template.ts';
+
+export interface CompiledMapping {
+  readonly id: string;
+  /** Where it came from, for messages: hooks.mappings[2] (id "github") */
+  readonly where: string;
+  readonly matchPath?: string;
+  readonly matchSource?: string;
+  readonly action: 'wake' | 'agent';
+  readonly name: string;
+  readonly wakeMode?: WakeMode;
+  readonly text?: Template;
+  readonly message?: Template;
+  readonly sessionKey?: Template;
+  readonly agentId?: Template;
+  readonly deliver?: boolean;
+  readonly channel?: 'last' | ChannelName;
+  readonly to?: Template;
+  readonly model?: Template;
+  readonly thinking?: string;
+  readonly timeoutSeconds?: number;
+  readonly maxBodyBytes?: number;
+  readonly allowUnsafeExternalContent: boolean;
+  readonly transform?: { readonly file: string; readonly exportName: string };
+  readonly preset?: 'gmail';
+}
+
+/** Which mappings may own a hook name, built once per config. */
+export interface MappingIndex {
+  /** For each match.path: the mappings that could own it, in config order. */
+  readonly byName: ReadonlyMap<string, readonly CompiledMapping[]>;
+  /** For any other name: the mappings without match.path. */
+  readonly anyName: readonly CompiledMapping[];
+}
