@@ -550,3 +550,63 @@ test('Expect: 100-continue: a refusal goes out instead of the 100, and closes th
     assert.equal(r.headers.connection, 'close', c.name);
   }
 });
+
+/** Writes raw bytes on a fresh connection and waits until the gateway closes it (or `ms` pass). */
+async function rawExchange(data: string, ms = 5000): Promise<Probe> {
+  const p = new Probe();
+  await p.connected;
+  p.write(data);
+  await allClosed([p], ms, 'raw connections');
+  return p;
+}
+
+const answersIn = (p: Probe): number => p.received.toString('latin1').split('HTTP/1.1 ').length - 1;
+
+test('a refusal before the body closes the connection: a body trickled after a 401, 405 or 404 cannot hold it', async () => {
+  const head = (method: string, target: string, token: string): string =>
+    `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${token}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"text":"a`;
+  for (const [method, target, token, status] of [
+    ['POST', '/hooks/wake', 'wrong-token', 401],
+    ['PUT', '/hooks/wake', HOOK_TOKEN, 405],
+    ['POST', '/elsewhere', HOOK_TOKEN, 404],
+  ] as const) {
+    const started = Date.now();
+    const p = await rawExchange(head(method, target, token), 3000);
+    assert.ok(Date.now() - started < 900, `${method} ${target}: closed before the 1 s body timeout`);
+    assert.equal(parseResponse(p.received)?.status, status);
+    assert.equal(parseResponse(p.received)?.headers.connection, 'close');
+    assert.equal(answersIn(p), 1);
+  }
+});
+
+test('one request, one answer: broken chunk framing after a refusal adds no second answer', async () => {
+  const p = await rawExchange(
+    `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer wrong-token\r\n` +
+      `Transfer-Encoding: chunked\r\n\r\n5\r\n{"tex\r\nzz-not-a-chunk-size\r\n\r\n`,
+  );
+  assert.equal(answersIn(p), 1, p.received.toString('latin1'));
+  assert.ok([400, 401].includes(parseResponse(p.received)!.status));
+});
+
+test('a whole wake followed in the same packet by garbage is answered 200 (once), then the connection closes', async () => {
+  const body = JSON.stringify({ text: 'pipelined before garbage' });
+  const p = await rawExchange(
+    `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${HOOK_TOKEN}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+      `THIS IS NOT HTTP\r\n\r\n`,
+  );
+  assert.equal(answersIn(p), 1, p.received.toString('latin1'));
+  const r = parseResponse(p.received)!;
+  assert.equal(r.status, 200);
+  assert.deepEqual(JSON.parse(r.body), { ok: true, mode: 'now' });
+});
+
+test('absolute-form request targets are accepted (RFC 9112 section 3.2.2)', async () => {
+  const body = JSON.stringify({ text: 'absolute form' });
+  const p = await rawExchange(
+    `POST http://127.0.0.1:${port}/hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${HOOK_TOKEN}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  assert.equal(parseResponse(p.received)?.status, 200, p.received.toString('latin1'));
+});

@@ -199,3 +199,21 @@ test('a client keeps being served correctly while the config is rewritten 20 tim
     await gw.stop();
   }
 });
+
+test('a reload is all or nothing: an invalid gateway section keeps the hooks block from applying too', async () => {
+  const gw = await start();
+  try {
+    // hooks.token set to the gateway token in force, with a gateway section that cannot be applied.
+    const half = JSON.parse(config({ token: GATEWAY_TOKEN }));
+    half.gateway.port = 'not a port';
+    await writeFile(gw.configPath, JSON.stringify(half));
+    const refused = await eventually(async () => logLines(gw, 'config reload refused; the last good config stays in force')[0]);
+    assert.match(refused.reason, /gateway\.port/);
+    assert.equal(logLines(gw, 'config reloaded').length, 0);
+    // The hook token in force is still the old one; the gateway token opens nothing under /hooks.
+    assert.equal(await wakeStatus(gw, HOOK_TOKEN), 200);
+    assert.equal(await wakeStatus(gw, GATEWAY_TOKEN), 401);
+  } finally {
+    await gw.stop();
+  }
+});
