@@ -1,5 +1,7 @@
 // Every JSON Schema in schema/, compiled once at module load, and one formatter that turns ajv's
-// errors into sentences naming the key (`hooks.allowedAgentIds[2] must be a string`).
+// errors into sentences naming the key (`hooks.allowedAgentIds[2] must be a string`). A config gets
+// every problem at once; a request body (or a transform's result) only its first: a body built to
+// have tens of thousands of problems must not cost more to refuse than to read.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import channelSchema from '../../schema/channel.schema.json' with { type: 'json' };
 import hooksConfigSchema from '../../schema/hooks-config.schema.json' with { type: 'json' };
@@ -12,12 +14,14 @@ import transformResultSchema from '../../schema/transform-result.schema.json' wi
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 ajv.addSchema(channelSchema);
 ajv.addSchema(mappingSchema);
+const firstErrorOnly = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+firstErrorOnly.addSchema(channelSchema);
 
 export const validateHooksConfig = ajv.compile(hooksConfigSchema);
-export const validateWakePayload = ajv.compile(wakePayloadSchema);
-export const validateAgentPayload = ajv.compile(agentPayloadSchema);
-export const validateGmailPayload = ajv.compile(gmailPayloadSchema);
-export const validateTransformResult = ajv.compile(transformResultSchema);
+export const validateWakePayload = firstErrorOnly.compile(wakePayloadSchema);
+export const validateAgentPayload = firstErrorOnly.compile(agentPayloadSchema);
+export const validateGmailPayload = firstErrorOnly.compile(gmailPayloadSchema);
+export const validateTransformResult = firstErrorOnly.compile(transformResultSchema);
 
 /** Compiles another schema with the shared instance (the standalone gateway's own config). */
 export function compileSchema<T = unknown>(schema: object): ValidateFunction<T> {

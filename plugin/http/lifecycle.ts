@@ -4,7 +4,7 @@
 //   authenticate the hook token
 //   target       wake, agent, or the mappings that may own the name (404 when none)
 //   receive      the body, within the target's limit and the body timeout
-//   parse        a JSON object
+//   parse        a JSON object (for a mapping, one that nests no deeper than templates can walk)
 //   act          the endpoint or the mapping turns the payload into an action
 //   execute      the action is carried out (actions/execute.ts)
 //   answer       the outcome, or the refusal any phase threw, and one log line
@@ -27,6 +27,7 @@ import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
 import { parseJsonObject } from './body.ts';
 import { clientAddress } from './client-address.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts';
 import type { RefusalLog } from './refusal-log.ts';
 import { requestId } from './request-id.ts';
 import { splitTarget } from './request-target.ts';
@@ -83,6 +84,9 @@ export class HookLifecycle {
       authenticated = true;
       const target = this.target(request, snap);
       const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
+      if (target.kind === 'mapped' && nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+        throw refuse.invalidPayload(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+      }
       const payload = parseJsonObject(body);
       const action = await this.act(request, target, payload, body.length, snap);
       const outcome = await this.parts.executor.execute(action, snap);

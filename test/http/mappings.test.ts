@@ -321,3 +321,31 @@ test('transform confinement: traversal, absolute, ~, URL and symlinks out of the
     await assert.rejects(createHooksPlugin(host), (err: Error) => /hooks\.mappings\[0\] \(id "sym"\)\.transform\.module/.test(err.message));
   }
 });
+
+test('a payload nested past what templates and transforms can walk is a 400, not a 500; ordinary depth passes', async () => {
+  await withGateway(
+    {
+      files: { [`${T}/echo.js`]: `export default (ctx) => ({ text: JSON.stringify(ctx.payload).slice(0, 50) });` },
+      hooks: {
+        mappings: [
+          { id: 'tpl', match: { path: 'tpl' }, action: 'wake', textTemplate: 'got {{data}}' },
+          { id: 'tr', match: { path: 'tr' }, action: 'wake', transform: { module: 'echo.js' } },
+        ],
+      },
+    },
+    async (gw) => {
+      const nested = (n: number): string => `{"data":${'['.repeat(n)}${']'.repeat(n)}}`;
+      for (const name of ['tpl', 'tr']) {
+        const r = await post(gw.url, `/hooks/${name}`, undefined, { rawBody: nested(100_000) });
+        assert.equal(r.status, 400, `${name}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.code, 'invalid_payload');
+        assert.match(r.body.error, /nests deeper than \d+ levels/);
+        // Brackets inside strings do not count.
+        const inString = await post(gw.url, `/hooks/${name}`, { data: '['.repeat(100_000) });
+        assert.equal(inString.status, 200, `${name}: ${JSON.stringify(inString.body)}`);
+        assert.equal((await post(gw.url, `/hooks/${name}`, undefined, { rawBody: nested(50) })).status, 200);
+      }
+      assert.equal(gw.rec.logs.filter((l) => l.level === 'error').length, 0);
+    },
+  );
+});

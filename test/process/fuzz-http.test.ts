@@ -746,13 +746,13 @@ test('after the fuzzing the process is alive, logged no internal error, and a no
   assert.deepEqual(errors, []);
 });
 
-test('a body with tens of thousands of unknown keys gets a short 400 listing at most 20 problems', async () => {
+test('a body with tens of thousands of unknown keys gets a short 400 naming its first problem only', async () => {
   const keys = Array.from({ length: 24_000 }, (_, i) => `"${i}":0`).join(',');
   const res = await fetch(`${gw.url}/hooks/wake`, { method: 'POST', headers: { authorization: `Bearer ${HOOK_TOKEN}` }, body: `{${keys}}` });
   const text = await res.text();
   assert.equal(res.status, 400);
   const body = JSON.parse(text);
   assert.equal(body.code, 'invalid_payload');
-  assert.match(body.error, /…and \d+ more problems$/);
-  assert.ok(text.length < 5000, `the error is ${text.length} bytes long`);
+  assert.doesNotMatch(body.error, /; |more problems/);
+  assert.ok(text.length < 200, `the error is ${text.length} bytes long`);
 });
