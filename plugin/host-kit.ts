@@ -9,6 +9,7 @@ export { answerClientError, answerExpectation } from './http/protocol-errors.ts'
 export { deferContinue, sendContinue } from './http/continue.ts';
 export { splitTarget } from './http/request-target.ts';
 export { clientAddress } from './http/client-address.ts';
+export { addressKey } from './http/address-key.ts';
 export { compileTrustedProxies, type TrustedProxies } from './http/trusted-proxies.ts';
 export { digestToken, extractToken, tokenMatches, type TokenDigest } from './auth/token.ts';
 export { AuthFailureLimiter } from './auth/limiter.ts';

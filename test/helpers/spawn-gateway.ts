@@ -44,9 +44,17 @@ export async function writeConfig(stateDir: string, extra: Record<string, unknow
   return configPath;
 }
 
-export async function spawnGateway(stateDir: string, args: string[] = [], cli: string[] = SOURCE_CLI): Promise<SpawnedGateway> {
+/** openFiles: run the gateway under that limit on open descriptors (prlimit, util-linux). */
+export async function spawnGateway(
+  stateDir: string,
+  args: string[] = [],
+  cli: string[] = SOURCE_CLI,
+  openFiles?: number,
+): Promise<SpawnedGateway> {
   const configPath = path.join(stateDir, 'gateway.json5');
-  const child = spawn(process.execPath, [...cli, 'gateway', '--state-dir', stateDir, '--port', '0', ...args], {
+  const command = [process.execPath, ...cli, 'gateway', '--state-dir', stateDir, '--port', '0', ...args];
+  if (openFiles !== undefined) command.unshift('prlimit', `--nofile=${openFiles}:${openFiles}`, '--');
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -6,6 +6,7 @@ import path from 'node:path';
 import gatewayConfigSchema from '../../../schema/gateway-config.schema.json' with { type: 'json' };
 import { CHANNEL_ORDER, compileSchema, ConfigError, formatErrors, type AgentInfo, type ChannelName } from '../../host-kit.ts';
 import type { ProviderConfig } from './agent-runner.ts';
+import { defaultMaxConnections, defaultShare, type ConnectionLimits } from './connection-limit.ts';
 
 export const DEFAULT_PORT = 18789;
 export const DEFAULT_BIND = '127.0.0.1';
@@ -15,6 +16,7 @@ export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 5;
 
 export interface GatewaySettings {
   port: number;
+  connections: ConnectionLimits;
   bind: string;
   gatewayToken: string;
   agents: AgentInfo[];
@@ -30,7 +32,14 @@ export interface GatewaySettings {
 }
 
 interface GatewayFile {
-  gateway?: { port?: number; bind?: string; auth?: { token?: string }; shutdownGraceSeconds?: number };
+  gateway?: {
+    port?: number;
+    bind?: string;
+    auth?: { token?: string };
+    shutdownGraceSeconds?: number;
+    maxConnections?: number;
+    maxConnectionsPerAddress?: number;
+  };
   agents?: { defaults?: { model?: string; models?: string[]; timeoutSeconds?: number }; list?: AgentInfo[] };
   models?: { providers?: Record<string, ProviderConfig> };
   channels?: Partial<Record<ChannelName, { defaultTo?: string }>>;
@@ -58,6 +67,7 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
   if (problems.length) throw new ConfigError(problems, configPath);
   return {
     port: f.gateway?.port ?? DEFAULT_PORT,
+    connections: connectionLimits(f.gateway),
     bind: f.gateway?.bind ?? DEFAULT_BIND,
     gatewayToken: f.gateway!.auth!.token!,
     agents,
@@ -109,4 +119,9 @@ export async function writeDefaultConfig(file: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   // wx: never overwrite a file that appeared meanwhile.
   await writeFile(file, text, { mode: 0o600, flag: 'wx' });
+}
+
+function connectionLimits(gateway: GatewayFile['gateway']): ConnectionLimits {
+  const maxConnections = gateway?.maxConnections ?? defaultMaxConnections();
+  return { maxConnections, maxConnectionsPerAddress: gateway?.maxConnectionsPerAddress ?? defaultShare(maxConnections) };
 }

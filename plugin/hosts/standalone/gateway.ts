@@ -26,6 +26,7 @@ import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
 import { RunRegistry } from './run-registry.ts';
 import { AdminApi } from './admin-api.ts';
+import { ConnectionLimit } from './connection-limit.ts';
 
 export interface GatewayOptions {
   configPath: string;
@@ -168,6 +169,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // at once, so the sender never learns that its request was taken, and sends it again. The property
   // is undocumented but long-standing; a test fails if Node drops it.
   (server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
+  new ConnectionLimit(
+    server,
+    () => settings.connections,
+    (ip) => plugin.snapshot().trustedProxies?.contains(ip) === true,
+    (count) => logger.warn('connections refused over gateway.maxConnections or the per-address share', { count }),
+  );
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerExpectation);
   // "Expect: 100-continue": the hooks send the 100 only once a request may upload its body.
