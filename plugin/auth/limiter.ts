@@ -1,5 +1,12 @@
+import { hash, randomBytes } from 'node:crypto';
+
 /**
  * Auth-failure limiter keyed by client address key (see clientAddress()).
+ *
+ * What counts is distinct wrong credentials: a guesser must vary them, while a sender that repeats
+ * one (a token just rotated away from, or one it switched to a moment before the reload applied it)
+ * is not locked out by its own retries. Each entry keeps salted fingerprints of the wrong credentials
+ * of its window, never the credentials, at most one per failure it may count.
  *
  * Window semantics: fixed window anchored at the first failure. The first
  * failure of an address opens a window of `windowSeconds`; failures inside it
@@ -52,6 +59,8 @@ class Entry {
   key: string;
   /** Failures in the current window; 0 means no open window. */
   count = 0;
+  /** Fingerprints of the wrong credentials counted in the current window. */
+  seen: number[] = [];
   /** ms timestamp of the failure that opened the current window. */
   windowStart = 0;
   /** ms timestamp until which the address is locked (in the past = not locked). */
@@ -81,6 +90,8 @@ export class AuthFailureLimiter {
   readonly #maxEntries: number;
   readonly #now: () => number;
 
+  readonly #salt = randomBytes(16).toString('hex');
+
   constructor(opts?: { maxEntries?: number; now?: () => number }) {
     const max = opts?.maxEntries ?? DEFAULT_MAX_ENTRIES;
     if (!Number.isInteger(max) || max < 1) {
@@ -105,10 +116,11 @@ export class AuthFailureLimiter {
   }
 
   /**
-   * Records one failed authentication for `key`. Returns the lockout in
-   * seconds when this failure caused a lock, else 0.
+   * Records one failed authentication for `key` with the credential it tried (null when it sent
+   * none). A credential this address already failed with in the window is not counted again; without
+   * `attempt` every failure counts. Returns the lockout in seconds when this failure caused a lock, else 0.
    */
-  recordFailure(key: string, limits: AuthRateLimit): number {
+  recordFailure(key: string, limits: AuthRateLimit, attempt?: string | null): number {
     const maxFailures = Math.max(1, Math.floor(positive(limits.maxFailures, DEFAULT_AUTH_RATE_LIMIT.maxFailures)));
     const windowMs = positive(limits.windowSeconds, DEFAULT_AUTH_RATE_LIMIT.windowSeconds) * 1000;
     // A lockout of 0 is allowed and means "never lock".
@@ -126,21 +138,29 @@ export class AuthFailureLimiter {
       if (entry.lockedUntil > now) return 0;
       if (entry.count === 0 || now - entry.windowStart >= windowMs) {
         entry.count = 0;
+        entry.seen.length = 0;
         entry.windowStart = now;
       }
     } else {
       this.#prune(now);
       entry = this.#claim(key, now);
       entry.count = 0;
+      entry.seen.length = 0;
       entry.windowStart = now;
       entry.lockedUntil = 0;
       entries.set(key, entry);
       this.#append(entry);
     }
 
+    if (attempt !== undefined) {
+      const print = this.#fingerprint(attempt);
+      if (entry.seen.includes(print)) return 0;
+      entry.seen.push(print);
+    }
     entry.count++;
     if (entry.count >= maxFailures) {
       entry.count = 0;
+      entry.seen.length = 0;
       if (lockMs > 0) {
         entry.lockedUntil = now + lockMs;
         entry.expiresAt = entry.lockedUntil;
@@ -151,6 +171,12 @@ export class AuthFailureLimiter {
     }
     entry.expiresAt = entry.windowStart + windowMs;
     return 0;
+  }
+
+  /** 48 bits of a salted hash: the salt keeps a guesser from choosing credentials that collide. */
+  #fingerprint(attempt: string | null): number {
+    if (attempt === null) return -1;
+    return hash('sha256', this.#salt + attempt, 'buffer').readUIntBE(0, 6);
   }
 
   /** Number of addresses tracked (including expired ones not yet dropped). */

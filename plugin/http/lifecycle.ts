@@ -121,8 +121,9 @@ export class HookLifecycle {
   }
 
   private authenticate({ req, client }: HookRequest, snap: HooksSnapshot): void {
-    if (tokenMatches(extractToken(req.headers), snap.tokenDigest)) return;
-    const lockSeconds = this.parts.limiter.recordFailure(client, snap.authRateLimit);
+    const token = extractToken(req.headers);
+    if (tokenMatches(token, snap.tokenDigest)) return;
+    const lockSeconds = this.parts.limiter.recordFailure(client, snap.authRateLimit, token ?? null);
     if (lockSeconds > 0) {
       this.parts.host.logger.warn('client address locked after repeated authentication failures', {
         client,

@@ -23,9 +23,12 @@ function assertStatus(r: JsonResponse, status: number, code?: string): void {
   if (code) assert.equal(r.body.code, code);
 }
 
+/** Each guess a token never sent before: the limiter counts distinct wrong tokens. */
+let guesses = 0;
+
 /** Sends `n` wrong tokens from `xff`, each answered 401. */
 async function fail(gw: TestGateway, n: number, xff?: string): Promise<void> {
-  for (let i = 0; i < n; i++) assertStatus(await wake(gw, `wrong-${i}`, xff), 401, 'unauthorized');
+  for (let i = 0; i < n; i++) assertStatus(await wake(gw, `wrong-${guesses++}`, xff), 401, 'unauthorized');
 }
 
 test('threshold: maxFailures wrong tokens are each 401, the next request is 429 with Retry-After', async () => {
@@ -112,7 +115,7 @@ test('per-address isolation behind a trusted proxy: A locked, B served', async (
 test('behind a trusted proxy the rightmost untrusted hop counts: spoofed left hops do not escape a lock', async () => {
   await withGateway(behindProxy(), async (gw) => {
     for (let i = 0; i < LIMIT.maxFailures; i++) {
-      assertStatus(await wake(gw, 'wrong', `198.51.100.${i}, 203.0.113.9`), 401);
+      assertStatus(await wake(gw, `wrong-${i}`, `198.51.100.${i}, 203.0.113.9`), 401);
     }
     assertStatus(await wake(gw, HOOK_TOKEN, '198.51.100.77, 203.0.113.9'), 429, 'rate_limited');
     assertStatus(await wake(gw, HOOK_TOKEN, '203.0.113.9'), 429, 'rate_limited');
@@ -124,7 +127,7 @@ test('behind a trusted proxy the rightmost untrusted hop counts: spoofed left ho
 
 test('without trusted proxies X-Forwarded-For is ignored: varying it does not escape a lock', async () => {
   await withGateway({ hooks: { authRateLimit: LIMIT } }, async (gw) => {
-    for (let i = 0; i < LIMIT.maxFailures; i++) assertStatus(await wake(gw, 'wrong', `10.1.1.${i}`), 401);
+    for (let i = 0; i < LIMIT.maxFailures; i++) assertStatus(await wake(gw, `wrong-${i}`, `10.1.1.${i}`), 401);
     for (const xff of ['10.9.9.9', '192.0.2.1, 10.0.0.1', '::ffff:10.1.1.1', '2001:db8::1']) {
       assertStatus(await wake(gw, HOOK_TOKEN, xff), 429, 'rate_limited');
     }
@@ -138,7 +141,7 @@ test('without trusted proxies X-Forwarded-For is ignored: varying it does not es
 test('an IPv4-mapped IPv6 address counts as its IPv4 address', async () => {
   await withGateway(behindProxy(), async (gw) => {
     await fail(gw, LIMIT.maxFailures - 1, '::ffff:10.0.0.9');
-    assertStatus(await wake(gw, 'wrong', '10.0.0.9'), 401);
+    assertStatus(await wake(gw, 'wrong-last', '10.0.0.9'), 401);
     // Locked under either spelling, including the expanded and hex forms.
     for (const xff of ['10.0.0.9', '::ffff:10.0.0.9', '::FFFF:10.0.0.9', '0:0:0:0:0:ffff:a00:9']) {
       assertStatus(await wake(gw, HOOK_TOKEN, xff), 429, 'rate_limited');
@@ -235,5 +238,20 @@ test('a lock is logged once, with the address and its length', async () => {
     assertStatus(await wake(gw, HOOK_TOKEN, '203.0.113.44'), 429, 'rate_limited');
     const locks = gw.rec.logs.filter((l) => l.msg === 'client address locked after repeated authentication failures');
     assert.deepEqual(locks.map((l) => [l.level, l.fields?.client, l.fields?.seconds]), [['warn', '203.0.113.44', LIMIT.lockoutSeconds]]);
+  });
+});
+
+test('rotation without lockout: one wrong token repeated is one failure; varied guesses still lock', async () => {
+  await withGateway({ hooks: { authRateLimit: LIMIT } }, async (gw) => {
+    // A sender that switched tokens a moment early, or late, repeats the same one.
+    for (let i = 0; i < LIMIT.maxFailures * 5; i++) assertStatus(await wake(gw, 'the-token-of-tomorrow'), 401, 'unauthorized');
+    assertStatus(await wake(gw, HOOK_TOKEN), 200);
+    // Sending no token at all, repeatedly, is one failure too.
+    for (let i = 0; i < LIMIT.maxFailures * 2; i++) assertStatus(await wake(gw, null), 401, 'unauthorized');
+    assertStatus(await wake(gw, HOOK_TOKEN), 200);
+    // A guesser must vary its tokens, and is locked after maxFailures distinct ones (two counted above).
+    await fail(gw, LIMIT.maxFailures - 3);
+    assertStatus(await wake(gw, 'one-more-guess'), 401, 'unauthorized');
+    assertStatus(await wake(gw, HOOK_TOKEN), 429, 'rate_limited');
   });
 });

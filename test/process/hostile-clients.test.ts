@@ -410,9 +410,11 @@ test(
     const address = (i: number): string => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
     const clients = Array.from({ length: 32 }, () => new KeepAliveClient());
     const body = '{"text":"guess"}';
+    // Every guess a different token: the limiter counts distinct wrong tokens.
+    let guess = 0;
     const wrongOn = async (client: KeepAliveClient, xff: string): Promise<number> => {
       const r = await client.request(
-        `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer wrong-${xff}\r\n` +
+        `POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer wrong-${xff}-${guess++}\r\n` +
           `X-Forwarded-For: ${xff}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
       );
       if (r.status === 401) assert.equal(JSON.parse(r.body).code, 'unauthorized');

@@ -217,3 +217,38 @@ test('a reload is all or nothing: an invalid gateway section keeps the hooks blo
     await gw.stop();
   }
 });
+
+test('token rotation under a few hundred requests a second never locks the sender out', async () => {
+  const gw = await start();
+  const statuses: number[] = [];
+  let token = HOOK_TOKEN;
+  let running = true;
+  const sender = async (): Promise<void> => {
+    while (running) statuses.push(await wakeStatus(gw, token));
+  };
+  const senders = Array.from({ length: 4 }, sender);
+  const reloads = async (n: number): Promise<void> => {
+    await eventually(async () => logLines(gw, 'config reloaded').length >= n);
+  };
+  try {
+    // The sender takes the new token the moment the file is written, before the reload applies it.
+    await writeFile(gw.configPath, config({ token: 'rotated-token-one-0123456789' }));
+    token = 'rotated-token-one-0123456789';
+    await reloads(1);
+    await new Promise((r) => setTimeout(r, 300));
+    // The sender keeps the old token for a while after the reload applied the new one.
+    await writeFile(gw.configPath, config({ token: 'rotated-token-two-0123456789' }));
+    await reloads(2);
+    await new Promise((r) => setTimeout(r, 300));
+    token = 'rotated-token-two-0123456789';
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    running = false;
+    await Promise.all(senders);
+    await gw.stop();
+  }
+  assert.ok(statuses.length > 200, `${statuses.length} requests sent`);
+  assert.ok(statuses.filter((s) => s === 401).length > 0, 'the rotation was visible as some 401s');
+  assert.equal(statuses.filter((s) => s === 429).length, 0, 'never locked out');
+  assert.equal(statuses.at(-1), 200);
+});

@@ -52,8 +52,9 @@ export class AdminApi {
     if (locked > 0) {
       throw refuse.rateLimited(locked);
     }
-    if (!tokenMatches(extractToken(req.headers), this.tokenDigest())) {
-      this.limiter.recordFailure(client, DEFAULTS.authRateLimit);
+    const token = extractToken(req.headers);
+    if (!tokenMatches(token, this.tokenDigest())) {
+      this.limiter.recordFailure(client, DEFAULTS.authRateLimit, token ?? null);
       throw refuse.unauthorized('missing or wrong gateway token');
     }
     const pathname = url.split('?', 1)[0]!;
