@@ -18,7 +18,7 @@ const WHITESPACE_RUN = /\s{2,}|[^\S ]/g;
 const HEARTBEAT_ACK = /^[\s*_`~]*HEARTBEAT_OK[\s*_`~.!]*$/i;
 const SHUTDOWN = 'interrupted: the gateway shut down before the run finished';
 
-export function isHeartbeatAck(reply: string): boolean {
+function isHeartbeatAck(reply: string): boolean {
   return HEARTBEAT_ACK.test(reply);
 }
 

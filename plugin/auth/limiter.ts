@@ -1,4 +1,5 @@
 import { hash, randomBytes } from 'node:crypto';
+import { DEFAULTS } from '../config/defaults.ts';
 
 /**
  * Auth-failure limiter keyed by client address key (see clientAddress()).
@@ -42,13 +43,8 @@ export interface AuthRateLimit {
   lockoutSeconds: number;
 }
 
-export const DEFAULT_AUTH_RATE_LIMIT: Readonly<AuthRateLimit> = Object.freeze({
-  maxFailures: 20,
-  windowSeconds: 60,
-  lockoutSeconds: 60,
-});
-
-export const DEFAULT_MAX_ENTRIES = 65536;
+/** Addresses tracked at most. */
+const MAX_ENTRIES = 65536;
 
 /** Head entries inspected for an expired one before falling back to LRU. */
 const EVICTION_SCAN = 8;
@@ -93,7 +89,7 @@ export class AuthFailureLimiter {
   readonly #salt = randomBytes(16).toString('hex');
 
   constructor(opts?: { maxEntries?: number; now?: () => number }) {
-    const max = opts?.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    const max = opts?.maxEntries ?? MAX_ENTRIES;
     if (!Number.isInteger(max) || max < 1) {
       throw new Error(`AuthFailureLimiter: maxEntries must be a positive integer, got ${String(max)}`);
     }
@@ -121,8 +117,8 @@ export class AuthFailureLimiter {
    * `attempt` every failure counts. Returns the lockout in seconds when this failure caused a lock, else 0.
    */
   recordFailure(key: string, limits: AuthRateLimit, attempt?: string | null): number {
-    const maxFailures = Math.max(1, Math.floor(positive(limits.maxFailures, DEFAULT_AUTH_RATE_LIMIT.maxFailures)));
-    const windowMs = positive(limits.windowSeconds, DEFAULT_AUTH_RATE_LIMIT.windowSeconds) * 1000;
+    const maxFailures = Math.max(1, Math.floor(positive(limits.maxFailures, DEFAULTS.authRateLimit.maxFailures)));
+    const windowMs = positive(limits.windowSeconds, DEFAULTS.authRateLimit.windowSeconds) * 1000;
     // A lockout of 0 is allowed and means "never lock".
     const lockMs = Number.isFinite(limits.lockoutSeconds) && limits.lockoutSeconds > 0 ? limits.lockoutSeconds * 1000 : 0;
     const now = this.#now();

@@ -31,7 +31,7 @@ interface HooksBlock {
 }
 
 /** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
-export function normalizeHooksPath(raw: string): string | undefined {
+function normalizeHooksPath(raw: string): string | undefined {
   const trimmed = raw.trim().replace(/\/+$/, '');
   if (trimmed === '') return undefined;
   return `/${trimmed.replace(/^\/+/, '')}`;

@@ -14,7 +14,7 @@ export async function readConfigFile(file: string): Promise<Record<string, unkno
   return parseConfigText(text, file);
 }
 
-export function parseConfigText(text: string, file: string): Record<string, unknown> {
+function parseConfigText(text: string, file: string): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON5.parse(text);

@@ -29,7 +29,7 @@ export function compileSchema<T = unknown>(schema: object): ValidateFunction<T> 
 }
 
 /** `/allowedAgentIds/2` under `hooks` -> `hooks.allowedAgentIds[2]`; the root itself is `root`. */
-export function keyPath(root: string, instancePath: string): string {
+function keyPath(root: string, instancePath: string): string {
   let out = root;
   for (const raw of instancePath.split('/').slice(1)) {
     const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');

@@ -12,11 +12,6 @@ export function deferContinue(req: IncomingMessage): void {
   awaiting.add(req);
 }
 
-/** True while the client still waits for a 100: its body has not been sent, and will not be read. */
-export function awaitsContinue(req: IncomingMessage): boolean {
-  return awaiting.has(req);
-}
-
 /** Just before the body is read: the 100 the client is waiting for, if it is. */
 export function sendContinue(req: IncomingMessage, res: ServerResponse): void {
   if (awaiting.delete(req)) res.writeContinue();

@@ -33,7 +33,7 @@ export interface MappingPolicies {
 const RESERVED = new Set(['wake', 'agent']);
 
 /** `/github/` -> `github`; the hook name a mapping answers to. */
-export function normalizeHookName(raw: string): string {
+function normalizeHookName(raw: string): string {
   return raw.trim().replace(/^\/+|\/+$/g, '');
 }
 

@@ -26,10 +26,10 @@ const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g;
 const SEGMENT = /^(?:[A-Za-z0-9_$-]+|\[\d+\])/;
 const FORBIDDEN = new Set(['__proto__', 'constructor', 'prototype']);
 
-export class TemplateError extends Error {}
+class TemplateError extends Error {}
 
 /** Splits `a.b[0].c` into ['a', 'b', 0, 'c']; throws TemplateError on anything else. */
-export function parsePath(expr: string): (string | number)[] {
+function parsePath(expr: string): (string | number)[] {
   const out: (string | number)[] = [];
   let rest = expr;
   while (rest.length > 0) {

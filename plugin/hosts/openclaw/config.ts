@@ -12,7 +12,7 @@ function rec(v: unknown): Rec | undefined {
 }
 
 /** OpenClaw substitutes ${VAR} in config strings; a missing variable leaves the value unusable (undefined). */
-export function substituteEnv(value: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+function substituteEnv(value: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   let missing = false;
   const out = value.replace(/\$\{([A-Z_][A-Z0-9_]*)\}/g, (_m, name: string) => {
     const v = env[name];
@@ -48,7 +48,7 @@ export function selectOpenClawConfig(file: Rec, env: NodeJS.ProcessEnv = process
 }
 
 /** OpenClaw normalises agent ids to lower case. */
-export function normalizeAgentId(id: string): string {
+function normalizeAgentId(id: string): string {
   return id.trim().toLowerCase();
 }
 

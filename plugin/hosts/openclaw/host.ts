@@ -11,7 +11,7 @@ import { deliverReply, runTurn } from './turns.ts';
 export const mainSessionKey = (agentId: string): string => `agent:${agentId}:main`;
 
 /** OpenClaw's logger takes one line: the message, then key=value fields. */
-export function lineLogger(log: OpenClawLogger): Logger {
+function lineLogger(log: OpenClawLogger): Logger {
   const line = (msg: string, fields?: LogFields): string => {
     if (!fields) return msg;
     const parts = Object.entries(fields)

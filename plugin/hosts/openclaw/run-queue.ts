@@ -17,15 +17,6 @@ export class ServiceQueue {
   private runner: ContextRunner | undefined;
   private readonly waiting: Waiting[] = [];
 
-  /** True while a service is attached. */
-  get attached(): boolean {
-    return this.runner !== undefined;
-  }
-
-  get pending(): number {
-    return this.waiting.length;
-  }
-
   /** Called by the service when it starts; work that waited runs now. */
   attach(runner: ContextRunner): void {
     this.runner = runner;

@@ -22,7 +22,7 @@ function untilAborted(signal: AbortSignal): { promise: Promise<never>; dispose()
   return { promise, dispose: () => onAbort && signal.removeEventListener('abort', onAbort) };
 }
 
-export function toTurnResult(wait: AgentWaitResult): TurnResult {
+function toTurnResult(wait: AgentWaitResult): TurnResult {
   switch (wait.status) {
     case 'ok': {
       const reply = wait.terminalReply;

@@ -8,11 +8,11 @@ import { CHANNEL_ORDER, compileSchema, ConfigError, formatErrors, type AgentInfo
 import type { ProviderConfig } from './agent-runner.ts';
 import { defaultMaxConnections, defaultShare, type ConnectionLimits } from './connection-limit.ts';
 
-export const DEFAULT_PORT = 18789;
-export const DEFAULT_BIND = '127.0.0.1';
+const DEFAULT_PORT = 18789;
+const DEFAULT_BIND = '127.0.0.1';
 export const DEFAULT_MODEL = 'echo/echo';
-export const DEFAULT_HEARTBEAT_SECONDS = 1800;
-export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 5;
+const DEFAULT_HEARTBEAT_SECONDS = 1800;
+const DEFAULT_SHUTDOWN_GRACE_SECONDS = 5;
 
 export interface GatewaySettings {
   port: number;
