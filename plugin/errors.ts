@@ -62,6 +62,14 @@ export class ConfigError extends Error {
     super(`${file ? `${file}: ` : ''}invalid config:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
+
+  /**
+   * The message with every quoted value replaced by "…": fit for a log, where a value typed into the
+   * wrong key (a token, say) must not land. The keys still say where each problem is.
+   */
+  withoutValues(): string {
+    return this.message.replace(/"(?:[^"\\\n]|\\.)*"/g, '"…"');
+  }
 }
 
 const CLOSE: Headers = Object.freeze({ connection: 'close' });

@@ -101,7 +101,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       host.logger.info('config reloaded', { changed: result.changed.join(', ') || 'nothing', transforms: transformsChanged });
     } else {
       host.logger.error('config reload refused; the last good config stays in force', {
-        reason: result.error.message,
+        reason: result.error.withoutValues(),
         transforms: transformsChanged,
       });
     }

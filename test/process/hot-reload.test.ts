@@ -252,3 +252,16 @@ test('token rotation under a few hundred requests a second never locks the sende
   assert.equal(statuses.filter((s) => s === 429).length, 0, 'never locked out');
   assert.equal(statuses.at(-1), 200);
 });
+
+test('a refused reload is logged by key, without the values it found', async () => {
+  const gw = await start({ allowedSessionKeyPrefixes: ['hook:'], defaultSessionKey: 'hook:main' });
+  try {
+    const canary = 'canary-value-7d1e2f';
+    await writeFile(gw.configPath, config({ allowedSessionKeyPrefixes: ['hook:'], defaultSessionKey: canary }));
+    const refused = await eventually(async () => logLines(gw, 'config reload refused; the last good config stays in force')[0]);
+    assert.match(refused.reason, /hooks\.defaultSessionKey/);
+    assert.ok(!gw.output().includes(canary), 'the value is not logged');
+  } finally {
+    await gw.stop();
+  }
+});
