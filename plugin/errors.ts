@@ -17,6 +17,8 @@ export type ErrorCode =
   | 'agent_not_allowed'
   | 'model_not_allowed'
   | 'mapping_failed'
+  | 'signature_invalid'
+  | 'signature_expired'
   | 'overloaded'
   | 'bad_request'
   | 'headers_too_large'
@@ -68,7 +70,8 @@ export class ConfigError extends Error {
    * wrong key (a token, say) must not land. The keys still say where each problem is.
    */
   withoutValues(): string {
-    return this.message.replace(/"(?:[^"\\\n]|\\.)*"/g, '"…"');
+    // A mapping's id (in "hooks.mappings[2] (id "github")") is a name, not a value: it stays.
+    return this.message.replace(/(\(id )?"(?:[^"\\\n]|\\.)*"/g, (quoted, id: string | undefined) => (id ? quoted : '"…"'));
   }
 }
 
@@ -84,6 +87,8 @@ const TOKEN_IN_QUERY = new HookError(
 const METHOD_NOT_ALLOWED = new HookError(405, 'method_not_allowed', 'only POST is accepted', { allow: 'POST' });
 const UNAUTHORIZED = new HookError(401, 'unauthorized', 'missing or wrong hook token');
 const NOT_FOUND = new HookError(404, 'not_found', 'no such hook');
+const SIGNATURE_INVALID = new HookError(401, 'signature_invalid', 'the signature is missing or does not match');
+const SIGNATURE_EXPIRED = new HookError(401, 'signature_expired', 'the signed timestamp is outside the allowed window');
 const INTERNAL = new HookError(500, 'internal_error', 'internal error; the request was not processed');
 /** 429s differ only in their seconds, which are few: one per value. */
 const rateLimitedBySeconds = new Map<number, HookError>();
@@ -107,6 +112,8 @@ export const refuse = {
     }
     return err;
   },
+  signatureInvalid: (): HookError => SIGNATURE_INVALID,
+  signatureExpired: (): HookError => SIGNATURE_EXPIRED,
   notFound: (what = NOT_FOUND.message): HookError =>
     what === NOT_FOUND.message ? NOT_FOUND : new HookError(404, 'not_found', what),
   payloadTooLarge: (limit: number): HookError =>

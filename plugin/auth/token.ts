@@ -30,7 +30,7 @@ function isBlank(code: number): boolean {
  * or carries no token. The scheme is matched case-insensitively without
  * allocating a lower-cased copy.
  */
-function bearerToken(value: string): string | undefined {
+export function bearerToken(value: string): string | undefined {
   const len = value.length;
   let i = 0;
   while (i < len && isBlank(value.charCodeAt(i))) i++;
@@ -79,6 +79,13 @@ export function digestToken(token: string): TokenDigest {
   const padded = Buffer.alloc(SLOT);
   padded.write(token, 'utf8');
   return { bytes, padded };
+}
+
+/** True when the candidate is one of the tokens; each is compared in full, in constant time. */
+export function matchesAnyToken(candidate: string | undefined, expected: readonly TokenDigest[]): boolean {
+  let matched = false;
+  for (const digest of expected) if (tokenMatches(candidate, digest)) matched = true;
+  return matched;
 }
 
 /**

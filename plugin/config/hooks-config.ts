@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ConfigError } from '../errors.ts';
 import type { SelectedConfig } from '../host.ts';
 import { digestToken } from '../auth/token.ts';
+import { readSecretFile, resolveSecret } from './secret-values.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-proxies.ts';
 import { formatErrors, validateHooksConfig } from './schemas.ts';
@@ -13,7 +14,8 @@ import type { HooksSnapshot } from './snapshot.ts';
 
 interface HooksBlock {
   enabled?: boolean;
-  token?: string;
+  token?: string | string[];
+  tokenFile?: string;
   path?: string;
   allowedAgentIds?: string[];
   defaultSessionKey?: string;
@@ -59,9 +61,10 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     else hooksPath = p;
   }
 
-  const token = h.token?.trim();
-  if (enabled && !token) problems.push(`${root}.token is required when ${root}.enabled is true`);
-  if (token && selected.gatewayToken && token === selected.gatewayToken.trim()) {
+  const tokens = hookTokens(h, root, configDir, problems);
+  if (enabled && tokens.length === 0) problems.push(`${root}.token (or ${root}.tokenFile) is required when ${root}.enabled is true`);
+  const gatewayToken = selected.gatewayToken?.trim();
+  if (gatewayToken && tokens.includes(gatewayToken)) {
     problems.push(`${root}.token must differ from gateway.auth.token (use a dedicated hook token)`);
   }
 
@@ -95,7 +98,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
   return Object.freeze({
     enabled,
     path: hooksPath,
-    tokenDigest: digestToken(token ?? ''),
+    tokenDigests: Object.freeze(tokens.map(digestToken)),
     allowedAgentIds: allowed === undefined || allowed.includes('*') ? null : new Set(allowed.map((a) => a.trim())),
     defaultSessionKey: h.defaultSessionKey,
     allowRequestSessionKey: h.allowRequestSessionKey === true,
@@ -112,6 +115,22 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     presets: Object.freeze([...(h.presets ?? [])]),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
   });
+}
+
+/** hooks.token (a string or an array, each maybe "${NAME}") and hooks.tokenFile, all accepted. */
+function hookTokens(h: HooksBlock, root: string, configDir: string, problems: string[]): string[] {
+  const out: string[] = [];
+  const listed = h.token === undefined ? [] : Array.isArray(h.token) ? h.token : [h.token];
+  listed.forEach((t, i) => {
+    const key = Array.isArray(h.token) ? `${root}.token[${i}]` : `${root}.token`;
+    const value = resolveSecret(t, key, problems);
+    if (value !== undefined) out.push(value);
+  });
+  if (h.tokenFile !== undefined) {
+    const value = readSecretFile(h.tokenFile, configDir, `${root}.tokenFile`, problems);
+    if (value !== undefined) out.push(value);
+  }
+  return out;
 }
 
 function trustedProxyList(value: unknown, problems: string[]): string[] | undefined {

@@ -36,7 +36,8 @@ export async function loadConfig(host: GatewayHost): Promise<LoadedConfig> {
     if (!(err instanceof ConfigError)) throw err;
     throw new ConfigError([...problems, ...err.problems], host.configPath);
   }
-  const compiled = await compileMappings(settings.mappingConfigs, settings.presets, settings, host, selected.hooksKey);
+  const policies = { ...settings, configDir: host.configDir, gatewayToken: selected.gatewayToken };
+  const compiled = await compileMappings(settings.mappingConfigs, settings.presets, policies, host, selected.hooksKey);
   problems.push(...compiled.problems);
   if (problems.length) throw new ConfigError(problems, host.configPath);
   const mappings = Object.freeze(compiled.mappings);

@@ -78,10 +78,34 @@ function article(type: string): string {
 /** At most this many problems are listed; a body can be built to have tens of thousands. */
 const MAX_PROBLEMS = 20;
 
+/**
+ * A value that may take several forms (anyOf) fails every branch: one sentence naming the types the
+ * branches accept replaces the branches' own errors at that key.
+ */
+function collapseAnyOf(errors: readonly ErrorObject[], root: string): { skip: Set<ErrorObject>; sentences: Map<ErrorObject, string> } {
+  const skip = new Set<ErrorObject>();
+  const sentences = new Map<ErrorObject, string>();
+  for (const any of errors) {
+    if (any.keyword !== 'anyOf') continue;
+    const branch = `${any.schemaPath}/`;
+    const types: string[] = [];
+    for (const e of errors) {
+      if (!e.schemaPath.startsWith(branch)) continue;
+      skip.add(e);
+      if (e.keyword === 'type' && e.instancePath === any.instancePath) types.push(article(String(e.params.type)));
+    }
+    const subject = keyPath(root, any.instancePath) || 'body';
+    sentences.set(any, types.length ? `${subject} must be ${types.join(' or ')}` : `${subject} has none of its allowed forms`);
+  }
+  return { skip, sentences };
+}
+
 /** The distinct problems, in the order ajv found them (linear: a hostile body cannot make it slow). */
 export function formatErrors(errors: readonly ErrorObject[] | null | undefined, root = ''): string[] {
   const seen = new Set<string>();
-  for (const e of errors ?? []) seen.add(describe(e, root));
+  const all = errors ?? [];
+  const { skip, sentences } = collapseAnyOf(all, root);
+  for (const e of all) if (!skip.has(e)) seen.add(sentences.get(e) ?? describe(e, root));
   const out = [...seen];
   if (out.length <= MAX_PROBLEMS) return out;
   return [...out.slice(0, MAX_PROBLEMS), `…and ${out.length - MAX_PROBLEMS} more problems`];

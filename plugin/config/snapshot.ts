@@ -9,7 +9,8 @@ export interface HooksSnapshot {
   readonly enabled: boolean;
   /** Normalised prefix without trailing slash, e.g. "/hooks". */
   readonly path: string;
-  readonly tokenDigest: TokenDigest;
+  /** Every hook token in force (several while one is rotated out); none when disabled. */
+  readonly tokenDigests: readonly TokenDigest[];
   /** null: any agent may be routed to explicitly. */
   readonly allowedAgentIds: ReadonlySet<string> | null;
   readonly defaultSessionKey: string | undefined;

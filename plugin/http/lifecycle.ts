@@ -1,10 +1,11 @@
 // The life of a hook request, as named phases in the documented order of checks (README, Errors):
 //   route        is the path under hooks.path? (if not, the host keeps the request)
 //   admit        token in the query, method, address lock
-//   authenticate the hook token
-//   target       wake, agent, or the mappings that may own the name (404 when none)
+//   target       wake, agent, a signed mapping, or the mappings that may own the name
+//   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name
 //   receive      the body, within the target's limit and the body timeout
-//   parse        a JSON object (for a mapping, one that nests no deeper than templates can walk)
+//   verify       a signed mapping's signature over the raw bytes (instead of the token)
+//   parse        a JSON object or a form (for a mapping, one that nests no deeper than templates can walk)
 //   act          the endpoint or the mapping turns the payload into an action
 //   execute      the action is carried out (actions/execute.ts)
 //   answer       the outcome, or the refusal any phase threw, and one log line
@@ -13,7 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError, refuse } from '../errors.ts';
 import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
-import { extractToken, tokenMatches } from '../auth/token.ts';
+import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthFailureLimiter } from '../auth/limiter.ts';
 import type { Action } from '../actions/action.ts';
 import type { ActionExecutor } from '../actions/execute.ts';
@@ -22,10 +23,12 @@ import { parseAgentPayload } from '../actions/agent.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
 import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
 import { buildMappedAction } from '../mappings/build-action.ts';
+import type { Verifier } from '../verify/verifier.ts';
 import type { TransformRunner } from '../mappings/transform-runner.ts';
 import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
 import { parseJsonObject } from './body.ts';
+import { parseFormObject } from './form-body.ts';
 import { clientAddress } from './client-address.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts';
 import type { RefusalLog } from './refusal-log.ts';
@@ -46,7 +49,15 @@ export interface LifecycleParts {
 /** What a request is aimed at once its name is known. */
 type Target =
   | { kind: 'wake' | 'agent'; maxBodyBytes: number }
-  | { kind: 'mapped'; candidates: readonly CompiledMapping[]; maxBodyBytes: number };
+  | {
+      kind: 'mapped';
+      /** Empty when no mapping owns the name: 404 once the token is accepted. */
+      candidates: readonly CompiledMapping[];
+      maxBodyBytes: number;
+      bodyFormat: 'json' | 'form';
+      /** A signed name's verifier: it admits the request instead of the hook token. */
+      verifier: Verifier | undefined;
+    };
 
 /** What the phases after routing know of the request. */
 interface HookRequest {
@@ -80,14 +91,23 @@ export class HookLifecycle {
     let authenticated = false;
     try {
       this.admit(request);
-      this.authenticate(request, snap);
-      authenticated = true;
       const target = this.target(request, snap);
-      const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
-      if (target.kind === 'mapped' && nestsDeeperThan(body, MAX_JSON_DEPTH)) {
-        throw refuse.invalidPayload(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+      const verifier = target.kind === 'mapped' ? target.verifier : undefined;
+      if (!verifier) {
+        this.authenticate(request, snap);
+        authenticated = true;
+        if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
       }
-      const payload = parseJsonObject(body);
+      const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
+      if (verifier) {
+        this.verify(request, verifier, body, snap);
+        authenticated = true;
+      }
+      const payload = this.parse(target, body);
+      if (verifier?.fresh && !verifier.fresh(payload, Date.now())) {
+        const proof = req.headers[verifier.proofHeaders[0]!];
+        throw this.signatureFailure(request, snap, { expired: true, attempt: typeof proof === 'string' ? proof : null });
+      }
       const action = await this.act(request, target, payload, body.length, snap);
       const outcome = await this.parts.executor.execute(action, snap);
       answers.send(res, outcome.status, outcome.body, request.id);
@@ -122,25 +142,56 @@ export class HookLifecycle {
 
   private authenticate({ req, client }: HookRequest, snap: HooksSnapshot): void {
     const token = extractToken(req.headers);
-    if (tokenMatches(token, snap.tokenDigest)) return;
-    const lockSeconds = this.parts.limiter.recordFailure(client, snap.authRateLimit, token ?? null);
+    if (matchesAnyToken(token, snap.tokenDigests)) return;
+    this.failedAuthentication(client, snap, token ?? null);
+    throw refuse.unauthorized();
+  }
+
+  /** A signed mapping's proof, over the body exactly as received. */
+  private verify(request: HookRequest, verifier: Verifier, body: Buffer, snap: HooksSnapshot): void {
+    const outcome = verifier.verify({ headers: request.req.headers, body, nowMs: Date.now() });
+    if (!outcome.ok) throw this.signatureFailure(request, snap, outcome);
+  }
+
+  /** A bad or late signature counts against the address like a wrong token. */
+  private signatureFailure(
+    { client }: HookRequest,
+    snap: HooksSnapshot,
+    outcome: { expired: boolean; attempt: string | null },
+  ): HookError {
+    this.failedAuthentication(client, snap, outcome.attempt);
+    return outcome.expired ? refuse.signatureExpired() : refuse.signatureInvalid();
+  }
+
+  private failedAuthentication(client: string, snap: HooksSnapshot, attempt: string | null): void {
+    const lockSeconds = this.parts.limiter.recordFailure(client, snap.authRateLimit, attempt);
     if (lockSeconds > 0) {
       this.parts.host.logger.warn('client address locked after repeated authentication failures', {
         client,
         seconds: lockSeconds,
       });
     }
-    throw refuse.unauthorized();
   }
 
   /** The endpoint or the mappings the name may belong to; the payload picks among mappings later. */
   private target({ name }: HookRequest, snap: HooksSnapshot): Target {
     if (name === 'wake' || name === 'agent') return { kind: name, maxBodyBytes: snap.maxBodyBytes };
     const candidates = candidatesFor(name, snap.mappingIndex);
-    if (candidates.length === 0) throw refuse.notFound();
     let maxBodyBytes = 0;
     for (const m of candidates) maxBodyBytes = Math.max(maxBodyBytes, m.maxBodyBytes ?? snap.maxBodyBytes);
-    return { kind: 'mapped', candidates, maxBodyBytes };
+    // Mappings with this very name decide how its body is read; mappings for any name read JSON.
+    const bodyFormat = candidates.find((m) => m.matchPath === name)?.bodyFormat ?? 'json';
+    const verifier = candidates.length === 1 ? candidates[0]!.verifier : undefined;
+    return { kind: 'mapped', candidates, maxBodyBytes, bodyFormat, verifier };
+  }
+
+  /** The payload: a JSON object, or a form for mappings that read one. */
+  private parse(target: Target, body: Buffer): Record<string, unknown> {
+    if (target.kind !== 'mapped') return parseJsonObject(body);
+    if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+      throw refuse.invalidPayload(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    return target.bodyFormat === 'form' ? parseFormObject(body) : parseJsonObject(body);
   }
 
   /** The action the endpoint or the mapping makes of the payload. */

@@ -6,7 +6,6 @@ import { refuse } from '../errors.ts';
 import { formatErrors, validateTransformResult } from '../config/schemas.ts';
 import type { Action, RunOptions } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
-import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import type { Logger } from '../host.ts';
 import type { TransformRunner } from './transform-runner.ts';
 import type { Template, TemplateContext } from './template.ts';
@@ -31,10 +30,10 @@ function render(t: Template | undefined, ctx: TemplateContext): string | undefin
 }
 
 /** What a transform sees of the headers: strings only, credentials removed. */
-function transformHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+function transformHeaders(headers: IncomingHttpHeaders, hidden: ReadonlySet<string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) {
-    if (v === undefined || SECRET_HEADERS.has(k)) continue;
+    if (v === undefined || hidden.has(k)) continue;
     out[k] = Array.isArray(v) ? v.join(', ') : v;
   }
   return out;
@@ -90,7 +89,7 @@ async function transformed(
   const outcome = await transforms.run({
     file: transform.file,
     exportName: transform.exportName,
-    ctx: { payload, headers: transformHeaders(request.headers), query: Object.fromEntries(request.query), path: request.name },
+    ctx: { payload, headers: transformHeaders(request.headers, m.hiddenHeaders), query: Object.fromEntries(request.query), path: request.name },
   });
   if (!outcome.ok) {
     logger.warn('transform failed', { mapping: m.id, module: path.basename(transform.file), reason: outcome.reason });

@@ -7,6 +7,8 @@ import { compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from './confine.ts';
 import { GMAIL_PRESET } from './gmail.ts';
 import type { CompiledMapping } from './mapping.ts';
+import { SECRET_HEADERS } from '../auth/secret-headers.ts';
+import { compileVerifier, type VerifyConfig } from '../verify/compile-verifier.ts';
 
 /** As written in the config (validated by schema/mapping.schema.json); `to` and `model` may be templates. */
 interface MappingConfig extends RunOptions {
@@ -21,6 +23,8 @@ interface MappingConfig extends RunOptions {
   maxBodyBytes?: number;
   allowUnsafeExternalContent?: boolean;
   transform?: { module: string; export?: string };
+  body?: 'json' | 'form';
+  verify?: VerifyConfig;
 }
 
 export interface MappingPolicies {
@@ -28,6 +32,10 @@ export interface MappingPolicies {
   allowedSessionKeyPrefixes: readonly string[] | null;
   transformsRoot: string;
   transformsDir: string;
+  /** For secret files given relative to the config. */
+  configDir: string;
+  /** No verify secret may equal it. */
+  gatewayToken: string | undefined;
 }
 
 const RESERVED = new Set(['wake', 'agent']);
@@ -61,10 +69,12 @@ export async function compileMappings(
     if (ids.has(id)) problems.push(`${where}.id "${id}" is used twice`);
     ids.add(id);
     const before = problems.length;
+    const verifier = m.verify && compileVerifier(m.verify, `${where}.verify`, policies, problems);
+    const hiddenHeaders = verifier ? new Set([...SECRET_HEADERS, ...verifier.proofHeaders]) : SECRET_HEADERS;
     const template = (key: keyof MappingConfig, value: string | undefined): Template | undefined => {
       if (value === undefined) return undefined;
       try {
-        return compileTemplate(value);
+        return compileTemplate(value, hiddenHeaders);
       } catch (err) {
         problems.push(`${where}.${key}: ${(err as Error).message}`);
         return undefined;
@@ -134,9 +144,14 @@ export async function compileMappings(
       maxBodyBytes: m.maxBodyBytes,
       allowUnsafeExternalContent: m.allowUnsafeExternalContent === true,
       transform,
+      bodyFormat: m.body ?? 'json',
+      verifier,
+      hiddenHeaders,
     };
     if (problems.length === before) out.push(Object.freeze(resolved));
   }
+
+  checkSharedPaths(out, problems);
 
   // Presets come after the user's mappings, so a user mapping for the same name wins.
   if (presets.includes('gmail')) {
@@ -148,4 +163,24 @@ export async function compileMappings(
     out.push(GMAIL_PRESET.mapping);
   }
   return { mappings: out, problems };
+}
+
+/**
+ * A signed name belongs to its one mapping (its signature, not the hook token, admits the request),
+ * and the mappings that share a name read its body the same way.
+ */
+function checkSharedPaths(mappings: readonly CompiledMapping[], problems: string[]): void {
+  const byPath = new Map<string, CompiledMapping[]>();
+  for (const m of mappings) {
+    if (m.verifier && m.matchPath === undefined) problems.push(`${m.where}.verify needs match.path: a signed hook has a name of its own`);
+    if (m.matchPath !== undefined) byPath.set(m.matchPath, [...(byPath.get(m.matchPath) ?? []), m]);
+  }
+  for (const [name, sharing] of byPath) {
+    if (sharing.length < 2) continue;
+    const signed = sharing.find((m) => m.verifier);
+    if (signed) problems.push(`${signed.where}: the signed hook "${name}" must be the only mapping with that match.path`);
+    if (sharing.some((m) => m.bodyFormat !== sharing[0]!.bodyFormat)) {
+      problems.push(`${sharing[0]!.where}: the mappings for "${name}" must agree on body (json or form)`);
+    }
+  }
 }

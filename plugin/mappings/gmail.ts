@@ -5,6 +5,7 @@ import { formatErrors, validateGmailPayload } from '../config/schemas.ts';
 import type { AgentSpec } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
 import type { CompiledMapping } from './mapping.ts';
+import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 
 interface GmailMessage {
   id?: string;
@@ -30,6 +31,8 @@ export const GMAIL_PRESET = {
     maxBodyBytes: GMAIL_MAX_BODY_BYTES,
     allowUnsafeExternalContent: false,
     preset: 'gmail',
+    bodyFormat: 'json',
+    hiddenHeaders: SECRET_HEADERS,
   } satisfies CompiledMapping),
 };
 

@@ -2,6 +2,7 @@
 import type { ChannelName } from '../host.ts';
 import type { WakeMode } from '../actions/action.ts';
 import type { Template } from './template.ts';
+import type { Verifier } from '../verify/verifier.ts';
 
 export interface CompiledMapping {
   readonly id: string;
@@ -26,6 +27,12 @@ export interface CompiledMapping {
   readonly allowUnsafeExternalContent: boolean;
   readonly transform?: { readonly file: string; readonly exportName: string };
   readonly preset?: 'gmail';
+  /** How the body is read: JSON whatever the Content-Type, or a urlencoded form. */
+  readonly bodyFormat: 'json' | 'form';
+  /** Set when the sender proves itself by signature or credential instead of the hook token. */
+  readonly verifier?: Verifier;
+  /** Headers no template or transform sees: credentials, and this mapping's proof headers. */
+  readonly hiddenHeaders: ReadonlySet<string>;
 }
 
 /** Which mappings may own a hook name, built once per config. */

@@ -60,14 +60,14 @@ function lookup(value: unknown, path: readonly (string | number)[]): unknown {
   return cur;
 }
 
-function getter(expr: string): (ctx: TemplateContext) => unknown {
+function getter(expr: string, hidden: ReadonlySet<string>): (ctx: TemplateContext) => unknown {
   const path = parsePath(expr);
   const [root, ...rest] = path;
   if (root === 'path' && rest.length === 0) return (ctx) => ctx.path;
   if (root === 'now' && rest.length === 0) return () => new Date().toISOString();
   if (root === 'headers' && rest.length === 1 && typeof rest[0] === 'string') {
     const name = rest[0].toLowerCase();
-    if (SECRET_HEADERS.has(name)) return () => undefined;
+    if (hidden.has(name)) return () => undefined;
     return (ctx) => {
       const v = ctx.headers[name];
       return Array.isArray(v) ? v.join(', ') : v;
@@ -88,12 +88,13 @@ function show(value: unknown): string {
   return String(value);
 }
 
-export function compileTemplate(source: string): Template {
+/** hidden: headers no placeholder may read (credentials and signatures). */
+export function compileTemplate(source: string, hidden: ReadonlySet<string> = SECRET_HEADERS): Template {
   const parts: Part[] = [];
   let last = 0;
   for (const m of source.matchAll(PLACEHOLDER)) {
     if (m.index > last) parts.push(source.slice(last, m.index));
-    parts.push(getter(m[1]!));
+    parts.push(getter(m[1]!, hidden));
     last = m.index + m[0].length;
   }
   if (last < source.length) parts.push(source.slice(last));

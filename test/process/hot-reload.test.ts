@@ -122,8 +122,8 @@ test('enabled, limits, mappings and presets apply live; the auth-failure lock su
     assert.equal(gmail.status, 202);
 
     // Lock loopback, then reload: the lock stays.
-    assert.equal(await wakeStatus(gw, 'wrong'), 401);
-    assert.equal(await wakeStatus(gw, 'wrong'), 401);
+    assert.equal(await wakeStatus(gw, 'wrong-1'), 401);
+    assert.equal(await wakeStatus(gw, 'wrong-2'), 401);
     assert.equal(await wakeStatus(gw), 429);
     await writeFile(gw.configPath, config({ ...limits, maxBodyBytes: 5000 }));
     await eventually(async () => logLines(gw, 'config reloaded').some((l) => l.changed.includes('hooks.maxBodyBytes') && l.changed.includes('hooks.mappings')));

@@ -78,7 +78,7 @@ test('schema errors carry the file name; a hooks block that is not an object is 
     assert.ok(err instanceof ConfigError);
     assert.equal(err.file, '/etc/hookgate/gateway.json5');
     assert.match(err.message, /^\/etc\/hookgate\/gateway\.json5: invalid config/);
-    assert.deepEqual(err.problems, ['hooks.token must be a string']);
+    assert.deepEqual(err.problems, ['hooks.token must be a string or an array']);
   }
   assert.deepEqual(problemsOf(() => resolve({ hooks: [] })), ['hooks must be an object']);
   assert.deepEqual(problemsOf(() => resolve({ hooks: 'on' })), ['hooks must be an object']);

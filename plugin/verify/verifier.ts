@@ -1,0 +1,43 @@
+// How a signed sender proves a request is its own: what every scheme's verifier offers the lifecycle.
+import type { IncomingHttpHeaders } from 'node:http';
+
+export const SCHEMES = [
+  'github',
+  'stripe',
+  'slack',
+  'standard-webhooks',
+  'shopify',
+  'linear',
+  'gitlab',
+  'bearer',
+  'basic',
+  'hmac',
+] as const;
+export type Scheme = (typeof SCHEMES)[number];
+
+/** What a verifier is shown: the headers and the body exactly as received. */
+export interface SignedRequest {
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  nowMs: number;
+}
+
+export type VerifyOutcome =
+  | { ok: true }
+  /**
+   * expired: the proof is authentic but its timestamp is outside the window. attempt: the proof the
+   * request carried (null when it carried none), for the limiter's count of distinct failures.
+   */
+  | { ok: false; expired: boolean; attempt: string | null };
+
+export interface Verifier {
+  readonly scheme: Scheme;
+  /** Request headers that carry the proof: never shown to templates, transforms or logs. */
+  readonly proofHeaders: readonly string[];
+  /** Checks the proof over the raw bytes, in constant time against every configured secret. */
+  verify(request: SignedRequest): VerifyOutcome;
+  /** For senders that sign a timestamp inside the payload: false when it is outside the window. */
+  fresh?(payload: Record<string, unknown>, nowMs: number): boolean;
+  /** The sender's id for this delivery (retries carry the same), when the scheme has one. */
+  deliveryId(headers: IncomingHttpHeaders, payload: Record<string, unknown>): string | undefined;
+}
