@@ -26,16 +26,14 @@ function envString(v: unknown, env: NodeJS.ProcessEnv): string | undefined {
   return typeof v === 'string' ? substituteEnv(v, env) : undefined;
 }
 
-/** The plugin's settings: plugins.entries.hookgate.config; the hook token may be a ${VAR} reference. */
+/**
+ * The plugin's settings: plugins.entries.hookgate.config, with the same keys as the standalone hooks
+ * block (the core reads "${NAME}" tokens and secrets, token arrays and tokenFile itself).
+ */
 export function selectOpenClawConfig(file: Rec, env: NodeJS.ProcessEnv = process.env): SelectedConfig {
   const entry = rec(rec(rec(file.plugins)?.entries)?.[PLUGIN_ID]);
   const raw = rec(entry?.config);
   let hooks: unknown = entry?.config;
-  if (raw && typeof raw.token === 'string') {
-    const token = substituteEnv(raw.token, env);
-    // A missing variable becomes an empty token: "token is required" names the key.
-    hooks = { ...raw, token: token ?? '' };
-  }
   // An entry switched off in OpenClaw switches the hooks off too, whatever its config says.
   if (entry?.enabled === false && raw) hooks = { ...(hooks as Rec), enabled: false };
   const gateway = rec(file.gateway);
