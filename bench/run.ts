@@ -4,6 +4,7 @@
 // the gateway's RSS after each scenario and its peak during it,
 // and writes every figure to bench/results/latest.json.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
@@ -20,7 +21,7 @@ const CONNECTIONS = 32;
 const ONLY = process.env.BENCH_ONLY ?? '';
 const HOOK_TOKEN = 'bench-hook-token-0123456789abcdef';
 /** Node flags of `npm start`, so the bench measures the gateway as it is run. */
-const START_FLAGS = (/node ((?:--\S+ )*)dist\/plugin\/cli\.js gateway/.exec(
+const START_FLAGS = (/node ((?:--\S+ )*)dist\/plugin\/hosts\/standalone\/cli\.js gateway/.exec(
   (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start,
 )?.[1] ?? '')
   .split(' ')
@@ -90,10 +91,33 @@ interface Scenario {
   expect: number;
 }
 
+const GITHUB_SECRET = 'bench-github-webhook-secret-0123';
+const githubBody = JSON.stringify({
+  action: 'completed',
+  workflow_run: { name: 'CI', head_branch: 'main', conclusion: 'success', html_url: 'https://github.com/o/r/actions/runs/1' },
+  repository: { full_name: 'o/r' },
+  sender: { login: 'ada' },
+});
+/** What GitHub sends: the body's HMAC-SHA256 in X-Hub-Signature-256, the delivery and event names. */
+const githubHeaders = {
+  'content-type': 'application/json',
+  'x-github-event': 'workflow_run',
+  'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958',
+  'x-hub-signature-256': `sha256=${createHmac('sha256', GITHUB_SECRET).update(githubBody).digest('hex')}`,
+};
+
 const TRANSFORM = `export default (ctx: { payload: any }) => ({ text: 'deploy ' + ctx.payload.service + ' ' + ctx.payload.status });\n`;
 const MAPPINGS = [
   { id: 'tpl', match: { path: 'tpl' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'CI {{pipeline.name}} #{{pipeline.run}}: {{status}} by {{actor.login}} ({{headers.x-ci}})' },
   { id: 'tr', match: { path: 'tr' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'bench.ts' } },
+  {
+    id: 'github',
+    match: { path: 'github' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: '{{repository.full_name}}: {{workflow_run.name}} on {{workflow_run.head_branch}} {{workflow_run.conclusion}} ({{headers.x-github-event}})',
+    verify: { scheme: 'github', secret: GITHUB_SECRET },
+  },
 ];
 const bearer = (t: string) => ({ authorization: `Bearer ${t}`, 'content-type': 'application/json' });
 const bigBody = JSON.stringify({ text: `large payload ${'x'.repeat(200 * 1024)}`, mode: 'next-heartbeat' });
@@ -102,6 +126,7 @@ const scenarios: Scenario[] = [
   { name: 'wake (next-heartbeat)', path: '/hooks/wake', body: '{"text":"bench event","mode":"next-heartbeat"}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.8, expect: 200 },
   { name: 'agent accept (echo, deliver off)', path: '/hooks/agent', body: '{"message":"bench run","deliver":false}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.6, expect: 202 },
   { name: 'mapped hook + template', path: '/hooks/tpl', body: '{"pipeline":{"name":"api","run":812},"status":"green","actor":{"login":"ada"}}', headers: { ...bearer(HOOK_TOKEN), 'x-ci': 'ci-1' }, target: 'main', goal: 0.7, expect: 200 },
+  { name: 'GitHub-signed mapped hook + template', path: '/hooks/github', body: githubBody, headers: githubHeaders, target: 'main', goal: 0.6, expect: 200 },
   { name: 'mapped hook + transform', path: '/hooks/tr', body: '{"service":"api","status":"done"}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.4, expect: 200 },
   { name: '401 wrong token', path: '/hooks/wake', body: '{"text":"x"}', headers: bearer('wrong-token'), target: 'main', goal: 0.85, expect: 401 },
   { name: '429 locked address', path: '/hooks/wake', body: '{"text":"x"}', headers: { ...bearer(HOOK_TOKEN), 'x-forwarded-for': '203.0.113.9' }, target: 'locked', goal: 0.9, expect: 429 },
