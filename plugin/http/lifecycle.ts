@@ -104,10 +104,7 @@ export class HookLifecycle {
         authenticated = true;
       }
       const payload = this.parse(target, body);
-      if (verifier?.fresh && !verifier.fresh(payload, Date.now())) {
-        const proof = req.headers[verifier.proofHeaders[0]!];
-        throw this.signatureFailure(request, snap, { expired: true, attempt: typeof proof === 'string' ? proof : null });
-      }
+      if (verifier) this.checkFresh(request, verifier, payload, snap);
       const action = await this.act(request, target, payload, body.length, snap);
       const outcome = await this.parts.executor.execute(action, snap);
       answers.send(res, outcome.status, outcome.body, request.id);
@@ -151,6 +148,13 @@ export class HookLifecycle {
   private verify(request: HookRequest, verifier: Verifier, body: Buffer, snap: HooksSnapshot): void {
     const outcome = verifier.verify({ headers: request.req.headers, body, nowMs: Date.now() });
     if (!outcome.ok) throw this.signatureFailure(request, snap, outcome);
+  }
+
+  /** For senders that sign a timestamp inside the payload (Linear), once it is parsed. */
+  private checkFresh(request: HookRequest, verifier: Verifier, payload: Record<string, unknown>, snap: HooksSnapshot): void {
+    if (!verifier.fresh || verifier.fresh(payload, Date.now())) return;
+    const proof = request.req.headers[verifier.proofHeaders[0]!];
+    throw this.signatureFailure(request, snap, { expired: true, attempt: typeof proof === 'string' ? proof : null });
   }
 
   /** A bad or late signature counts against the address like a wrong token. */
