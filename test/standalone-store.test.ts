@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger, RunRecord } from '../plugin/host.ts';
-import { inNextRound, ROUND_GAP_MS } from '../plugin/hosts/standalone/commit-rounds.ts';
+import { CommitRounds, ROUND_GAP_MS } from '../plugin/hosts/standalone/commit-rounds.ts';
 import { JsonlLog } from '../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../plugin/hosts/standalone/outbox.ts';
 import { RunRegistry, type RunLine } from '../plugin/hosts/standalone/run-registry.ts';
@@ -132,11 +132,12 @@ test('group commit: under a steady stream of appends, writes start at most once 
 });
 
 test('commit rounds: writes asked for in one turn run together; the next round waits out the gap', async () => {
+  const rounds = new CommitRounds();
   const ran: { name: string; at: number }[] = [];
   const note = (name: string): number => ran.push({ name, at: performance.now() });
   const round = (name: string, then?: () => void): Promise<void> =>
     new Promise((resolve) =>
-      inNextRound(() => {
+      rounds.inNextRound(() => {
         note(name);
         then?.();
         resolve();
