@@ -257,14 +257,35 @@ export class JsonlLog<T extends object> {
     }
   }
 
-  /** Reads the whole log newest line first, until `visit` returns false. */
-  async scanBackward(visit: (record: T, at: Position) => boolean): Promise<void> {
+  /** The first record of the newest segment that has one: its header, when the log writes headers. */
+  async newestHead(): Promise<T | undefined> {
+    const segments = await this.#snapshot();
+    for (let i = segments.length - 1; i >= 0; i--) {
+      const seg = segments[i]!;
+      if (seg.bytes === 0) continue;
+      let head: T | undefined;
+      let found = false;
+      await this.#withSegment(seg.seq, async (fh) => {
+        found = true;
+        head = await this.#firstLine(fh, seg.bytes);
+      });
+      if (found) return head;
+    }
+    return undefined;
+  }
+
+  /**
+   * Reads the whole log newest line first, until `visit` returns false. With `needle`, only lines
+   * holding those bytes are parsed (a search for one id need not parse every line).
+   */
+  async scanBackward(visit: (record: T, at: Position) => boolean, needle?: Buffer): Promise<void> {
     const segments = await this.#snapshot();
     for (let i = segments.length - 1; i >= 0; i--) {
       const seg = segments[i]!;
       let more = true;
       await this.#withSegment(seg.seq, async (fh) => {
         for await (const line of linesBackward(fh, seg.bytes)) {
+          if (needle && line.bytes.indexOf(needle) < 0) continue;
           const record = this.#parseLine(line);
           if (record !== undefined && !visit(record, { seq: seg.seq, offset: line.offset })) {
             more = false;
