@@ -420,7 +420,7 @@ test('outbox: entries persist, lastRoute follows the latest delivery per agent',
     const file = path.join(dir, 'outbox.jsonl');
     const outbox = new Outbox(file, recordingLogger());
     await outbox.open();
-    assert.deepEqual(outbox.list(), []);
+    assert.deepEqual(await outbox.list(), []);
     assert.equal(outbox.lastRoute('main'), undefined);
 
     await outbox.append({ channel: 'telegram', to: '123', text: 'first', runId: 'r1', agentId: 'main' });
@@ -432,7 +432,7 @@ test('outbox: entries persist, lastRoute follows the latest delivery per agent',
 
     const again = new Outbox(file, recordingLogger());
     await again.open();
-    const list = again.list();
+    const list = await again.list();
     assert.deepEqual(
       list.map((e) => [e.channel, e.to, e.text, e.runId, e.agentId]),
       [

@@ -10,11 +10,11 @@ import { sendJson } from '../../http/respond.ts';
 import { answerClientError, answerExpectation } from '../../http/protocol-errors.ts';
 import { deferContinue, sendContinue } from '../../http/continue.ts';
 import { resolveGatewaySettings, type GatewaySettings } from './config.ts';
-import { agentIdOfKey, SessionStore } from './session-store.ts';
-import { Outbox } from './outbox.ts';
+import { agentIdOfKey } from './session-store.ts';
+import { Storage } from './storage.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
-import { RunRegistry } from './run-registry.ts';
+import type { RunRegistry } from './run-registry.ts';
 import { AdminApi } from './admin-api.ts';
 
 export interface GatewayOptions {
@@ -48,12 +48,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // Everything the gateway writes lives under data/: the config's folder is watched, and writes
   // beside the config file would wake the watcher on every request.
   const dataDir = path.join(opts.stateDir, 'data');
-  // A run's status lines go into its session's file: the registry is rebuilt from them on start.
-  const registry = new RunRegistry((key, line, wait) => store.recordRun(key, line, wait));
-  const store = new SessionStore(path.join(dataDir, 'sessions'), logger, (key, records) => registry.restore(key, records));
-  const outbox = new Outbox(path.join(dataDir, 'outbox.jsonl'), logger);
-  await Promise.all([store.open(), outbox.open()]);
-  const interrupted = registry.restored();
+  const storage = new Storage(dataDir, settings.storage, logger);
+  const { store, outbox, runs: registry } = storage;
+  const interrupted = await storage.open();
 
   const runner = new AgentRunner(() => ({ defaultModel: settings.defaultModel, providers: settings.providers }));
   const heartbeats = new Heartbeats({
@@ -210,7 +207,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         await stopped; // in-flight requests are answered first
         await plugin.close(settings.shutdownGraceMs);
         await heartbeats.stop();
-        await Promise.all([store.close(), outbox.close()]);
+        await storage.close();
       })();
       return closing;
     },
