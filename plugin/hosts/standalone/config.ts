@@ -8,7 +8,7 @@ import { ConfigError } from '../../errors.ts';
 import { CHANNEL_ORDER, type AgentInfo, type ChannelName } from '../../host.ts';
 import { compileSchema, formatErrors } from '../../config/schemas.ts';
 import type { ProviderConfig } from './agent-runner.ts';
-import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './storage.ts';
+import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './storage-limits.ts';
 
 export const DEFAULT_PORT = 18789;
 export const DEFAULT_BIND = '127.0.0.1';

@@ -7,6 +7,7 @@ import type { Logger } from '../../host.ts';
 import { JsonlLog, LogResources, type Position } from './jsonl-log.ts';
 import { LoadOnce } from '../../util/load-once.ts';
 import { BadCursorError, PAGE_MAX_BYTES } from './session-store.ts';
+import { DEFAULT_STORAGE_LIMITS } from './storage-limits.ts';
 
 export interface OutboxEntry {
   channel: string;
@@ -76,8 +77,8 @@ export class Outbox {
     this.#logger = logger;
     this.#log = new JsonlLog<OutboxLine>(file, logger, {
       resources: limits.resources,
-      segmentBytes: limits.segmentBytes,
-      retainBytes: limits.retainBytes,
+      segmentBytes: limits.segmentBytes ?? DEFAULT_STORAGE_LIMITS.segmentBytes,
+      retainBytes: limits.retainBytes ?? DEFAULT_STORAGE_LIMITS.outboxRetainBytes,
       segmentHeader: () => ({ kind: 'routes', routes: Object.fromEntries(this.#last) }),
     });
   }

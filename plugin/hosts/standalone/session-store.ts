@@ -22,6 +22,7 @@ import { JsonlLog, LogResources, errCode, segmentSeq, type Position } from './js
 import { LoadOnce } from '../../util/load-once.ts';
 import { isoNow } from '../../util/iso-now.ts';
 import type { RunLine } from './run-registry.ts';
+import { DEFAULT_STORAGE_LIMITS } from './storage-limits.ts';
 
 export interface SessionEntry {
   kind: 'system-event' | 'heartbeat' | 'prompt' | 'reply';
@@ -314,8 +315,8 @@ export class SessionStore {
   #newLog(file: string, header: SessionHeader, segments: readonly number[]): JsonlLog<SessionRecord> {
     return new JsonlLog<SessionRecord>(file, this.#logger, {
       resources: this.#resources,
-      segmentBytes: this.#limits.segmentBytes,
-      retainBytes: this.#limits.retainBytes,
+      segmentBytes: this.#limits.segmentBytes ?? DEFAULT_STORAGE_LIMITS.segmentBytes,
+      retainBytes: this.#limits.retainBytes ?? DEFAULT_STORAGE_LIMITS.sessionRetainBytes,
       segments,
       segmentHeader: () => header,
     });
