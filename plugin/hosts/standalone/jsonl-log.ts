@@ -103,6 +103,16 @@ function isRecord(value: unknown): value is object {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return false;
+    throw err;
+  }
+}
+
 /** One line with its newline, for a record too large for a pooled buffer. */
 function encodeLine(line: JsonLine): Buffer {
   const data = Buffer.allocUnsafe(jsonLineBytes(line) + 1);
@@ -551,6 +561,8 @@ export class JsonlLog<T extends object> {
   /** Makes the active segment a rotated one, then drops the oldest segments past the retention. */
   async #rotate(): Promise<void> {
     await this.#release();
+    // A segment left by someone else is never overwritten: the active one takes the next free number.
+    while (await exists(`${this.file}.${this.#activeSeq}`)) this.#activeSeq++;
     try {
       await rename(this.file, `${this.file}.${this.#activeSeq}`);
       this.#rotated.push({ seq: this.#activeSeq, bytes: this.#activeBytes });

@@ -171,6 +171,8 @@ export class SessionStore {
   readonly #onFileRead: SessionFileVisitor | undefined;
   readonly #limits: SessionLogLimits;
   readonly #resources: LogResources;
+  /** The rotated segments of each file name, as listed on open. */
+  readonly #listed = new Map<string, number[]>();
 
   constructor(dir: string, logger: Logger, onFileRead?: SessionFileVisitor, limits: SessionLogLimits = {}) {
     this.#dir = dir;
@@ -297,7 +299,10 @@ export class SessionStore {
     if (!session) {
       const agentId = agentIdOfKey(key);
       const header: SessionHeader = { kind: 'session', key, agentId, createdAt: record.at };
-      session = { key, agentId, updatedAt: record.at, log: this.#newLog(path.join(this.#dir, sessionFileName(key)), header, []), pending: [] };
+      const name = sessionFileName(key);
+      // Segments listed on open but not loaded (an unreadable session) are still counted, never overwritten.
+      const log = this.#newLog(path.join(this.#dir, name), () => header, this.#listed.get(name) ?? []);
+      session = { key, agentId, updatedAt: record.at, log, pending: [] };
       this.#sessions.set(key, session);
     }
     // The time of the last history entry: status lines are not history.
@@ -312,13 +317,13 @@ export class SessionStore {
   }
 
   /** A session's log; every segment starts with the session's header. */
-  #newLog(file: string, header: SessionHeader, segments: readonly number[]): JsonlLog<SessionRecord> {
+  #newLog(file: string, header: () => SessionHeader, segments: readonly number[]): JsonlLog<SessionRecord> {
     return new JsonlLog<SessionRecord>(file, this.#logger, {
       resources: this.#resources,
       segmentBytes: this.#limits.segmentBytes ?? DEFAULT_STORAGE_LIMITS.segmentBytes,
       retainBytes: this.#limits.retainBytes ?? DEFAULT_STORAGE_LIMITS.sessionRetainBytes,
       segments,
-      segmentHeader: () => header,
+      segmentHeader: header,
     });
   }
 
@@ -334,6 +339,7 @@ export class SessionStore {
       if (base !== name && seq === undefined) continue; // not ours
       const seqs = groups.get(base) ?? [];
       groups.set(base, seqs);
+      this.#listed.set(base, seqs);
       if (seq !== undefined) seqs.push(seq);
     }
     for (const name of [...groups.keys()].sort()) {
@@ -351,9 +357,9 @@ export class SessionStore {
   /** Takes a session's key from its header (or its file name) and its state from the tail of its log. */
   async #loadSession(name: string, segments: readonly number[]): Promise<void> {
     const file = path.join(this.#dir, name);
-    // The header is the log's own until the key is known; replaced below.
-    let header: SessionHeader = { kind: 'session', key: '', agentId: '', createdAt: new Date(0).toISOString() };
-    const log = this.#newLog(file, header, segments);
+    // Filled in once the key is known; nothing is written before that.
+    let header: SessionHeader | undefined;
+    const log = this.#newLog(file, () => header!, segments);
     const head = await log.newestHead();
     const key = head && isHeader(head) ? head.key : decodeSessionFileName(name);
     if (key === undefined) {
@@ -369,8 +375,7 @@ export class SessionStore {
     const agentId = head && isHeader(head) && typeof head.agentId === 'string' && head.agentId !== '' ? head.agentId : agentIdOfKey(key);
     const createdAt = head && isHeader(head) && typeof head.createdAt === 'string' ? head.createdAt : new Date(0).toISOString();
     header = { kind: 'session', key, agentId, createdAt };
-    const state: SessionState = { key, agentId, updatedAt: createdAt, log: this.#newLog(file, header, segments), pending: [] };
-    await log.close();
+    const state: SessionState = { key, agentId, updatedAt: createdAt, log, pending: [] };
     let updatedAt: unknown;
     await state.log.scanTail((records) => {
       this.#onFileRead?.(key, records);
