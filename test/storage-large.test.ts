@@ -39,7 +39,7 @@ async function bigSession(stateDir: string): Promise<string> {
   const dir = path.join(stateDir, 'data', 'sessions');
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'agent%3amain%3amain.jsonl');
-  const filler = (i: number) => ({ kind: 'system-event', text: `old ${i} ${'o'.repeat(2000)}`, hook: 'wake', at });
+  const filler = (i: number) => ({ kind: 'system-event', text: `old ${i} ${'o'.repeat(500)}`, hook: 'wake', at });
   fillFile(
     file,
     [{ kind: 'session', key: 'agent:main:main', agentId: 'main', createdAt: at }],

@@ -5,7 +5,7 @@ import type { FileHandle } from 'node:fs/promises';
 
 const NEWLINE = 0x0a;
 /** Bytes read per call: large enough to amortise the thread-pool hop, small enough to parse quickly. */
-export const CHUNK_BYTES = 256 * 1024;
+export const CHUNK_BYTES = 64 * 1024;
 /** A "line" longer than this is no record we wrote (records are bounded by the hook body limit): skipped. */
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;
 

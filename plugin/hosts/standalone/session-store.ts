@@ -73,7 +73,7 @@ export interface HistoryPage {
 export class BadCursorError extends Error {}
 
 /** Bytes of lines one page holds at most: a page of large entries is shorter than its limit. */
-export const PAGE_MAX_BYTES = 8 * 1024 * 1024;
+export const PAGE_MAX_BYTES = 1024 * 1024;
 
 interface SessionState {
   key: string;
