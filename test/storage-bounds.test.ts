@@ -3,7 +3,7 @@
 // the in-memory bound are read back from disk, and a line can carry extra fields for later dedupe.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -200,5 +200,35 @@ test('a line can carry extra fields beside its record (a dedupe key with its ans
   const again = new SessionStore(dir, quiet, (_key, records) => seen.push(...records));
   await again.open();
   assert.ok(seen.some((r) => JSON.stringify((r as { idem?: unknown }).idem) === JSON.stringify(idem)));
+  await again.close();
+});
+
+test('every segment starts with the session header: a long hashed key is found again from the newest segment, even with the newest file missing', async () => {
+  const dir = await tempDir('hookgate-bounds-');
+  const key = `agent:main:${'k'.repeat(300)}`;
+  const name = sessionFileName(key);
+  assert.ok(name.includes('~'), 'the name cannot be decoded back to the key');
+  const store = new SessionStore(dir, quiet, undefined, small);
+  await store.open();
+  for (let n = 0; n < 200; n++) await store.append(key, { kind: 'system-event', text: `e${n} ${'x'.repeat(1000)}`, hook: 'wake' });
+  await store.close();
+  const segments = (await readdir(dir)).filter((f) => f.startsWith(`${name}.`));
+  assert.ok(segments.length >= 2, segments.join(', '));
+  for (const f of [name, ...segments]) {
+    const first = JSON.parse((await readFile(path.join(dir, f), 'utf8')).split('\n', 1)[0]!);
+    assert.deepEqual([first.kind, first.key], ['session', key], f);
+  }
+
+  // A crash right after a rotation renamed the newest file and before the next line was written.
+  await rm(path.join(dir, name));
+  const again = new SessionStore(dir, quiet, undefined, small);
+  await again.open();
+  assert.deepEqual(again.list().map((s) => s.key), [key]);
+  const page = await again.historyPage(key, 1);
+  assert.ok(/^e\d+ /.test(page.entries[0]!.text));
+  await again.append(key, { kind: 'system-event', text: 'after', hook: 'wake' });
+  assert.deepEqual((await again.historyPage(key, 1)).entries.map((e) => e.text), ['after']);
+  const older = await again.historyPage(key, 1, (await again.historyPage(key, 1)).before);
+  assert.deepEqual(older.entries.map((e) => e.text), page.entries.map((e) => e.text));
   await again.close();
 });
