@@ -122,3 +122,16 @@ test('a run no longer in the tail read on start is answered from its session fil
     await second.stop();
   }
 });
+
+test('a reload that changes the storage block says it applies at the next start', async () => {
+  const dir = await tempStateDir();
+  await writeConfig(dir);
+  const gw = await spawnGateway(dir);
+  try {
+    await writeConfig(dir, { storage: { segmentBytes: 1048576 } });
+    await eventually(async () => gw.output().includes('storage changes apply at the next start'), 10_000);
+    assert.equal((await gw.hook('/hooks/wake', { text: 'still fine', mode: 'next-heartbeat' })).status, 200);
+  } finally {
+    await gw.stop();
+  }
+});

@@ -126,6 +126,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (fresh.port !== settings.port || fresh.bind !== settings.bind) {
       logger.warn('gateway.port and gateway.bind changes apply at the next start');
     }
+    if (JSON.stringify(fresh.storage) !== JSON.stringify(settings.storage)) logger.warn('storage changes apply at the next start');
     if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
     settings = fresh;
     host.agents = {
