@@ -135,8 +135,8 @@ export class JsonlLog<T extends object> {
   readonly #segmentBytes: number;
   readonly #retainBytes: number;
   readonly #header: (() => object) | undefined;
-  /** Tells this log's cursors from another's. */
-  readonly #tag: string;
+  /** Tells this log's cursors from another's (made when first needed: most logs never page). */
+  #tagText: string | undefined;
   #batch: Pending[] = [];
   /** Settles when the writer has emptied the queue (set while it runs). */
   #draining: Promise<void> | undefined;
@@ -165,7 +165,6 @@ export class JsonlLog<T extends object> {
     this.#retainBytes = options.retainBytes ?? Infinity;
     this.#header = options.segmentHeader;
     this.#knownSegments = options.segments;
-    this.#tag = createHash('sha256').update(path.basename(file)).digest('base64url').slice(0, 8);
   }
 
   /** Number of fs writes issued so far (each carries one whole batch). */
@@ -338,6 +337,10 @@ export class JsonlLog<T extends object> {
     const page: Page<R> = { records: found.map((f) => f.record) };
     if (full) page.before = found[0]!.at;
     return page;
+  }
+
+  get #tag(): string {
+    return (this.#tagText ??= createHash('sha256').update(path.basename(this.file)).digest('base64url').slice(0, 8));
   }
 
   /** A position as an opaque cursor for clients. */
