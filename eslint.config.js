@@ -22,6 +22,8 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
       'no-empty': ['error', { allowEmptyCatch: true }],
+      // A variable a closure reads before it is assigned (once) is a let on purpose.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
   {

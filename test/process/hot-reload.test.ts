@@ -188,7 +188,14 @@ test('a client keeps being served correctly while the config is rewritten 20 tim
     await client;
     assert.ok(seen.length > 20, `only ${seen.length} requests were made`);
     for (const s of seen) assert.match(s, /^200 \{"ok":true,"mode":"next-heartbeat"\}$/);
-    const { entries } = await gw.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history`);
+    // History is paged: older pages are asked for with the cursor of the one after them.
+    const entries: any[] = [];
+    for (let before = ''; ; ) {
+      const page = await gw.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000${before && `&before=${encodeURIComponent(before)}`}`);
+      entries.unshift(...page.entries);
+      if (!page.before) break;
+      before = page.before;
+    }
     const events = entries.filter((e: any) => e.kind === 'system-event');
     assert.ok(events.length >= seen.length);
     for (const e of events) assert.match(e.text, /^(A|B) \d+$|^plain \d+$/);

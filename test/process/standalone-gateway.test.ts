@@ -20,8 +20,16 @@ import { startFakeProvider } from '../helpers/fake-provider.ts';
 const run = promisify(execFile);
 const CLI = ['--import', 'tsx', 'plugin/hosts/standalone/cli.ts'];
 
+/** The whole history, page after page (history is paged: the newest entries first come last). */
 async function history(gw: { admin(p: string): Promise<any> }, key = 'agent:main:main'): Promise<any[]> {
-  return (await gw.admin(`/api/sessions/${encodeURIComponent(key)}/history`)).entries;
+  const pages: any[][] = [];
+  let before: string | undefined;
+  do {
+    const page = await gw.admin(`/api/sessions/${encodeURIComponent(key)}/history?limit=1000${before ? `&before=${encodeURIComponent(before)}` : ''}`);
+    pages.unshift(page.entries);
+    before = page.before;
+  } while (before);
+  return pages.flat();
 }
 
 test('first run writes a 0600 config with fresh tokens, prints a working curl, and serves', async () => {

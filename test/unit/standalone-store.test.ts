@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger, RunRecord } from '../../plugin/host.ts';
-import { inNextRound, ROUND_GAP_MS } from '../../plugin/hosts/standalone/commit-rounds.ts';
+import { CommitRounds, ROUND_GAP_MS } from '../../plugin/hosts/standalone/commit-rounds.ts';
 import { JsonlLog } from '../../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../../plugin/hosts/standalone/outbox.ts';
 import { RunRegistry, type RunLine } from '../../plugin/hosts/standalone/run-registry.ts';
@@ -132,11 +132,12 @@ test('group commit: under a steady stream of appends, writes start at most once 
 });
 
 test('commit rounds: writes asked for in one turn run together; the next round waits out the gap', async () => {
+  const rounds = new CommitRounds();
   const ran: { name: string; at: number }[] = [];
   const note = (name: string): number => ran.push({ name, at: performance.now() });
   const round = (name: string, then?: () => void): Promise<void> =>
     new Promise((resolve) =>
-      inNextRound(() => {
+      rounds.inNextRound(() => {
         note(name);
         then?.();
         resolve();
@@ -419,7 +420,7 @@ test('outbox: entries persist, lastRoute follows the latest delivery per agent',
     const file = path.join(dir, 'outbox.jsonl');
     const outbox = new Outbox(file, recordingLogger());
     await outbox.open();
-    assert.deepEqual(outbox.list(), []);
+    assert.deepEqual(await outbox.list(), []);
     assert.equal(outbox.lastRoute('main'), undefined);
 
     await outbox.append({ channel: 'telegram', to: '123', text: 'first', runId: 'r1', agentId: 'main' });
@@ -431,7 +432,7 @@ test('outbox: entries persist, lastRoute follows the latest delivery per agent',
 
     const again = new Outbox(file, recordingLogger());
     await again.open();
-    const list = again.list();
+    const list = await again.list();
     assert.deepEqual(
       list.map((e) => [e.channel, e.to, e.text, e.runId, e.agentId]),
       [
@@ -485,17 +486,17 @@ test('run registry: keeps the 10,000 most recently accepted runs in memory, each
   });
   const run = (n: number, status: 'queued' | 'running' | 'ok') => ({ runId: `run-${n}`, name: 'agent', status, agentId: 'main', sessionKey: 'agent:main:hook:x' });
   for (let n = 0; n < 10_005; n++) {
-    registry.update(run(n, 'queued'));
-    registry.update(run(n, 'running'));
+    void registry.update(run(n, 'queued'));
+    void registry.update(run(n, 'running'));
     // Every other run finishes at once; the rest are left running.
-    if (n % 2 === 0) registry.update({ ...run(n, 'ok'), reply: `reply ${n}` });
+    if (n % 2 === 0) void registry.update({ ...run(n, 'ok'), reply: `reply ${n}` });
   }
   for (let n = 0; n < 5; n++) assert.equal(registry.get(`run-${n}`), undefined, `run-${n} is forgotten`);
   assert.equal(registry.get('run-5')?.status, 'running');
   assert.deepEqual(registry.get('run-6'), { ...run(6, 'ok'), reply: 'reply 6' });
   assert.equal(registry.get('run-10004')?.status, 'ok');
   // A forgotten run that still ends is remembered again, in place of the oldest.
-  registry.update({ ...run(1, 'ok'), reply: 'late' });
+  void registry.update({ ...run(1, 'ok'), reply: 'late' });
   assert.equal(registry.get('run-1')?.reply, 'late');
   assert.equal(registry.get('run-5'), undefined);
   assert.equal(registry.get('run-7')?.status, 'running');
@@ -520,12 +521,12 @@ test('run registry: rebuilt from the session files, with the reply from the hist
     await first.registry.update(record('r-ok', 'agent:ops:hook:a', 'queued'));
     await first.store.append('agent:ops:hook:a', { kind: 'prompt', text: 'deploy?', runId: 'r-ok' });
     await first.store.append('agent:ops:hook:a', { kind: 'reply', text: 'deployed', runId: 'r-ok' });
-    first.registry.update(record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }));
+    void first.registry.update(record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }));
     await first.registry.update(record('r-failed', 'agent:ops:hook:b', 'queued'));
     await first.store.append('agent:ops:hook:b', { kind: 'reply', text: '', runId: 'r-failed', error: 'model down' });
-    first.registry.update(record('r-failed', 'agent:ops:hook:b', 'error', { error: 'model down' }));
+    void first.registry.update(record('r-failed', 'agent:ops:hook:b', 'error', { error: 'model down' }));
     await first.registry.update(record('r-cut', 'agent:ops:hook:b', 'queued'));
-    first.registry.update(record('r-cut', 'agent:ops:hook:b', 'running'));
+    void first.registry.update(record('r-cut', 'agent:ops:hook:b', 'running'));
     await first.store.close();
 
     const second = await open();

@@ -14,7 +14,7 @@ import {
   writeJson,
   type TokenDigest,
 } from '../../host-kit.ts';
-import type { SessionStore } from './session-store.ts';
+import { BadCursorError, type SessionStore } from './session-store.ts';
 import type { Outbox } from './outbox.ts';
 import type { RunRegistry } from './run-registry.ts';
 
@@ -26,6 +26,44 @@ export interface AdminDeps {
 }
 
 const PREFIX = '/api/';
+/** Entries per page of history or outbox when the request names no limit, and at most. */
+export const DEFAULT_PAGE_LIMIT = 200;
+export const MAX_PAGE_LIMIT = 1000;
+
+interface PageQuery {
+  limit: number;
+  before?: string;
+}
+
+/** ?limit=N (1..1000, default 200) and ?before=<cursor>; anything else wrong is a 400. */
+function pageQuery(url: string): PageQuery {
+  const q = url.indexOf('?');
+  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  const limits = params.getAll('limit');
+  const befores = params.getAll('before');
+  if (limits.length > 1 || befores.length > 1) throw refuse.badRequest('give limit and before at most once each');
+  let limit = DEFAULT_PAGE_LIMIT;
+  if (limits.length === 1) {
+    const text = limits[0]!;
+    if (!/^[1-9][0-9]{0,6}$/.test(text) || Number(text) > MAX_PAGE_LIMIT) {
+      throw refuse.badRequest(`limit must be a whole number from 1 to ${MAX_PAGE_LIMIT}`);
+    }
+    limit = Number(text);
+  }
+  const before = befores[0];
+  if (before !== undefined && (before === '' || before.length > 200)) throw refuse.badRequest('before is not a valid cursor');
+  return before === undefined ? { limit } : { limit, before };
+}
+
+/** A cursor the store refuses is the client's mistake. */
+async function paged<R>(read: () => Promise<R>): Promise<R> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof BadCursorError) throw refuse.badRequest('before is not a cursor of this list');
+    throw err;
+  }
+}
 
 export class AdminApi {
   private readonly limiter = new AuthFailureLimiter();
@@ -62,15 +100,20 @@ export class AdminApi {
     const { store, outbox, runs } = this.deps;
     if (parts.length === 1 && parts[0] === 'sessions') return { sessions: store.list() };
     if (parts.length === 3 && parts[0] === 'sessions' && parts[2] === 'history') {
-      return { entries: await store.history(decode(parts[1]!)) };
+      const key = decode(parts[1]!);
+      const { limit, before } = pageQuery(url);
+      return paged(() => store.historyPage(key, limit, before));
     }
     if (parts.length === 2 && parts[0] === 'runs') {
-      const run = runs.get(decode(parts[1]!));
+      const run = await runs.find(decode(parts[1]!));
       if (!run) throw refuse.notFound('no such run');
       const { name: _name, ...view } = run;
       return view;
     }
-    if (parts.length === 1 && parts[0] === 'outbox') return { deliveries: outbox.list() };
+    if (parts.length === 1 && parts[0] === 'outbox') {
+      const { limit, before } = pageQuery(url);
+      return paged(() => outbox.page(limit, before));
+    }
     throw refuse.notFound('no such admin endpoint');
   }
 

@@ -7,6 +7,7 @@ import gatewayConfigSchema from '../../../schema/gateway-config.schema.json' wit
 import { CHANNEL_ORDER, compileSchema, ConfigError, formatErrors, type AgentInfo, type ChannelName } from '../../host-kit.ts';
 import type { ProviderConfig } from './agent-runner.ts';
 import { defaultMaxConnections, defaultShare, type ConnectionLimits } from './connection-limit.ts';
+import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './storage-limits.ts';
 
 const DEFAULT_PORT = 18789;
 const DEFAULT_BIND = '127.0.0.1';
@@ -29,6 +30,7 @@ export interface GatewaySettings {
   channelDefaults: Partial<Record<ChannelName, string>>;
   heartbeatSeconds: number;
   shutdownGraceMs: number;
+  storage: StorageLimits;
 }
 
 interface GatewayFile {
@@ -44,6 +46,7 @@ interface GatewayFile {
   models?: { providers?: Record<string, ProviderConfig> };
   channels?: Partial<Record<ChannelName, { defaultTo?: string }>>;
   heartbeat?: { everySeconds?: number };
+  storage?: Partial<StorageLimits>;
 }
 
 const validate = compileSchema<GatewayFile>(gatewayConfigSchema);
@@ -64,6 +67,11 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
   for (const [name, c] of Object.entries(f.channels ?? {})) {
     if (c?.defaultTo) channelDefaults[name as ChannelName] = c.defaultTo;
   }
+  const storage: StorageLimits = { ...DEFAULT_STORAGE_LIMITS, ...f.storage };
+  for (const key of ['sessionRetainBytes', 'outboxRetainBytes', 'runIndexRetainBytes'] as const) {
+    // A log keeps its newest full segment and the one being written whatever the limit.
+    if (storage[key] < 2 * storage.segmentBytes) problems.push(`storage.${key} must be at least twice storage.segmentBytes (${storage.segmentBytes})`);
+  }
   if (problems.length) throw new ConfigError(problems, configPath);
   return {
     port: f.gateway?.port ?? DEFAULT_PORT,
@@ -80,6 +88,7 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
     channelDefaults,
     heartbeatSeconds: f.heartbeat?.everySeconds ?? DEFAULT_HEARTBEAT_SECONDS,
     shutdownGraceMs: (f.gateway?.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS) * 1000,
+    storage,
   };
 }
 

@@ -20,11 +20,11 @@ import {
   type RunRecord,
 } from '../../host-kit.ts';
 import { resolveGatewaySettings, type GatewaySettings } from './config.ts';
-import { agentIdOfKey, SessionStore } from './session-store.ts';
-import { Outbox } from './outbox.ts';
+import { agentIdOfKey } from './session-store.ts';
+import { Storage } from './storage.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
-import { RunRegistry } from './run-registry.ts';
+import type { RunRegistry } from './run-registry.ts';
 import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 
@@ -59,12 +59,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // Everything the gateway writes lives under data/: the config's folder is watched, and writes
   // beside the config file would wake the watcher on every request.
   const dataDir = path.join(opts.stateDir, 'data');
-  // A run's status lines go into its session's file: the registry is rebuilt from them on start.
-  const registry = new RunRegistry((key, line, wait) => store.recordRun(key, line, wait));
-  const store = new SessionStore(path.join(dataDir, 'sessions'), logger, (key, records) => registry.restore(key, records));
-  const outbox = new Outbox(path.join(dataDir, 'outbox.jsonl'), logger);
-  await Promise.all([store.open(), outbox.open()]);
-  const interrupted = registry.restored();
+  const storage = new Storage(dataDir, settings.storage, logger);
+  const { store, outbox, runs: registry } = storage;
+  const interrupted = await storage.open();
 
   const runner = new AgentRunner(() => ({ defaultModel: settings.defaultModel, providers: settings.providers }));
   const heartbeats = new Heartbeats({
@@ -139,6 +136,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (fresh.port !== settings.port || fresh.bind !== settings.bind) {
       logger.warn('gateway.port and gateway.bind changes apply at the next start');
     }
+    if (JSON.stringify(fresh.storage) !== JSON.stringify(settings.storage)) logger.warn('storage changes apply at the next start');
     if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
     settings = fresh;
     host.agents = {
@@ -227,7 +225,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         await stopped; // in-flight requests are answered first
         await plugin.close(settings.shutdownGraceMs);
         await heartbeats.stop();
-        await Promise.all([store.close(), outbox.close()]);
+        await storage.close();
       })();
       return closing;
     },

@@ -1,4 +1,4 @@
-// Durable append-only JSON Lines file with group commit.
+// Durable append-only JSON Lines log with group commit, kept in segments of bounded size.
 //
 // Every append is serialised to one line and queued. The queue is drained by a single writer, once per
 // commit round (commit-rounds.ts): all lines queued since the last write are written with one write (a
@@ -6,32 +6,94 @@
 // line has completed. Reads and writes of the file are serialised through one in-process lock so a reader
 // never sees a half-written batch of this instance. The requirement is surviving a killed process
 // (kill -9), not power loss, so no fsync.
+//
+// Segments: the newest ("active") segment is the file itself; once it holds `segmentBytes`, it is
+// renamed to "<file>.<seq>" and a fresh file is started. Past `retainBytes` in all, the oldest
+// segments are deleted, never the active one nor the newest full one, so the newest acknowledged lines
+// always stay. Every segment can start with a header line (`segmentHeader`), so the newest segment
+// alone describes the log. Nothing ever reads a whole file at once: reads go line by line in bounded
+// chunks (line-reader.ts), backwards from the end for pages.
 
-import { appendFile, mkdir, open, readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { appendFile, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host-kit.ts';
-import { inNextRound } from './commit-rounds.ts';
-import { writeAll } from '../../util/write-all.ts';
-import { jsonLineBytes, jsonLineText, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';
+import { CommitRounds } from './commit-rounds.ts';
+import { writeAll } from './write-all.ts';
+import { jsonLineBytes, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';
+import { linesBackward, linesForward, readFully, type Line } from './line-reader.ts';
 
 interface Pending {
-  /** The record as JSON, without the newline (added when the batch is encoded). */
+  /** The record as JSON, without the newline; BARRIER for whenWritten(). */
   line: JsonLine;
   /** Absent for write(): nobody waits, and a failure is only logged. */
   resolve?: () => void;
   reject?: (err: unknown) => void;
 }
 
+/** A queued "line" that writes nothing: it settles once everything queued before it is written. */
+const BARRIER = '';
 const NEWLINE = 0x0a;
 /** A torn tail longer than this is not worth trying to complete; it is cut off. */
 const MAX_TAIL_SALVAGE = 1024 * 1024;
+
+/**
+ * What the logs of one storage share: the commit rounds, the write buffers and the budget of kept
+ * file handles. One per gateway, so two gateways in one process do not share them.
+ *
+ * Batches are encoded into buffers taken from a small pool and handed back after the write: a fresh
+ * buffer per batch is fresh memory for every write (page faults, and memory held until a garbage
+ * collection finds the buffer), which a flood of large events turns into hundreds of MB. Only the
+ * pages a batch touches become resident, so a 1 MB buffer costs what the batch needs.
+ */
+export class LogResources {
+  readonly rounds = new CommitRounds();
+  readonly buffers: Buffer[] = [];
+  /** Append handles kept open between batches; past the cap a batch opens and closes. */
+  keptHandles = 0;
+  constructor(readonly maxKeptHandles = 256) {}
+}
+
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+const POOLED_BUFFERS = 4;
+/** A log that has not been written for this long gives its handle back. */
+const IDLE_CLOSE_MS = 1000;
+
+export interface LogOptions {
+  resources?: LogResources;
+  /** The active segment is rotated once it holds this many bytes (default: never). */
+  segmentBytes?: number;
+  /** Oldest segments are deleted past this many bytes in all (default: never). */
+  retainBytes?: number;
+  /** The first line of every new segment. */
+  segmentHeader?: () => object;
+  /** Sequence numbers of the rotated segments on disk, when the caller has listed the directory. */
+  segments?: readonly number[];
+}
+
+/** Where a line starts: its segment and byte offset. */
+export interface Position {
+  seq: number;
+  offset: number;
+}
+
+export interface Page<R> {
+  records: R[];
+  /** Where the oldest record of the page starts, when older records exist. */
+  before?: Position;
+}
+
+interface Segment {
+  seq: number;
+  bytes: number;
+}
 
 function isErrno(err: unknown, code: string): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
 }
 
-function errCode(err: unknown): string | undefined {
+export function errCode(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const code = (err as { code?: unknown }).code;
   return typeof code === 'string' ? code : undefined;
@@ -41,25 +103,15 @@ function isRecord(value: unknown): value is object {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-async function readFully(fh: FileHandle, buf: Buffer, length: number, position: number): Promise<number> {
-  let done = 0;
-  while (done < length) {
-    const { bytesRead } = await fh.read(buf, done, length - done, position + done);
-    if (bytesRead === 0) break;
-    done += bytesRead;
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return false;
+    throw err;
   }
-  return done;
 }
-
-/**
- * Batches are encoded into buffers taken from a small shared pool and handed back after the write:
- * a fresh buffer per batch is fresh memory for every write (page faults, and memory held until a
- * garbage collection finds the buffer), which a flood of large events turns into hundreds of MB.
- * Only the pages a batch touches become resident, so a 1 MB buffer costs what the batch needs.
- */
-const WRITE_BUFFER_BYTES = 1024 * 1024;
-const POOLED_BUFFERS = 4;
-const bufferPool: Buffer[] = [];
 
 /** One line with its newline, for a record too large for a pooled buffer. */
 function encodeLine(line: JsonLine): Buffer {
@@ -68,30 +120,51 @@ function encodeLine(line: JsonLine): Buffer {
   return data;
 }
 
-/** Append handles kept open between batches, process-wide; past the cap a batch opens and closes. */
-const MAX_KEPT_HANDLES = 256;
-/** A log that has not been written for this long gives its handle back. */
-const IDLE_CLOSE_MS = 1000;
-let keptHandles = 0;
+/** "<file>.<seq>" -> seq, for the rotated segments of `base`. */
+export function segmentSeq(name: string, base: string): number | undefined {
+  if (!name.startsWith(base + '.')) return undefined;
+  const rest = name.slice(base.length + 1);
+  if (!/^[1-9][0-9]{0,14}$/.test(rest)) return undefined;
+  return Number(rest);
+}
 
 export class JsonlLog<T extends object> {
   readonly file: string;
   readonly #logger: Logger;
+  readonly #res: LogResources;
+  readonly #segmentBytes: number;
+  readonly #retainBytes: number;
+  readonly #header: (() => object) | undefined;
+  /** Tells this log's cursors from another's (made when first needed: most logs never page). */
+  #tagText: string | undefined;
   #batch: Pending[] = [];
   /** Settles when the writer has emptied the queue (set while it runs). */
   #draining: Promise<void> | undefined;
   /** Tail of the lock chain: every file read or write runs after the previous one settled. */
   #io: Promise<void> = Promise.resolve();
-  #repaired: Promise<void> | undefined;
+  #prepared: Promise<void> | undefined;
   #dirReady = false;
   #writes = 0;
   #appends = 0;
   #handle: FileHandle | undefined;
   #idle: NodeJS.Timeout | undefined;
+  /** Rotated segments, oldest first (known once prepared). */
+  #rotated: Segment[] = [];
+  #knownSegments: readonly number[] | undefined;
+  /** The number the active segment gets when it is rotated. */
+  #activeSeq = 1;
+  #activeBytes = 0;
+  /** Whether the active segment holds a record besides its header. */
+  #activeHasRecords = false;
 
-  constructor(file: string, logger: Logger) {
+  constructor(file: string, logger: Logger, options: LogOptions = {}) {
     this.file = file;
     this.#logger = logger;
+    this.#res = options.resources ?? new LogResources();
+    this.#segmentBytes = options.segmentBytes ?? Infinity;
+    this.#retainBytes = options.retainBytes ?? Infinity;
+    this.#header = options.segmentHeader;
+    this.#knownSegments = options.segments;
   }
 
   /** Number of fs writes issued so far (each carries one whole batch). */
@@ -111,7 +184,7 @@ export class JsonlLog<T extends object> {
     try {
       line = toJsonLine(record);
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     return new Promise<void>((resolve, reject) => this.#enqueue({ line, resolve, reject }));
   }
@@ -122,34 +195,181 @@ export class JsonlLog<T extends object> {
     this.#enqueue({ line: toJsonLine(record) });
   }
 
+  /** Settles once every line queued before the call is written (or failed). */
+  whenWritten(): Promise<void> {
+    if (this.#batch.length === 0 && !this.#draining) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.#batch.push({ line: BARRIER, resolve, reject: () => resolve() });
+      this.#schedule();
+    });
+  }
+
   #enqueue(pending: Pending): void {
     this.#appends++;
     this.#batch.push(pending);
     this.#schedule();
   }
 
-  readAll(): Promise<T[]> {
-    return this.#exclusive(async () => {
-      try {
-        await this.#repairOnce();
-      } catch (err) {
-        // Reading does not need the repair; the next append retries it (and reports a failure there).
-        this.#logger.warn(`jsonl log: could not check the tail of ${this.file}`, {
-          file: this.file,
-          code: errCode(err),
-        });
-      }
-      let text = '';
-      try {
-        text = await readFile(this.file, 'utf8');
-      } catch (err) {
-        if (!isErrno(err, 'ENOENT')) throw err;
-      }
-      const records = this.#parse(text);
-      // Lines still queued (not yet handed to the writer) are not in the file yet.
-      for (const pending of this.#batch) records.push(JSON.parse(jsonLineText(pending.line)) as T);
-      return records;
+  /**
+   * Every record of every segment, oldest first, once the ones queued before are written. It holds
+   * them all in memory: for tests and small logs; the gateway reads pages and tails.
+   */
+  async readAll(): Promise<T[]> {
+    const records: T[] = [];
+    const segments = await this.#snapshot();
+    for (const seg of segments) {
+      await this.#withSegment(seg.seq, async (fh) => {
+        for await (const line of linesForward(fh, 0, seg.bytes)) {
+          const record = this.#parseLine(line);
+          if (record !== undefined) records.push(record);
+        }
+      });
+    }
+    return records;
+  }
+
+  /**
+   * Reads the newest part of the log forwards, oldest line first: the active segment and the newest
+   * rotated one, each at most its last `segmentBytes`. The header line (if any) of the active
+   * segment always comes first. Each call of `visit` gets the records of one chunk.
+   */
+  async scanTail(visit: (records: T[]) => void, windowBytes = this.#segmentBytes): Promise<void> {
+    const segments = (await this.#snapshot()).slice(-2);
+    for (const seg of segments) {
+      await this.#withSegment(seg.seq, async (fh) => {
+        const from = Math.max(0, seg.bytes - windowBytes);
+        let records: T[] = [];
+        let first = true;
+        if (from > 0) {
+          // The segment's own header, then its tail from the first whole line on.
+          const head = await this.#firstLine(fh, seg.bytes);
+          if (head !== undefined) records.push(head);
+        }
+        let chunkBytes = 0;
+        for await (const line of linesForward(fh, from, seg.bytes)) {
+          if (first && from > 0) {
+            first = false;
+            continue; // may be the end of a line that started before the window
+          }
+          first = false;
+          const record = this.#parseLine(line);
+          if (record !== undefined) records.push(record);
+          chunkBytes += line.bytes.length;
+          if (chunkBytes >= 256 * 1024) {
+            visit(records);
+            records = [];
+            chunkBytes = 0;
+          }
+        }
+        if (records.length > 0) visit(records);
+      });
+    }
+  }
+
+  /** The first record of the newest segment that has one: its header, when the log writes headers. */
+  async newestHead(): Promise<T | undefined> {
+    const segments = await this.#snapshot();
+    for (let i = segments.length - 1; i >= 0; i--) {
+      const seg = segments[i]!;
+      if (seg.bytes === 0) continue;
+      let head: T | undefined;
+      let found = false;
+      await this.#withSegment(seg.seq, async (fh) => {
+        found = true;
+        head = await this.#firstLine(fh, seg.bytes);
+      });
+      if (found) return head;
+    }
+    return undefined;
+  }
+
+  /**
+   * Reads the whole log newest line first, until `visit` returns false. With `needle`, only lines
+   * holding those bytes are parsed (a search for one id need not parse every line).
+   */
+  async scanBackward(visit: (record: T, at: Position) => boolean, needle?: Buffer): Promise<void> {
+    const segments = await this.#snapshot();
+    for (let i = segments.length - 1; i >= 0; i--) {
+      const seg = segments[i]!;
+      let more = true;
+      await this.#withSegment(seg.seq, async (fh) => {
+        for await (const line of linesBackward(fh, seg.bytes)) {
+          if (needle && line.bytes.indexOf(needle) < 0) continue;
+          const record = this.#parseLine(line);
+          if (record !== undefined && !visit(record, { seq: seg.seq, offset: line.offset })) {
+            more = false;
+            return;
+          }
+        }
+      });
+      if (!more) return;
+    }
+  }
+
+  /**
+   * The newest `limit` records that `keep` accepts, before `before` (or the end), oldest first; fewer
+   * when they pass `maxBytes` of lines (but never none when one exists).
+   */
+  async page<R extends T>(keep: (record: T) => record is R, limit: number, before: Position | undefined, maxBytes: number): Promise<Page<R>> {
+    const segments = await this.#snapshot();
+    const found: { record: R; at: Position }[] = [];
+    let bytes = 0;
+    let full = false;
+    for (let i = segments.length - 1; i >= 0 && !full; i--) {
+      const seg = segments[i]!;
+      if (before && seg.seq > before.seq) continue;
+      const end = before && seg.seq === before.seq ? before.offset : seg.bytes;
+      await this.#withSegment(seg.seq, async (fh) => {
+        for await (const line of linesBackward(fh, end)) {
+          const record = this.#parseLine(line);
+          if (record === undefined || !keep(record)) continue;
+          // One record beyond the page tells whether older ones exist.
+          if (found.length === limit || (found.length > 0 && bytes + line.bytes.length > maxBytes)) {
+            full = true;
+            return;
+          }
+          bytes += line.bytes.length;
+          found.push({ record, at: { seq: seg.seq, offset: line.offset } });
+        }
+      });
+    }
+    found.reverse();
+    const page: Page<R> = { records: found.map((f) => f.record) };
+    if (full) page.before = found[0]!.at;
+    return page;
+  }
+
+  get #tag(): string {
+    return (this.#tagText ??= createHash('sha256').update(path.basename(this.file)).digest('base64url').slice(0, 8));
+  }
+
+  /** A position as an opaque cursor for clients. */
+  cursor(at: Position): string {
+    return `${this.#tag}.${at.seq}.${at.offset}`;
+  }
+
+  /**
+   * The position a cursor of this log names; undefined when it is malformed, another log's, or does
+   * not fall on the start of a line of a segment still held.
+   */
+  async position(cursor: string): Promise<Position | 'gone' | undefined> {
+    const m = /^([A-Za-z0-9_-]{8})\.([1-9][0-9]{0,14})\.(0|[1-9][0-9]{0,15})$/.exec(cursor);
+    if (!m || m[1] !== this.#tag) return undefined;
+    const at: Position = { seq: Number(m[2]), offset: Number(m[3]) };
+    const segments = await this.#snapshot();
+    const seg = segments.find((s) => s.seq === at.seq);
+    if (!seg) {
+      // A segment older than all held ones was dropped by retention: nothing before it is left.
+      return segments.length > 0 && at.seq < segments[0]!.seq ? 'gone' : undefined;
+    }
+    if (at.offset > seg.bytes) return undefined;
+    if (at.offset === 0) return at;
+    let boundary = false;
+    await this.#withSegment(seg.seq, async (fh) => {
+      const one = Buffer.alloc(1);
+      boundary = (await readFully(fh, one, 1, at.offset - 1)) === 1 && one[0] === NEWLINE;
     });
+    return boundary ? at : undefined;
   }
 
   async flush(): Promise<void> {
@@ -171,9 +391,59 @@ export class JsonlLog<T extends object> {
     return run;
   }
 
+  /**
+   * The segments and how many bytes of each are written, once what was queued before is written.
+   * Bytes written later are not part of the snapshot, so a reader never sees half a batch.
+   */
+  async #snapshot(): Promise<Segment[]> {
+    await this.whenWritten();
+    return this.#exclusive(async () => {
+      try {
+        await this.#prepareOnce();
+      } catch (err) {
+        // Reading does not need the repair; the next append retries it (and reports a failure there).
+        this.#logger.warn(`jsonl log: could not check the tail of ${this.file}`, { file: this.file, code: errCode(err) });
+        return [];
+      }
+      return [...this.#rotated, { seq: this.#activeSeq, bytes: this.#activeBytes }];
+    });
+  }
+
+  /**
+   * Runs `fn` with a read handle on a segment. The handle is opened under the lock, so a rotation
+   * cannot rename the file between naming and opening it; after that the handle follows the file.
+   * A segment deleted meanwhile is skipped.
+   */
+  async #withSegment(seq: number, fn: (fh: FileHandle) => Promise<void>): Promise<void> {
+    let fh: FileHandle;
+    try {
+      fh = await this.#exclusive(() => open(this.#segmentPath(seq), 'r'));
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return;
+      throw err;
+    }
+    try {
+      await fn(fh);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  #segmentPath(seq: number): string {
+    return seq === this.#activeSeq ? this.file : `${this.file}.${seq}`;
+  }
+
+  /** The first line of a segment, when it is a record and short. */
+  async #firstLine(fh: FileHandle, size: number): Promise<T | undefined> {
+    const buf = Buffer.allocUnsafe(Math.min(size, 64 * 1024));
+    const got = await readFully(fh, buf, buf.length, 0);
+    const nl = buf.subarray(0, got).indexOf(NEWLINE);
+    return nl < 0 ? undefined : this.#parseLine({ offset: 0, bytes: buf.subarray(0, nl) });
+  }
+
   #schedule(): void {
     if (this.#draining) return;
-    this.#draining = new Promise((resolve) => inNextRound(() => void this.#drain().then(resolve, resolve)));
+    this.#draining = new Promise((resolve) => this.#res.rounds.inNextRound(() => void this.#drain().then(resolve, resolve)));
   }
 
   /** One batch per round: what gathers while it is written waits for a later round. */
@@ -192,14 +462,27 @@ export class JsonlLog<T extends object> {
     if (batch.length === 0) return;
     /** Lines before this index are in the file and their appends settled. */
     let done = 0;
-    const buffer = bufferPool.pop() ?? Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES);
+    const buffer = this.#res.buffers.pop() ?? Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES);
     try {
-      await this.#repairOnce();
+      await this.#prepareOnce();
       // A batch that does not fit one buffer goes out in several writes, in order.
       let used = 0;
       for (let i = 0; i < batch.length; i++) {
         const line = batch[i]!.line;
+        if (line === BARRIER) continue;
         const size = jsonLineBytes(line) + 1;
+        if (this.#activeHasRecords && this.#activeBytes + used + size > this.#segmentBytes) {
+          if (used > 0) await this.#appendData(buffer.subarray(0, used));
+          done = this.#settle(batch, done, i);
+          used = 0;
+          await this.#rotate();
+        }
+        if (this.#activeBytes + used === 0 && this.#header) {
+          const header = encodeLine(toJsonLine(this.#header()));
+          if (header.length <= buffer.length) used = header.copy(buffer, 0);
+          else await this.#appendData(header);
+        }
+        this.#activeHasRecords = true;
         if (used + size > buffer.length && used > 0) {
           await this.#appendData(buffer.subarray(0, used));
           done = this.#settle(batch, done, i);
@@ -216,14 +499,11 @@ export class JsonlLog<T extends object> {
       if (used > 0) await this.#appendData(buffer.subarray(0, used));
       this.#settle(batch, done, batch.length);
     } catch (err) {
-      this.#logger.error(`jsonl log: write to ${this.file} failed`, {
-        file: this.file,
-        records: batch.length - done,
-        code: errCode(err),
-      });
+      const lost = batch.slice(done).filter((p) => p.line !== BARRIER).length;
+      this.#logger.error(`jsonl log: write to ${this.file} failed`, { file: this.file, records: lost, code: errCode(err) });
       for (let i = done; i < batch.length; i++) batch[i]!.reject?.(err);
     } finally {
-      if (bufferPool.length < POOLED_BUFFERS) bufferPool.push(buffer);
+      if (this.#res.buffers.length < POOLED_BUFFERS) this.#res.buffers.push(buffer);
     }
   }
 
@@ -240,10 +520,10 @@ export class JsonlLog<T extends object> {
     }
     this.#writes++;
     // One write per batch on a kept handle, instead of open, write and close.
-    if (!this.#handle && keptHandles < MAX_KEPT_HANDLES) {
+    if (!this.#handle && this.#res.keptHandles < this.#res.maxKeptHandles) {
       try {
         this.#handle = await open(this.file, 'a', 0o600);
-        keptHandles++;
+        this.#res.keptHandles++;
       } catch {
         // Fall back to appendFile, which also recreates a vanished directory below.
       }
@@ -251,6 +531,7 @@ export class JsonlLog<T extends object> {
     if (this.#handle) {
       const fd = this.#handle.fd;
       await new Promise<void>((resolve, reject) => writeAll(fd, data, (err) => (err ? reject(err) : resolve())));
+      this.#activeBytes += data.length;
       if (this.#idle) this.#idle.refresh();
       else {
         this.#idle = setTimeout(() => void this.#exclusive(() => this.#release()), IDLE_CLOSE_MS);
@@ -267,6 +548,7 @@ export class JsonlLog<T extends object> {
       this.#writes++;
       await appendFile(this.file, data, { mode: 0o600 });
     }
+    this.#activeBytes += data.length;
   }
 
   async #release(): Promise<void> {
@@ -275,35 +557,92 @@ export class JsonlLog<T extends object> {
     const handle = this.#handle;
     if (!handle) return;
     this.#handle = undefined;
-    keptHandles--;
+    this.#res.keptHandles--;
     await handle.close();
   }
 
-  #repairOnce(): Promise<void> {
-    if (!this.#repaired) {
-      this.#repaired = this.#repairTail().catch((err: unknown) => {
-        this.#repaired = undefined; // try again next time
+  /** Makes the active segment a rotated one, then drops the oldest segments past the retention. */
+  async #rotate(): Promise<void> {
+    await this.#release();
+    // A segment left by someone else is never overwritten: the active one takes the next free number.
+    while (await exists(`${this.file}.${this.#activeSeq}`)) this.#activeSeq++;
+    try {
+      await rename(this.file, `${this.file}.${this.#activeSeq}`);
+      this.#rotated.push({ seq: this.#activeSeq, bytes: this.#activeBytes });
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) throw err;
+    }
+    this.#activeSeq++;
+    this.#activeBytes = 0;
+    this.#activeHasRecords = false;
+    let total = this.#rotated.reduce((n, s) => n + s.bytes, 0);
+    // The newest rotated segment stays whatever its size: it holds the newest acknowledged lines.
+    while (this.#rotated.length > 1 && total + this.#segmentBytes > this.#retainBytes) {
+      const oldest = this.#rotated.shift()!;
+      total -= oldest.bytes;
+      try {
+        await unlink(`${this.file}.${oldest.seq}`);
+      } catch (err) {
+        if (!isErrno(err, 'ENOENT')) {
+          this.#logger.warn(`jsonl log: could not delete the old segment ${this.file}.${oldest.seq}`, { file: this.file, code: errCode(err) });
+        }
+      }
+    }
+  }
+
+  #prepareOnce(): Promise<void> {
+    if (!this.#prepared) {
+      this.#prepared = this.#prepare().catch((err: unknown) => {
+        this.#prepared = undefined; // try again next time
         throw err;
       });
     }
-    return this.#repaired;
+    return this.#prepared;
   }
 
-  /** Makes sure the file ends in "\n", so new lines are never glued onto a torn one. */
-  async #repairTail(): Promise<void> {
+  /** Finds the segments on disk and repairs the tail of the active one. */
+  async #prepare(): Promise<void> {
+    let seqs = this.#knownSegments;
+    if (seqs === undefined) {
+      const base = path.basename(this.file);
+      let names: string[] = [];
+      try {
+        names = await readdir(path.dirname(this.file));
+      } catch (err) {
+        if (!isErrno(err, 'ENOENT')) throw err;
+      }
+      seqs = names.map((n) => segmentSeq(n, base)).filter((s): s is number => s !== undefined);
+    }
+    const rotated: Segment[] = [];
+    for (const seq of [...seqs].sort((a, b) => a - b)) {
+      try {
+        rotated.push({ seq, bytes: (await stat(`${this.file}.${seq}`)).size });
+      } catch (err) {
+        if (!isErrno(err, 'ENOENT')) throw err;
+      }
+    }
+    const size = await this.#repairTail();
+    this.#rotated = rotated;
+    this.#activeSeq = rotated.length > 0 ? rotated[rotated.length - 1]!.seq + 1 : 1;
+    this.#activeBytes = size;
+    this.#activeHasRecords = size > 0;
+  }
+
+  /** Makes sure the file ends in "\n", so new lines are never glued onto a torn one; returns its size. */
+  async #repairTail(): Promise<number> {
     let fh: FileHandle;
     try {
       fh = await open(this.file, 'r+');
     } catch (err) {
-      if (isErrno(err, 'ENOENT')) return;
+      if (isErrno(err, 'ENOENT')) return 0;
       throw err;
     }
     try {
       const { size } = await fh.stat();
-      if (size === 0) return;
+      if (size === 0) return 0;
       const one = Buffer.alloc(1);
       await readFully(fh, one, 1, size - 1);
-      if (one[0] === NEWLINE) return;
+      if (one[0] === NEWLINE) return size;
 
       // Find the byte after the last newline.
       const chunk = Buffer.alloc(64 * 1024);
@@ -325,55 +664,32 @@ export class JsonlLog<T extends object> {
       if (tailLength <= MAX_TAIL_SALVAGE) {
         const tail = Buffer.alloc(tailLength);
         await readFully(fh, tail, tailLength, cut);
-        if (this.#parseLine(tail.toString('utf8')) !== undefined) {
+        if (this.#parseLine({ offset: cut, bytes: tail }, true) !== undefined) {
           await fh.write('\n', size, 'utf8');
-          this.#logger.warn(`jsonl log: ${this.file} did not end in a newline; completed its last line`, {
-            file: this.file,
-          });
-          return;
+          this.#logger.warn(`jsonl log: ${this.file} did not end in a newline; completed its last line`, { file: this.file });
+          return size + 1;
         }
       }
       await fh.truncate(cut);
-      this.#logger.warn(`jsonl log: cut a torn last line (${tailLength} bytes) from ${this.file}`, {
-        file: this.file,
-        bytes: tailLength,
-      });
+      this.#logger.warn(`jsonl log: cut a torn last line (${tailLength} bytes) from ${this.file}`, { file: this.file, bytes: tailLength });
+      return cut;
     } finally {
       await fh.close();
     }
   }
 
-  #parseLine(line: string): T | undefined {
+  /** The line's record; an empty line is skipped quietly, anything else unreadable with a warning. */
+  #parseLine(line: Line, quiet = false): T | undefined {
+    if (line.bytes.length === 0) return undefined;
     try {
-      const value: unknown = JSON.parse(line);
-      return isRecord(value) ? (value as T) : undefined;
+      const value: unknown = JSON.parse(line.bytes.toString('utf8'));
+      if (isRecord(value)) return value as T;
     } catch {
-      return undefined;
+      // reported below
     }
-  }
-
-  #parse(text: string): T[] {
-    const out: T[] = [];
-    const lines = text.split('\n');
-    const endsClean = text.endsWith('\n');
-    // With a trailing newline the last split element is the empty remainder.
-    const count = endsClean ? lines.length - 1 : lines.length;
-    for (let i = 0; i < count; i++) {
-      const line = lines[i]!;
-      if (line.trim() === '') continue;
-      const record = this.#parseLine(line);
-      if (record !== undefined) {
-        out.push(record);
-        continue;
-      }
-      const torn = i === count - 1;
-      this.#logger.warn(
-        torn
-          ? `jsonl log: skipped a torn last line in ${this.file}`
-          : `jsonl log: skipped an unparseable line in ${this.file}`,
-        { file: this.file, line: i + 1 },
-      );
+    if (!quiet && line.bytes.toString('utf8').trim() !== '') {
+      this.#logger.warn(`jsonl log: skipped an unparseable line in ${this.file}`, { file: this.file, offset: line.offset });
     }
-    return out;
+    return undefined;
   }
 }

@@ -6,8 +6,8 @@
 // every request while the disk or the log reader is slow) and bounded: past MAX_BACKLOG bytes waiting
 // to be written, lines are dropped and counted, and the count is logged once the writer catches up.
 import type { LogFields, Logger } from '../../host-kit.ts';
-import { isoNow } from '../../util/iso-now.ts';
-import { writeAll } from '../../util/write-all.ts';
+import { isoNow } from './iso-now.ts';
+import { writeAll } from './write-all.ts';
 
 const FLUSH_BYTES = 64 * 1024;
 const FLUSH_MS = 50;

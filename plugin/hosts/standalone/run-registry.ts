@@ -1,10 +1,11 @@
 // Hook runs as the admin API shows them. The most recent runs are kept in memory with their latest
 // status; the changes a restart needs (accepted, finished) are written as "run" lines into the run's
-// own session file, beside its prompt and reply. A round of writes then touches one file fewer than
-// with a log of its own, and the reply is stored once. On start the registry is rebuilt from those
-// lines, and the runs that were accepted but never finished are found.
+// own session file, beside its prompt and reply, and the reply is stored once. On start the registry
+// is rebuilt from the lines in the tail of each session, and the runs that were accepted but never
+// finished are found. A run no longer in memory is read back from its session file (found through
+// the run index, run-index.ts) for as long as the file still holds it.
 import type { RunRecord, RunStatus } from '../../host-kit.ts';
-import { isoNow } from '../../util/iso-now.ts';
+import { isoNow } from './iso-now.ts';
 
 /** A run's status line in its session file. */
 export interface RunLine {
@@ -42,6 +43,34 @@ function isRunLine(record: object): record is RunLine {
   );
 }
 
+/** Reads a run back from disk; undefined when no file holds it any more. */
+export type RunLookup = (runId: string) => Promise<RunRecord | undefined>;
+
+/** Reads a session newest line first, parsing only lines holding `needle`, until `visit` returns false. */
+export type SessionScan = (sessionKey: string, needle: Buffer, visit: (record: object) => boolean) => Promise<void>;
+
+/** A run as its session file tells it: the newest status line, and the reply written for it. */
+export async function readRun(scan: SessionScan, sessionKey: string, runId: string): Promise<RunRecord | undefined> {
+  let latest: RunLine | undefined;
+  let reply: string | undefined;
+  await scan(sessionKey, Buffer.from(`"runId":${JSON.stringify(runId)}`), (record) => {
+    if (isRunLine(record)) {
+      if (record.runId !== runId) return true;
+      latest ??= record;
+      // The acceptance is the run's first line: nothing older belongs to it.
+      return record.status !== 'queued';
+    }
+    const entry = record as { kind?: unknown; runId?: unknown; text?: unknown; error?: unknown };
+    if (entry.kind === 'reply' && entry.runId === runId && typeof entry.text === 'string' && entry.error === undefined) reply ??= entry.text;
+    return true;
+  });
+  if (!latest) return undefined;
+  const run: RunRecord = { runId, name: latest.name, status: latest.status, agentId: latest.agentId, sessionKey };
+  if (reply !== undefined) run.reply = reply;
+  if (typeof latest.error === 'string') run.error = latest.error;
+  return run;
+}
+
 export class RunRegistry {
   private readonly runs = new Map<string, Readonly<RunRecord>>();
   /**
@@ -54,7 +83,10 @@ export class RunRegistry {
   /** Runs read from the session files on start, until restored() sorts them. */
   private restoring = new Map<string, RestoredRun>();
 
-  constructor(private readonly writeLine: RunLineWriter) {}
+  constructor(
+    private readonly writeLine: RunLineWriter,
+    private readonly fromDisk?: RunLookup,
+  ) {}
 
   /** For each session file read on start: takes its run lines, and the replies of those runs. */
   restore(sessionKey: string, records: readonly object[]): void {
@@ -110,8 +142,14 @@ export class RunRegistry {
     return this.writeLine(record.sessionKey, line, record.status === 'queued');
   }
 
+  /** A run kept in memory. */
   get(runId: string): RunRecord | undefined {
     return this.runs.get(runId);
+  }
+
+  /** A run from memory, else from its session file while that still holds it. */
+  async find(runId: string): Promise<RunRecord | undefined> {
+    return this.runs.get(runId) ?? (await this.fromDisk?.(runId));
   }
 
   /** Leaves at most KEEP_IN_MEMORY runs, oldest first: every unfinished one, then the most recently accepted. */

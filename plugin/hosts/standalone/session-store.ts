@@ -7,16 +7,22 @@
 // prefix and end in "~" + a SHA-256 of the key; "~" never appears in a plain encoding, so those names
 // are recognised as not decodable. Every file starts with a header record carrying the real key, which
 // is what open() trusts. Besides the history entries a file holds the status lines of the runs in that
-// session (run-registry.ts), which history() leaves out.
+// session (run-registry.ts), which history pages leave out.
+//
+// A session's file is a segmented log (jsonl-log.ts): "<name>" is the newest segment and "<name>.<seq>"
+// the older ones, each starting with the header. On open only the tail of each session is read (its
+// newest two segments, each at most one segment's size): the pending events, the time of the last
+// entry and the run lines come from there. History is read a page at a time, backwards from the end.
 
 import { createHash } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host-kit.ts';
-import { JsonlLog } from './jsonl-log.ts';
-import { LoadOnce } from '../../util/load-once.ts';
-import { isoNow } from '../../util/iso-now.ts';
+import { JsonlLog, LogResources, errCode, segmentSeq, type Position } from './jsonl-log.ts';
+import { LoadOnce } from './load-once.ts';
+import { isoNow } from './iso-now.ts';
 import type { RunLine } from './run-registry.ts';
+import { DEFAULT_STORAGE_LIMITS } from './storage-limits.ts';
 
 export interface SessionEntry {
   kind: 'system-event' | 'heartbeat' | 'prompt' | 'reply';
@@ -48,8 +54,26 @@ interface EntryInput {
 
 export type SessionRecord = SessionEntry | SessionHeader | RunLine;
 
-/** Told about every session file read on open, with its key and all its records. */
+/** Told about the records of the tail of every session read on open, in order, a chunk at a time. */
 export type SessionFileVisitor = (key: string, records: readonly SessionRecord[]) => void;
+
+export interface SessionLogLimits {
+  resources?: LogResources;
+  segmentBytes?: number;
+  /** Bytes of history kept per session. */
+  retainBytes?: number;
+}
+
+export interface HistoryPage {
+  entries: SessionEntry[];
+  before?: string;
+}
+
+/** A page cursor that is malformed or belongs elsewhere. */
+export class BadCursorError extends Error {}
+
+/** Bytes of lines one page holds at most: a page of large entries is shorter than its limit. */
+export const PAGE_MAX_BYTES = 1024 * 1024;
 
 interface SessionState {
   key: string;
@@ -115,12 +139,6 @@ export function agentIdOfKey(key: string): string {
   return m?.[1] ?? 'main';
 }
 
-function errCode(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? code : undefined;
-}
-
 function isEntry(record: unknown): record is EntryInput {
   if (typeof record !== 'object' || record === null) return false;
   const r = record as { kind?: unknown; text?: unknown };
@@ -151,11 +169,17 @@ export class SessionStore {
   readonly #sessions = new Map<string, SessionState>();
   readonly #opening = new LoadOnce(() => this.#load());
   readonly #onFileRead: SessionFileVisitor | undefined;
+  readonly #limits: SessionLogLimits;
+  readonly #resources: LogResources;
+  /** The rotated segments of each file name, as listed on open. */
+  readonly #listed = new Map<string, number[]>();
 
-  constructor(dir: string, logger: Logger, onFileRead?: SessionFileVisitor) {
+  constructor(dir: string, logger: Logger, onFileRead?: SessionFileVisitor, limits: SessionLogLimits = {}) {
     this.#dir = dir;
     this.#logger = logger;
     this.#onFileRead = onFileRead;
+    this.#limits = limits;
+    this.#resources = limits.resources ?? new LogResources();
   }
 
   open(): Promise<void> {
@@ -179,12 +203,45 @@ export class SessionStore {
     return undefined;
   }
 
+  /** Every entry of a session still held, oldest first. All in memory: for tests and tools. */
   async history(key: string): Promise<SessionEntry[]> {
     if (!this.#opening.done) await this.open();
     const session = this.#sessions.get(key);
     if (!session) return [];
     const records = await session.log.readAll();
     return records.filter((r): r is SessionEntry => isEntry(r));
+  }
+
+  /**
+   * The newest `limit` entries before the cursor (or the end), oldest first, with the cursor of the
+   * page before when older entries exist. Throws BadCursorError for a cursor not of this session.
+   */
+  async historyPage(key: string, limit: number, cursor?: string): Promise<HistoryPage> {
+    if (!this.#opening.done) await this.open();
+    const session = this.#sessions.get(key);
+    if (!session) {
+      if (cursor !== undefined) throw new BadCursorError('the cursor does not belong to this session');
+      return { entries: [] };
+    }
+    let before: Position | undefined;
+    if (cursor !== undefined) {
+      const at = await session.log.position(cursor);
+      if (at === undefined) throw new BadCursorError('the cursor is malformed or does not belong to this session');
+      if (at === 'gone') return { entries: [] };
+      before = at;
+    }
+    const page = await session.log.page(isEntry as (r: SessionRecord) => r is SessionEntry, limit, before, PAGE_MAX_BYTES);
+    return page.before ? { entries: page.records, before: session.log.cursor(page.before) } : { entries: page.records };
+  }
+
+  /**
+   * Reads a session newest line first, parsing only the lines that hold `needle`, until `visit`
+   * returns false.
+   */
+  async scanBackward(key: string, needle: Buffer, visit: (record: SessionRecord) => boolean): Promise<void> {
+    if (!this.#opening.done) await this.open();
+    const session = this.#sessions.get(key);
+    if (session) await session.log.scanBackward((record) => visit(record), needle);
   }
 
   list(): SessionInfo[] {
@@ -239,18 +296,14 @@ export class SessionStore {
   /** Updates the session in memory (synchronously, in call order) and queues the record's line. */
   #addRecord(key: string, record: SessionEntry | RunLine, wait: boolean): Promise<void> | undefined {
     let session = this.#sessions.get(key);
-    let header: Promise<void> | undefined;
     if (!session) {
       const agentId = agentIdOfKey(key);
-      session = {
-        key,
-        agentId,
-        updatedAt: record.at,
-        log: new JsonlLog<SessionRecord>(path.join(this.#dir, sessionFileName(key)), this.#logger),
-        pending: [],
-      };
+      const header: SessionHeader = { kind: 'session', key, agentId, createdAt: record.at };
+      const name = sessionFileName(key);
+      // Segments listed on open but not loaded (an unreadable session) are still counted, never overwritten.
+      const log = this.#newLog(path.join(this.#dir, name), () => header, this.#listed.get(name) ?? []);
+      session = { key, agentId, updatedAt: record.at, log, pending: [] };
       this.#sessions.set(key, session);
-      header = session.log.append({ kind: 'session', key, agentId, createdAt: record.at });
     }
     // The time of the last history entry: status lines are not history.
     if (record.kind !== 'run') session.updatedAt = record.at;
@@ -258,59 +311,82 @@ export class SessionStore {
     else if (record.kind === 'heartbeat') session.pending = [];
     if (!wait) {
       session.log.write(record);
-      header?.catch(() => {});
       return undefined;
     }
-    const written = session.log.append(record);
-    return header ? Promise.all([header, written]).then(() => undefined) : written;
+    return session.log.append(record);
+  }
+
+  /** A session's log; every segment starts with the session's header. */
+  #newLog(file: string, header: () => SessionHeader, segments: readonly number[]): JsonlLog<SessionRecord> {
+    return new JsonlLog<SessionRecord>(file, this.#logger, {
+      resources: this.#resources,
+      segmentBytes: this.#limits.segmentBytes ?? DEFAULT_STORAGE_LIMITS.segmentBytes,
+      retainBytes: this.#limits.retainBytes ?? DEFAULT_STORAGE_LIMITS.sessionRetainBytes,
+      segments,
+      segmentHeader: header,
+    });
   }
 
   async #load(): Promise<void> {
     await mkdir(this.#dir, { recursive: true, mode: 0o700 });
-    const names = (await readdir(this.#dir)).filter((n) => n.endsWith(SUFFIX)).sort();
-    for (const name of names) {
-      const file = path.join(this.#dir, name);
-      const log = new JsonlLog<SessionRecord>(file, this.#logger);
-      let records: SessionRecord[];
+    // Each session: its newest segment "<name>.jsonl" and its older ones "<name>.jsonl.<seq>".
+    const groups = new Map<string, number[]>();
+    for (const name of await readdir(this.#dir)) {
+      const dot = name.indexOf(SUFFIX);
+      if (dot <= 0) continue;
+      const base = name.slice(0, dot + SUFFIX.length);
+      const seq = base === name ? undefined : segmentSeq(name, base);
+      if (base !== name && seq === undefined) continue; // not ours
+      const seqs = groups.get(base) ?? [];
+      groups.set(base, seqs);
+      this.#listed.set(base, seqs);
+      if (seq !== undefined) seqs.push(seq);
+    }
+    for (const name of [...groups.keys()].sort()) {
       try {
-        records = await log.readAll();
+        await this.#loadSession(name, groups.get(name)!);
       } catch (err) {
-        this.#logger.warn(`session store: could not read ${file}; ignoring it`, {
-          file,
+        this.#logger.warn(`session store: could not read ${path.join(this.#dir, name)}; ignoring it`, {
+          file: path.join(this.#dir, name),
           code: errCode(err),
         });
-        continue;
       }
-      const header = records.find(isHeader);
-      const key = header?.key ?? decodeSessionFileName(name);
-      if (key === undefined) {
-        this.#logger.warn(`session store: ${file} has no session header and an undecodable name; ignoring it`, {
-          file,
-        });
-        continue;
-      }
-      if (sessionFileName(key) !== name) {
-        this.#logger.warn(`session store: ${file} holds a session whose key maps to another file; ignoring it`, {
-          file,
-        });
-        continue;
-      }
-      this.#onFileRead?.(key, records);
-      const entries = records.filter((r): r is SessionEntry => isEntry(r));
-      const pending: string[] = [];
-      for (const e of entries) {
-        if (e.kind === 'system-event') pending.push(pendingText(e.text));
-        else if (e.kind === 'heartbeat') pending.length = 0;
-      }
-      const last = entries[entries.length - 1];
-      const updatedAt = last?.at ?? header?.createdAt ?? new Date(0).toISOString();
-      this.#sessions.set(key, {
-        key,
-        agentId: typeof header?.agentId === 'string' && header.agentId !== '' ? header.agentId : agentIdOfKey(key),
-        updatedAt: typeof updatedAt === 'string' ? updatedAt : new Date(0).toISOString(),
-        log,
-        pending,
-      });
     }
+  }
+
+  /** Takes a session's key from its header (or its file name) and its state from the tail of its log. */
+  async #loadSession(name: string, segments: readonly number[]): Promise<void> {
+    const file = path.join(this.#dir, name);
+    // Filled in once the key is known; nothing is written before that.
+    let header: SessionHeader | undefined;
+    const log = this.#newLog(file, () => header!, segments);
+    const head = await log.newestHead();
+    const key = head && isHeader(head) ? head.key : decodeSessionFileName(name);
+    if (key === undefined) {
+      this.#logger.warn(`session store: ${file} has no session header and an undecodable name; ignoring it`, { file });
+      await log.close();
+      return;
+    }
+    if (sessionFileName(key) !== name) {
+      this.#logger.warn(`session store: ${file} holds a session whose key maps to another file; ignoring it`, { file });
+      await log.close();
+      return;
+    }
+    const agentId = head && isHeader(head) && typeof head.agentId === 'string' && head.agentId !== '' ? head.agentId : agentIdOfKey(key);
+    const createdAt = head && isHeader(head) && typeof head.createdAt === 'string' ? head.createdAt : new Date(0).toISOString();
+    header = { kind: 'session', key, agentId, createdAt };
+    const state: SessionState = { key, agentId, updatedAt: createdAt, log, pending: [] };
+    let updatedAt: unknown;
+    await state.log.scanTail((records) => {
+      this.#onFileRead?.(key, records);
+      for (const r of records) {
+        if (!isEntry(r)) continue;
+        updatedAt = r.at;
+        if (r.kind === 'system-event') state.pending.push(pendingText(r.text));
+        else if (r.kind === 'heartbeat') state.pending = [];
+      }
+    });
+    if (typeof updatedAt === 'string') state.updatedAt = updatedAt;
+    this.#sessions.set(key, state);
   }
 }
