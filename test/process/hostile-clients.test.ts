@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
-import { HOOK_TOKEN, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+import { GATEWAY_TOKEN, HOOK_TOKEN, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import { sleep } from '../helpers/common.ts';
 
 const MAX_BODY = 65_536;
@@ -611,4 +611,19 @@ test('absolute-form request targets are accepted (RFC 9112 section 3.2.2)', asyn
       `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
   assert.equal(parseResponse(p.received)?.status, 200, p.received.toString('latin1'));
+});
+
+test('admin API lockouts apply to the forwarded client behind a trusted proxy, not to the proxy', async () => {
+  const admin = async (token: string, forwardedFor: string): Promise<number> => {
+    const res = await fetch(`${gw.url}/api/sessions`, {
+      headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': forwardedFor },
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.arrayBuffer();
+    return res.status;
+  };
+  for (let i = 0; i < 25; i++) await admin(`wrong-admin-token-${i}`, '198.51.100.66');
+  assert.equal(await admin(GATEWAY_TOKEN, '198.51.100.66'), 429);
+  // Another client behind the same proxy is not locked out.
+  assert.equal(await admin(GATEWAY_TOKEN, '198.51.100.67'), 200);
 });

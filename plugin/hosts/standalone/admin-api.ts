@@ -13,6 +13,7 @@ import {
   writeError,
   writeJson,
   type TokenDigest,
+  type TrustedProxies,
 } from '../../host-kit.ts';
 import { BadCursorError, type SessionStore } from './session-store.ts';
 import type { Outbox } from './outbox.ts';
@@ -20,6 +21,8 @@ import type { RunRegistry } from './run-registry.ts';
 
 export interface AdminDeps {
   gatewayToken: () => string;
+  /** gateway.trustedProxies as in force: behind a proxy, lockouts apply to the real client. */
+  trustedProxies: () => TrustedProxies | undefined;
   store: SessionStore;
   outbox: Outbox;
   runs: RunRegistry;
@@ -85,7 +88,7 @@ export class AdminApi {
 
   private async route(req: IncomingMessage, url: string): Promise<unknown> {
     if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'the admin API is read-only: use GET');
-    const client = clientAddress(req, undefined);
+    const client = clientAddress(req, this.deps.trustedProxies());
     const locked = this.limiter.lockedFor(client);
     if (locked > 0) {
       throw refuse.rateLimited(locked);

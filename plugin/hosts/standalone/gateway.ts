@@ -152,7 +152,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   started = true;
   await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
-  const admin = new AdminApi({ gatewayToken: () => settings.gatewayToken, store, outbox, runs: registry });
+  const admin = new AdminApi({
+    gatewayToken: () => settings.gatewayToken,
+    trustedProxies: () => plugin.snapshot().trustedProxies,
+    store,
+    outbox,
+    runs: registry,
+  });
 
   // Timeouts are checked every second (Node's default is every 30 s, which lets slow headers linger).
   // The Host check is ours (Node's own answers without a body): HTTP/1.1 requires the header.
