@@ -19,6 +19,8 @@ export type ErrorCode =
   | 'mapping_failed'
   | 'signature_invalid'
   | 'signature_expired'
+  | 'invalid_idempotency_key'
+  | 'too_many_items'
   | 'overloaded'
   | 'bad_request'
   | 'headers_too_large'
@@ -113,6 +115,9 @@ export const refuse = {
     return err;
   },
   signatureInvalid: (): HookError => SIGNATURE_INVALID,
+  invalidIdempotencyKey: (): HookError =>
+    new HookError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 256 printable ASCII characters'),
+  tooManyItems: (max: number): HookError => new HookError(400, 'too_many_items', `the payload has more than ${max} items to act on`),
   signatureExpired: (): HookError => SIGNATURE_EXPIRED,
   notFound: (what = NOT_FOUND.message): HookError =>
     what === NOT_FOUND.message ? NOT_FOUND : new HookError(404, 'not_found', what),

@@ -45,11 +45,28 @@ export interface Route {
   to?: string;
 }
 
+/**
+ * An idempotency key and the answer its first request got. A host that records events durably keeps
+ * it in the same write as the event or run acceptance it guards, so a crash cannot separate them,
+ * and hands it back through `idempotency.restore()` at the next start.
+ */
+export interface IdempotencyRecord {
+  /** wake, agent, or mapping:<id>: two senders' ids never collide. */
+  scope: string;
+  key: string;
+  /** ms since the epoch. */
+  at: number;
+  status: number;
+  body?: Record<string, unknown>;
+}
+
 export interface SystemEventMeta {
   source: 'hook';
   /** wake, agent, or the mapping's name */
   hook: string;
   runId?: string;
+  /** Set on the event of a request that carried an idempotency key. */
+  idempotency?: IdempotencyRecord;
 }
 
 export interface HostSessions {
@@ -88,6 +105,8 @@ export interface RunRecord {
   sessionKey: string;
   reply?: string;
   error?: string;
+  /** On the "queued" update of a run whose request carried an idempotency key. */
+  idempotency?: IdempotencyRecord;
 }
 
 export interface HostRuns {
@@ -138,4 +157,6 @@ export interface GatewayHost {
   sessions: HostSessions;
   runs: HostRuns;
   deliver(delivery: Delivery): Promise<void>;
+  /** A host that keeps idempotency keys durably gives back those of earlier runs, oldest first. */
+  idempotency?: { restore(limits: { windowMs: number; maxKeys: number }): Promise<readonly IdempotencyRecord[]> };
 }

@@ -16,6 +16,7 @@ import { BodyReceiver } from './http/body.ts';
 import { HookLifecycle } from './http/lifecycle.ts';
 import { RefusalLog } from './http/refusal-log.ts';
 import { TransformRunner } from './mappings/transform-runner.ts';
+import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -49,6 +50,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const transforms = new TransformRunner({ timeoutMs: current.transformTimeoutMs, logger: host.logger });
   const refusals = new RefusalLog(host.logger);
   const bodies = new BodyReceiver();
+  const dedupe = new DedupeKeys(() => current.dedupe);
+  if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
   const lifecycle = new HookLifecycle({
     host,
     limiter,
@@ -57,6 +60,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     transforms,
     answers: new AnswerBatch(),
     bodies,
+    dedupe,
   });
 
   // One reload at a time; a change arriving meanwhile gives one more reload after it.

@@ -1,7 +1,7 @@
 // Runs accepted agent jobs in the background: a bounded queue, a concurrency limit, a timeout per run,
 // and one summary in the main session for every job whatever happens to it.
 import { refuse } from '../errors.ts';
-import type { GatewayHost, RunRecord, RunStatus, TurnResult } from '../host.ts';
+import type { GatewayHost, IdempotencyRecord, RunRecord, RunStatus, TurnResult } from '../host.ts';
 import type { AgentJob } from './action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/external-content.ts';
@@ -101,7 +101,7 @@ export class RunService {
    * before then: the 202 that follows is never for a run a crash could forget. If they cannot be
    * recorded, the jobs end as errors without running and the promise rejects.
    */
-  async submit(jobs: readonly AgentJob[]): Promise<void> {
+  async submit(jobs: readonly AgentJob[], idempotency?: IdempotencyRecord): Promise<void> {
     const { maxConcurrentRuns, maxQueuedRuns } = this.limits();
     if (this.closing) throw refuse.overloaded('the gateway is shutting down');
     const freeSlots = Math.max(0, maxConcurrentRuns - this.active.size);
@@ -110,7 +110,8 @@ export class RunService {
     }
     let recorded: Promise<void>[] | undefined;
     for (const job of jobs) {
-      const pending = this.report(job, 'queued');
+      // Every run of the request carries its key: whichever acceptance is on disk, the key is too.
+      const pending = this.report(job, 'queued', undefined, undefined, idempotency);
       if (pending) (recorded ??= []).push(pending);
     }
     if (!recorded) {
@@ -243,12 +244,19 @@ export class RunService {
    * Tells the host; a promise when the host records the update and says when it has. A failure is
    * logged here, so callers that do not wait for the record need not handle it.
    */
-  private report(job: AgentJob, status: RunStatus, reply?: string, error?: string): Promise<void> | undefined {
+  private report(
+    job: AgentJob,
+    status: RunStatus,
+    reply?: string,
+    error?: string,
+    idempotency?: IdempotencyRecord,
+  ): Promise<void> | undefined {
     const notify = this.host.runs.onRunUpdate;
     if (!notify) return undefined;
     const record: RunRecord = { runId: job.runId, name: job.name, status, agentId: job.agentId, sessionKey: job.sessionKey };
     if (reply !== undefined) record.reply = reply;
     if (error !== undefined) record.error = error;
+    if (idempotency !== undefined) record.idempotency = idempotency;
     const failed = (err: unknown): void =>
       this.host.logger.error('onRunUpdate failed', { runId: job.runId, status, reason: reasonOf(err) });
     try {

@@ -1,6 +1,6 @@
 // POST <hooks.path>/wake: a system event for the main session, and a heartbeat when mode is now.
 import { refuse } from '../errors.ts';
-import type { GatewayHost } from '../host.ts';
+import type { GatewayHost, IdempotencyRecord } from '../host.ts';
 import { formatErrors, validateWakePayload } from '../config/schemas.ts';
 import { sanitizeMarkers } from '../safety/external-content.ts';
 import type { WakeMode, WakeSpec } from './action.ts';
@@ -13,11 +13,9 @@ export function parseWakePayload(payload: Record<string, unknown>): WakeSpec {
 }
 
 /** Resolves once the host has accepted the event (durably, for a host that records it). */
-export async function runWake(spec: WakeSpec, host: GatewayHost): Promise<void> {
+export async function runWake(spec: WakeSpec, host: GatewayHost, idempotency?: IdempotencyRecord): Promise<void> {
   const agentId = host.agents.defaultId;
-  await host.sessions.enqueueSystemEvent(host.sessions.mainSessionKey(agentId), spec.text, {
-    source: 'hook',
-    hook: spec.hook,
-  });
+  const meta = idempotency ? { source: 'hook' as const, hook: spec.hook, idempotency } : { source: 'hook' as const, hook: spec.hook };
+  await host.sessions.enqueueSystemEvent(host.sessions.mainSessionKey(agentId), spec.text, meta);
   if (spec.mode === 'now') host.sessions.requestHeartbeat({ agentId, reason: `hook:${spec.hook}` });
 }

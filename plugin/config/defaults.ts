@@ -8,6 +8,8 @@ export const DEFAULTS = Object.freeze({
   maxConcurrentRuns: 8,
   maxQueuedRuns: 1000,
   transformTimeoutMs: 2000,
+  /** Three days: Stripe and Standard Webhooks senders retry for about that long. */
+  dedupe: Object.freeze({ windowSeconds: 259_200, maxKeys: 100_000 }),
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,
 });

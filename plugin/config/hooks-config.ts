@@ -30,6 +30,7 @@ interface HooksBlock {
   authRateLimit?: Partial<AuthRateLimit>;
   maxConcurrentRuns?: number;
   maxQueuedRuns?: number;
+  dedupe?: { windowSeconds?: number; maxKeys?: number };
 }
 
 /** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
@@ -113,6 +114,10 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     transformsDir,
     transformTimeoutMs: h.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
     presets: Object.freeze([...(h.presets ?? [])]),
+    dedupe: Object.freeze({
+      windowMs: Math.round((h.dedupe?.windowSeconds ?? DEFAULTS.dedupe.windowSeconds) * 1000),
+      maxKeys: h.dedupe?.maxKeys ?? DEFAULTS.dedupe.maxKeys,
+    }),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
   });
 }

@@ -28,6 +28,7 @@ export interface HooksSnapshot {
   readonly transformsDir: string;
   readonly transformTimeoutMs: number;
   readonly presets: readonly string[];
+  readonly dedupe: { readonly windowMs: number; readonly maxKeys: number };
   /** As configured; compileMappings turns them into `mappings`. */
   readonly mappingConfigs: readonly unknown[];
   readonly mappings: readonly CompiledMapping[];

@@ -5,8 +5,10 @@
 //   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name
 //   receive      the body, within the target's limit and the body timeout
 //   verify       a signed mapping's signature over the raw bytes (instead of the token)
-//   parse        a JSON object or a form (for a mapping, one that nests no deeper than templates can walk)
-//   act          the endpoint or the mapping turns the payload into an action
+//   parse        a JSON object or a form (for a mapping, one that nests no deeper than templates can walk);
+//                the endpoint's payload is checked, or the mapping that owns this payload is picked
+//   dedupe       a key seen before gets the first answer again (after waiting for it if need be)
+//   act          the mapping turns the payload into an action (templates, transform)
 //   execute      the action is carried out (actions/execute.ts)
 //   answer       the outcome, or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
@@ -22,7 +24,10 @@ import { parseWakePayload } from '../actions/wake.ts';
 import { parseAgentPayload } from '../actions/agent.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
 import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
-import { buildMappedAction } from '../mappings/build-action.ts';
+import { buildMappedAction, renderDedupeKey, type MappedRequest } from '../mappings/build-action.ts';
+import type { DedupeKeys } from '../dedupe/dedupe-keys.ts';
+import { duplicateOf } from '../dedupe/dedupe-keys.ts';
+import { derivedKey, idempotencyKeyHeader } from '../dedupe/idempotency.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { TransformRunner } from '../mappings/transform-runner.ts';
 import type { AnswerBatch } from './answers.ts';
@@ -44,6 +49,7 @@ export interface LifecycleParts {
   transforms: TransformRunner;
   answers: AnswerBatch;
   bodies: BodyReceiver;
+  dedupe: DedupeKeys;
 }
 
 /** What a request is aimed at once its name is known. */
@@ -71,6 +77,9 @@ interface HookRequest {
   readonly query: string | undefined;
 }
 
+/** Marks the answer to a repeated idempotency key. */
+const DUPLICATE = Object.freeze({ 'x-hookgate-duplicate': '1' });
+
 /** The query of a URL without one; shared, since templates and transforms only read it. */
 const NO_QUERY = new URLSearchParams();
 
@@ -89,6 +98,7 @@ export class HookLifecycle {
     const request: HookRequest = { req, res, id: requestId(), client: clientAddress(req, snap.trustedProxies), name, query };
     const { answers } = this.parts;
     let authenticated = false;
+    let duplicate = false;
     try {
       this.admit(request);
       const target = this.target(request, snap);
@@ -105,9 +115,27 @@ export class HookLifecycle {
       }
       const payload = this.parse(target, body);
       if (verifier) this.checkFresh(request, verifier, payload, snap);
-      const action = await this.act(request, target, payload, body.length, snap);
-      const outcome = await this.parts.executor.execute(action, snap);
-      answers.send(res, outcome.status, outcome.body, request.id);
+      const endpoint = target.kind === 'mapped' ? undefined : endpointAction(target.kind, payload);
+      const mapping = target.kind === 'mapped' ? this.pick(target.candidates, payload, body.length, snap) : undefined;
+      const key = this.dedupeKey(request, target.kind, mapping, payload);
+      const seen = key && this.parts.dedupe.seen(key.scope, key.key);
+      if (seen) {
+        const first = 'record' in seen ? seen.record : await seen.pending;
+        const again = duplicateOf(first);
+        duplicate = true;
+        answers.send(res, again.status, again.body, request.id, DUPLICATE);
+      } else {
+        const claim = key && this.parts.dedupe.claim(key.scope, key.key);
+        try {
+          const action = endpoint ?? (await this.act(request, mapping!, payload));
+          const outcome = await this.parts.executor.execute(action, snap, key);
+          claim?.settle(outcome.record!);
+          answers.send(res, outcome.status, outcome.body, request.id);
+        } catch (err) {
+          claim?.release(err);
+          throw err;
+        }
+      }
     } catch (err) {
       answers.sendError(res, this.refusalOf(err, request), request.id);
     }
@@ -122,6 +150,7 @@ export class HookLifecycle {
       status: res.statusCode,
       ms: Math.round((performance.now() - started) * 10) / 10,
       client: request.client,
+      ...(duplicate ? { duplicate } : {}),
     };
     // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.
     if (authenticated) this.parts.host.logger.info('hook request', fields);
@@ -198,26 +227,49 @@ export class HookLifecycle {
     return target.bodyFormat === 'form' ? parseFormObject(body) : parseJsonObject(body);
   }
 
-  /** The action the endpoint or the mapping makes of the payload. */
-  private async act(
-    { req, name, query }: HookRequest,
-    target: Target,
+  /** The mapping that owns this payload, within its own body limit. */
+  private pick(
+    candidates: readonly CompiledMapping[],
     payload: Record<string, unknown>,
     bodyBytes: number,
     snap: HooksSnapshot,
-  ): Promise<Action> {
-    if (target.kind !== 'mapped') {
-      return target.kind === 'wake'
-        ? { kind: 'wake', spec: parseWakePayload(payload) }
-        : { kind: 'agent', specs: [parseAgentPayload(payload)] };
-    }
-    const mapping = pickMapping(target.candidates, payload);
+  ): CompiledMapping {
+    const mapping = pickMapping(candidates, payload);
     if (!mapping) throw refuse.notFound();
     const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
     if (bodyBytes > own) throw refuse.payloadTooLarge(own);
-    const params = query === undefined ? NO_QUERY : new URLSearchParams(query);
+    return mapping;
+  }
+
+  /**
+   * The delivery's key, scoped by endpoint or mapping: the Idempotency-Key header for wake and agent;
+   * for a mapping its dedupe.key, else its sender's delivery id, else the header.
+   */
+  private dedupeKey(
+    request: HookRequest,
+    kind: Target['kind'],
+    mapping: CompiledMapping | undefined,
+    payload: Record<string, unknown>,
+  ): { scope: string; key: string } | undefined {
+    const headers = request.req.headers;
+    if (!mapping) {
+      const key = idempotencyKeyHeader(headers);
+      return key === undefined ? undefined : { scope: kind, key };
+    }
+    const key = mapping.dedupeKey
+      ? derivedKey(renderDedupeKey(mapping.dedupeKey, payload, this.mappedRequest(request)))
+      : (derivedKey(mapping.verifier?.deliveryId(headers, payload)) ?? idempotencyKeyHeader(headers));
+    return key === undefined ? undefined : { scope: `mapping:${mapping.id}`, key };
+  }
+
+  /** The action the mapping makes of the payload (templates, or its transform). */
+  private act(request: HookRequest, mapping: CompiledMapping, payload: Record<string, unknown>): Promise<Action> {
     const { transforms, host } = this.parts;
-    return buildMappedAction(mapping, payload, { headers: req.headers, query: params, name }, transforms, host.logger);
+    return buildMappedAction(mapping, payload, this.mappedRequest(request), transforms, host.logger);
+  }
+
+  private mappedRequest({ req, name, query }: HookRequest): MappedRequest {
+    return { headers: req.headers, query: query === undefined ? NO_QUERY : new URLSearchParams(query), name };
   }
 
   /** A HookError as it is; anything else is a fault of ours, logged and answered as a 500. */
@@ -233,6 +285,13 @@ export class HookLifecycle {
 
 function isKnownName(name: string, snap: HooksSnapshot): boolean {
   return name === 'wake' || name === 'agent' || snap.mappingIndex.byName.has(name);
+}
+
+/** The action of the wake and agent endpoints: their payload, checked. */
+function endpointAction(kind: 'wake' | 'agent', payload: Record<string, unknown>): Action {
+  return kind === 'wake'
+    ? { kind: 'wake', spec: parseWakePayload(payload) }
+    : { kind: 'agent', specs: [parseAgentPayload(payload)] };
 }
 
 /** The part after the prefix: '' for the bare prefix, undefined when the path is not ours. */

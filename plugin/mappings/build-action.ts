@@ -46,6 +46,11 @@ export interface MappedRequest {
   name: string;
 }
 
+/** A mapping's dedupe.key as rendered for this request (blank: no key). */
+export function renderDedupeKey(key: Template, payload: Record<string, unknown>, request: MappedRequest): string {
+  return key.render({ payload, headers: request.headers, query: request.query, path: request.name });
+}
+
 /** The action a mapping builds from this payload. */
 export async function buildMappedAction(
   m: CompiledMapping,

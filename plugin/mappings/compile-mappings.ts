@@ -25,6 +25,7 @@ interface MappingConfig extends RunOptions {
   transform?: { module: string; export?: string };
   body?: 'json' | 'form';
   verify?: VerifyConfig;
+  dedupe?: { key: string };
 }
 
 export interface MappingPolicies {
@@ -147,6 +148,7 @@ export async function compileMappings(
       bodyFormat: m.body ?? 'json',
       verifier,
       hiddenHeaders,
+      dedupeKey: template('dedupe', m.dedupe?.key),
     };
     if (problems.length === before) out.push(Object.freeze(resolved));
   }

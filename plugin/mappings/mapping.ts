@@ -33,6 +33,8 @@ export interface CompiledMapping {
   readonly verifier?: Verifier;
   /** Headers no template or transform sees: credentials, and this mapping's proof headers. */
   readonly hiddenHeaders: ReadonlySet<string>;
+  /** dedupe.key: the delivery's idempotency key, rendered from the request. */
+  readonly dedupeKey?: Template;
 }
 
 /** Which mappings may own a hook name, built once per config. */

@@ -3,6 +3,7 @@
 // channel outbound adapters), agents/models/channels read from OpenClaw's live config.
 import path from 'node:path';
 import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type HostAgents, type LogFields, type Logger, type Route } from '../../host-kit.ts';
+import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
 import { openClawAgents, openClawChannels, selectOpenClawConfig } from './config.ts';
 import type { ServiceQueue } from './run-queue.ts';
@@ -39,9 +40,10 @@ export interface OpenClawHostOptions {
   api: OpenClawPluginApi;
   configPath: string;
   queue: ServiceQueue;
+  journal: IdempotencyJournal;
 }
 
-export function createOpenClawHost({ api, configPath, queue }: OpenClawHostOptions): GatewayHost {
+export function createOpenClawHost({ api, configPath, queue, journal }: OpenClawHostOptions): GatewayHost {
   const { runtime } = api;
   // Mapped once per config object: OpenClaw replaces the object when its config changes.
   let seen: unknown;
@@ -85,7 +87,9 @@ export function createOpenClawHost({ api, configPath, queue }: OpenClawHostOptio
     },
     sessions: {
       mainSessionKey,
-      enqueueSystemEvent(sessionKey, text) {
+      async enqueueSystemEvent(sessionKey, text, meta) {
+        // The key is on disk before the event is queued: a failure leaves neither.
+        if (meta.idempotency) await journal.append(meta.idempotency);
         // OpenClaw drops an event equal to the one before it in the queue; that is not a failure.
         runtime.system.enqueueSystemEvent(text, { sessionKey });
       },
@@ -96,7 +100,10 @@ export function createOpenClawHost({ api, configPath, queue }: OpenClawHostOptio
     },
     runs: {
       runIsolatedTurn: (turn) => queue.run(() => runTurn(runtime, turn), turn.signal),
+      // An accepted run's key is on disk before its 202.
+      onRunUpdate: (record) => (record.status === 'queued' && record.idempotency ? journal.append(record.idempotency) : undefined),
     },
+    idempotency: { restore: (limits) => journal.restore(limits) },
     deliver: (d) => queue.run(() => deliverReply(runtime, liveConfig(api), d)),
   };
 }

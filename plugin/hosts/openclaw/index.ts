@@ -9,14 +9,16 @@ import type { OpenClawPluginApi } from './api.ts';
 import { HOOKS_KEY, PLUGIN_ID, routePath } from './config.ts';
 import { createOpenClawHost } from './host.ts';
 import { ServiceQueue } from './run-queue.ts';
+import { IdempotencyJournal } from './idempotency-journal.ts';
 
 /** Runs still going at stop get this long before they are interrupted. */
 const STOP_GRACE_MS = 5_000;
 
 function register(api: OpenClawPluginApi): void {
   const queue = new ServiceQueue();
+  const journal = new IdempotencyJournal();
   const configPath = resolveConfigPath(process.env);
-  const host = createOpenClawHost({ api, configPath, queue });
+  const host = createOpenClawHost({ api, configPath, queue, journal });
   let plugin: HooksPlugin | undefined;
   let failure: string | undefined;
 
@@ -39,10 +41,11 @@ function register(api: OpenClawPluginApi): void {
 
   api.registerService({
     id: PLUGIN_ID,
-    async start() {
+    async start(ctx) {
       // Everything queued from the route runs in this context, which carries the service's authority.
       queue.attach(AsyncLocalStorage.snapshot());
       try {
+        await journal.open(ctx.stateDir);
         const started = await createHooksPlugin(host, { watch: true });
         await started.watching();
         plugin = started;

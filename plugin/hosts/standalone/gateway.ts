@@ -96,7 +96,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     sessions: {
       mainSessionKey,
       async enqueueSystemEvent(sessionKey, text, meta) {
-        await store.append(sessionKey, { kind: 'system-event', text, hook: meta.hook, ...(meta.runId ? { runId: meta.runId } : {}) });
+        // An idempotency key goes in the event's own line: a crash keeps both or neither.
+        await store.append(sessionKey, {
+          kind: 'system-event',
+          text,
+          hook: meta.hook,
+          ...(meta.runId ? { runId: meta.runId } : {}),
+          ...(meta.idempotency ? { idem: meta.idempotency } : {}),
+        });
         // Events waiting for the next heartbeat are held in memory: a long backlog drains early.
         if (store.pendingCount(sessionKey) >= BACKLOG_EVENTS) heartbeats.request(agentIdOfKey(sessionKey), 'backlog');
       },
@@ -119,6 +126,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       },
       onRunUpdate: (record) => registry.update(record),
     },
+    idempotency: { restore: async () => storage.takeIdempotencyRecords() },
     async deliver(d) {
       const to = d.to ?? settings.channelDefaults[d.channel];
       await outbox.append({ channel: d.channel, ...(to !== undefined ? { to } : {}), text: d.text, runId: d.runId, agentId: d.agentId });

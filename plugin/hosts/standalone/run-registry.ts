@@ -4,7 +4,7 @@
 // is rebuilt from the lines in the tail of each session, and the runs that were accepted but never
 // finished are found. A run no longer in memory is read back from its session file (found through
 // the run index, run-index.ts) for as long as the file still holds it.
-import type { RunRecord, RunStatus } from '../../host-kit.ts';
+import type { IdempotencyRecord, RunRecord, RunStatus } from '../../host-kit.ts';
 import { isoNow } from './iso-now.ts';
 
 /** A run's status line in its session file. */
@@ -16,6 +16,8 @@ export interface RunLine {
   agentId: string;
   error?: string;
   at: string;
+  /** On an acceptance: the idempotency key of the request, kept in the same line. */
+  idem?: IdempotencyRecord;
 }
 
 /** Adds a line to a session's file; with `wait`, a promise that settles once it is written. */
@@ -138,6 +140,7 @@ export class RunRegistry {
     if (record.status === 'running') return undefined;
     const line: RunLine = { kind: 'run', runId: record.runId, status: record.status, name: record.name, agentId: record.agentId, at: isoNow() };
     if (record.error !== undefined) line.error = record.error;
+    if (record.idempotency !== undefined) line.idem = record.idempotency;
     // A lost final line is not worth failing a finished run for; the session log logs write failures.
     return this.writeLine(record.sessionKey, line, record.status === 'queued');
   }

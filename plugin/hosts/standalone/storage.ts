@@ -2,7 +2,7 @@
 // outbox and the run index, with their bounds, and the run registry rebuilt from them. One instance
 // per gateway owns the commit rounds, write buffers and file handles its logs share.
 import path from 'node:path';
-import type { Logger, RunRecord } from '../../host-kit.ts';
+import type { IdempotencyRecord, Logger, RunRecord } from '../../host-kit.ts';
 import { LogResources } from './jsonl-log.ts';
 import { Outbox } from './outbox.ts';
 import { RunIndex } from './run-index.ts';
@@ -17,6 +17,8 @@ export class Storage {
   readonly outbox: Outbox;
   readonly runs: RunRegistry;
   readonly #index: RunIndex;
+  /** Keys met while opening: a request with several runs has its key on each. */
+  readonly #keys = new Map<string, IdempotencyRecord>();
 
   constructor(dataDir: string, limits: StorageLimits, logger: Logger) {
     const resources = new LogResources();
@@ -26,12 +28,28 @@ export class Storage {
       (key, line, wait) => this.#writeRunLine(key, line, wait),
       (runId) => this.#runFromDisk(runId),
     );
-    this.store = new SessionStore(path.join(dataDir, 'sessions'), logger, (key, records) => this.runs.restore(key, records), {
+    this.store = new SessionStore(path.join(dataDir, 'sessions'), logger, (key, records) => this.#restore(key, records), {
       resources,
       segmentBytes,
       retainBytes: limits.sessionRetainBytes,
     });
     this.outbox = new Outbox(path.join(dataDir, 'outbox.jsonl'), logger, { resources, segmentBytes, retainBytes: limits.outboxRetainBytes });
+  }
+
+  /** The idempotency keys found in the lines read on open, oldest first (handed over once). */
+  takeIdempotencyRecords(): IdempotencyRecord[] {
+    const records = [...this.#keys.values()].sort((a, b) => a.at - b.at);
+    this.#keys.clear();
+    return records;
+  }
+
+  /** Each session's newest lines on open: its runs, and the keys its events and acceptances carry. */
+  #restore(sessionKey: string, records: readonly object[]): void {
+    this.runs.restore(sessionKey, records);
+    for (const r of records) {
+      const idem = (r as { idem?: unknown }).idem;
+      if (isIdempotencyRecord(idem)) this.#keys.set(`${idem.scope}\u0000${idem.key}`, idem);
+    }
   }
 
   /** Reads what a start needs; returns the runs the last process accepted but never finished. */
@@ -61,4 +79,10 @@ export class Storage {
     if (sessionKey === undefined) return undefined;
     return readRun((key, needle, visit) => this.store.scanBackward(key, needle, visit), sessionKey, runId);
   }
+}
+
+function isIdempotencyRecord(v: unknown): v is IdempotencyRecord {
+  if (v === null || typeof v !== 'object') return false;
+  const r = v as Record<string, unknown>;
+  return typeof r.scope === 'string' && typeof r.key === 'string' && typeof r.at === 'number' && typeof r.status === 'number';
 }
