@@ -24,6 +24,8 @@ declare module 'autocannon' {
     connections?: number;
     pipelining?: number;
     duration?: number;
+    /** Each request may be changed before it is sent (a header per request). */
+    requests?: { setupRequest?(req: { headers: Record<string, string> }): { headers: Record<string, string> } }[];
   }
   export default function autocannon(opts: Options): Promise<Result>;
 }

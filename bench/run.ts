@@ -89,6 +89,8 @@ interface Scenario {
   /** Ratio the issue asks for (undefined: reported only). */
   goal?: number;
   expect: number;
+  /** A fresh Idempotency-Key on every request. */
+  freshKeys?: boolean;
 }
 
 const GITHUB_SECRET = 'bench-github-webhook-secret-0123';
@@ -128,10 +130,16 @@ const scenarios: Scenario[] = [
   { name: 'mapped hook + template', path: '/hooks/tpl', body: '{"pipeline":{"name":"api","run":812},"status":"green","actor":{"login":"ada"}}', headers: { ...bearer(HOOK_TOKEN), 'x-ci': 'ci-1' }, target: 'main', goal: 0.7, expect: 200 },
   { name: 'GitHub-signed mapped hook + template', path: '/hooks/github', body: githubBody, headers: githubHeaders, target: 'main', goal: 0.6, expect: 200 },
   { name: 'mapped hook + transform', path: '/hooks/tr', body: '{"service":"api","status":"done"}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.4, expect: 200 },
+  { name: 'wake with a fresh Idempotency-Key each', path: '/hooks/wake', body: '{"text":"bench event","mode":"next-heartbeat"}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.7, expect: 200, freshKeys: true },
+  { name: 'wake, one Idempotency-Key repeated (duplicates)', path: '/hooks/wake', body: '{"text":"bench event","mode":"next-heartbeat"}', headers: { ...bearer(HOOK_TOKEN), 'idempotency-key': 'bench-repeated-key' }, target: 'main', goal: 0.85, expect: 200 },
   { name: '401 wrong token', path: '/hooks/wake', body: '{"text":"x"}', headers: bearer('wrong-token'), target: 'main', goal: 0.85, expect: 401 },
   { name: '429 locked address', path: '/hooks/wake', body: '{"text":"x"}', headers: { ...bearer(HOOK_TOKEN), 'x-forwarded-for': '203.0.113.9' }, target: 'locked', goal: 0.9, expect: 429 },
   { name: '200 KB body (wake)', path: '/hooks/wake', body: bigBody, headers: bearer(HOOK_TOKEN), target: 'main', expect: 200 },
 ];
+
+let keySeq = 0;
+/** Sets a key never sent before (the bare server reads the same header). */
+const freshKey = (req: { headers: Record<string, string> }) => ({ ...req, headers: { ...req.headers, 'idempotency-key': `bench-${++keySeq}` } });
 
 function drive(url: string, s: Scenario): Promise<Result> {
   return autocannon({
@@ -142,6 +150,7 @@ function drive(url: string, s: Scenario): Promise<Result> {
     connections: CONNECTIONS,
     pipelining: 1,
     duration: SECONDS,
+    ...(s.freshKeys ? { requests: [{ setupRequest: freshKey }] } : {}),
   });
 }
 

@@ -47,7 +47,11 @@ interface Answer {
 }
 
 /** One request; `from` picks the loopback source address (the auth limiter counts per address). */
-function post(pathname: string, body: string, opts: { token?: string; from?: string; method?: string } = {}): Promise<Answer> {
+function post(
+  pathname: string,
+  body: string,
+  opts: { token?: string; from?: string; method?: string; idempotencyKey?: string } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
       `${gw!.url}${pathname}`,
@@ -57,6 +61,7 @@ function post(pathname: string, body: string, opts: { token?: string; from?: str
         headers: {
           'content-type': 'application/json',
           ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+          ...(opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {}),
         },
         timeout: 15_000,
       },
@@ -142,6 +147,16 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
       (await queuedSystemEvents()).find((e) => e.startsWith(`Hook ${name} (`)),
     );
     assert.match(summary, new RegExp(`^Hook ${name} \\(error\\): \\S`));
+  });
+
+  test('agent with an Idempotency-Key twice: one run; the second answer is the first, marked duplicate', async () => {
+    const body = JSON.stringify({ message: 'Once only.', name: `idem-${nonce}`, deliver: false, wakeMode: 'next-heartbeat' });
+    const first = await post('/hooks/agent', body, { token: HOOKS.token, idempotencyKey: `idem-${nonce}` });
+    assert.equal(first.status, 202, first.text);
+    const again = await post('/hooks/agent', body, { token: HOOKS.token, idempotencyKey: `idem-${nonce}` });
+    assert.equal(again.status, 202, again.text);
+    assert.deepEqual(again.json, { ...first.json, duplicate: true });
+    assert.equal(again.headers['x-hookgate-duplicate'], '1');
   });
 
   test('wake now: 200, and OpenClaw runs a heartbeat for the main session', async () => {
