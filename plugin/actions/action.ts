@@ -47,8 +47,18 @@ export interface AgentJob extends Omit<IsolatedTurn, 'signal'> {
   to?: string;
 }
 
-/** The one thing a hook request does once it is read: an endpoint or a mapping produces it. */
-export type Action = { kind: 'skip' } | { kind: 'wake'; spec: WakeSpec } | { kind: 'agent'; specs: AgentSpec[] };
+/**
+ * What a hook request does once it is read, whoever produced it (an endpoint or a mapping): events
+ * for the main session and agent runs. Neither: the request is skipped (204).
+ */
+export interface Action {
+  wakes: WakeSpec[];
+  runs: AgentSpec[];
+  /** Made by a mapping's forEach, one per item: a wake answer counts them. */
+  fanOut?: boolean;
+}
+
+export const SKIP: Action = Object.freeze({ wakes: Object.freeze([]) as unknown as WakeSpec[], runs: Object.freeze([]) as unknown as AgentSpec[] });
 
 /** What the executor answers: a status and a JSON body (none for 204). */
 export interface Outcome {

@@ -1,7 +1,7 @@
 // The one place an action is carried out, whoever produced it (the wake or agent endpoint, or a
-// mapping): a wake enqueues its event, agent specs become jobs for the run service, a skip does
-// nothing. The outcome is what the request is answered; with an idempotency key it is also the
-// record the host keeps in the same write as the event or the runs' acceptance.
+// mapping): wakes enqueue their events, agent specs become jobs for the run service, nothing means
+// a skip. The outcome is what the request is answered; with an idempotency key it is also the
+// record the host keeps in the same write as the events or the runs' acceptance.
 import type { GatewayHost, IdempotencyRecord } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import type { Action, Outcome } from './action.ts';
@@ -22,27 +22,28 @@ export class ActionExecutor {
 
   /** Throws the refusal of the first policy that refuses; nothing is done then. */
   async execute(action: Action, snap: HooksSnapshot, key?: { scope: string; key: string }): Promise<ExecutedOutcome> {
-    const recordOf = (outcome: Outcome): IdempotencyRecord | undefined =>
-      key && { scope: key.scope, key: key.key, at: Date.now(), status: outcome.status, ...(outcome.body ? { body: outcome.body } : {}) };
-    if (action.kind === 'skip') {
-      const outcome: Outcome = { status: 204 };
-      return { ...outcome, record: recordOf(outcome) };
-    }
-    if (action.kind === 'wake') {
-      const outcome: Outcome = { status: 200, body: { ok: true, mode: action.spec.mode } };
-      const record = recordOf(outcome);
-      await runWake(action.spec, this.host, record);
-      return { ...outcome, record };
-    }
-    // Every job is checked before any is submitted: a refusal leaves nothing half-done.
-    const jobs = action.specs.map((spec) => prepareAgentJob(spec, snap, this.host));
-    const runId = jobs[0]!.runId;
-    const outcome: Outcome = {
-      status: 202,
-      body: jobs.length === 1 ? { ok: true, runId } : { ok: true, runId, runIds: jobs.map((j) => j.runId) },
+    // Every job is checked before anything is done: a refusal leaves nothing half-done.
+    const jobs = action.runs.map((spec) => prepareAgentJob(spec, snap, this.host));
+    const outcome = answerFor(action, jobs.map((j) => j.runId));
+    const record: IdempotencyRecord | undefined = key && {
+      scope: key.scope,
+      key: key.key,
+      at: Date.now(),
+      status: outcome.status,
+      ...(outcome.body ? { body: outcome.body } : {}),
     };
-    const record = recordOf(outcome);
-    await this.runs.submit(jobs, record);
+    for (const wake of action.wakes) await runWake(wake, this.host, record);
+    if (jobs.length) await this.runs.submit(jobs, record);
     return { ...outcome, record };
   }
+}
+
+/** 202 with the run ids when there are runs; else 200 with the mode (and the count of a fan-out); else 204. */
+function answerFor(action: Action, runIds: readonly string[]): Outcome {
+  if (runIds.length) {
+    return { status: 202, body: runIds.length === 1 && !action.fanOut ? { ok: true, runId: runIds[0] } : { ok: true, runId: runIds[0], runIds: [...runIds] } };
+  }
+  const first = action.wakes[0];
+  if (!first) return { status: 204 };
+  return { status: 200, body: action.fanOut ? { ok: true, mode: first.mode, count: action.wakes.length } : { ok: true, mode: first.mode } };
 }

@@ -18,13 +18,13 @@ import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthFailureLimiter } from '../auth/limiter.ts';
-import type { Action } from '../actions/action.ts';
+import type { Action, Outcome } from '../actions/action.ts';
 import type { ActionExecutor } from '../actions/execute.ts';
 import { parseWakePayload } from '../actions/wake.ts';
 import { parseAgentPayload } from '../actions/agent.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
 import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
-import { buildMappedAction, renderDedupeKey, type MappedRequest } from '../mappings/build-action.ts';
+import { buildItemAction, buildMappedAction, forEachItems, renderDedupeKey, type MappedRequest } from '../mappings/build-action.ts';
 import type { DedupeKeys } from '../dedupe/dedupe-keys.ts';
 import { duplicateOf } from '../dedupe/dedupe-keys.ts';
 import { derivedKey, idempotencyKeyHeader } from '../dedupe/idempotency.ts';
@@ -117,37 +117,33 @@ export class HookLifecycle {
       if (verifier) this.checkFresh(request, verifier, payload, snap);
       const endpoint = target.kind === 'mapped' ? undefined : endpointAction(target.kind, payload);
       const mapping = target.kind === 'mapped' ? this.pick(target.candidates, payload, body.length, snap) : undefined;
-      const key = this.dedupeKey(request, target.kind, mapping, payload);
-      const seen = key && this.parts.dedupe.seen(key.scope, key.key);
-      if (seen) {
-        const first = 'record' in seen ? seen.record : await seen.pending;
-        const again = duplicateOf(first);
-        duplicate = true;
-        answers.send(res, again.status, again.body, request.id, DUPLICATE);
-      } else {
-        const claim = key && this.parts.dedupe.claim(key.scope, key.key);
-        try {
-          const action = endpoint ?? (await this.act(request, mapping!, payload));
-          const outcome = await this.parts.executor.execute(action, snap, key);
-          claim?.settle(outcome.record!);
-          answers.send(res, outcome.status, outcome.body, request.id);
-        } catch (err) {
-          claim?.release(err);
-          throw err;
-        }
-      }
+      const outcome = await this.deliverOnce(request, target.kind, endpoint, mapping, payload, snap);
+      duplicate = outcome.duplicate;
+      answers.send(res, outcome.status, outcome.body, request.id, duplicate ? DUPLICATE : undefined);
     } catch (err) {
       answers.sendError(res, this.refusalOf(err, request), request.id);
     }
 
+    return this.finish(request, pathname, started, snap, authenticated, duplicate);
+  }
+
+  /** Logs the request once its answer is out; the host hears back after that. */
+  private async finish(
+    request: HookRequest,
+    pathname: string,
+    started: number,
+    snap: HooksSnapshot,
+    authenticated: boolean,
+    duplicate: boolean,
+  ): Promise<true> {
     // The log line carries the status that went out, and the host hears back once the answer is written.
-    await answers.written();
+    await this.parts.answers.written();
     const fields = {
       requestId: request.id,
-      method: req.method,
+      method: request.req.method,
       // A name no mapping is for may be anything the client typed (a token, even): not logged.
-      path: isKnownName(name, snap) ? pathname : `${snap.path}/…`,
-      status: res.statusCode,
+      path: isKnownName(request.name, snap) ? pathname : `${snap.path}/…`,
+      status: request.res.statusCode,
       ms: Math.round((performance.now() - started) * 10) / 10,
       client: request.client,
       ...(duplicate ? { duplicate } : {}),
@@ -262,6 +258,85 @@ export class HookLifecycle {
     return key === undefined ? undefined : { scope: `mapping:${mapping.id}`, key };
   }
 
+  /**
+   * The delivery acts once per key: a key seen before gets the first answer (once the first request
+   * has one), a new one is claimed while its action runs. Without a key it simply acts.
+   */
+  private async deliverOnce(
+    request: HookRequest,
+    kind: Target['kind'],
+    endpoint: Action | undefined,
+    mapping: CompiledMapping | undefined,
+    payload: Record<string, unknown>,
+    snap: HooksSnapshot,
+  ): Promise<Outcome & { duplicate: boolean }> {
+    // A forEach whose key reads the item: each item is a delivery of its own.
+    if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.eachItemOnce(request, mapping, payload, snap);
+    const key = this.dedupeKey(request, kind, mapping, payload);
+    const seen = key && this.parts.dedupe.seen(key.scope, key.key);
+    if (seen) return { ...duplicateOf('record' in seen ? seen.record : await seen.pending), duplicate: true };
+    const claim = key && this.parts.dedupe.claim(key.scope, key.key);
+    try {
+      const action = endpoint ?? (await this.act(request, mapping!, payload));
+      const outcome = await this.parts.executor.execute(action, snap, key);
+      claim?.settle(outcome.record!);
+      return { status: outcome.status, body: outcome.body, duplicate: false };
+    } catch (err) {
+      claim?.release(err);
+      throw err;
+    }
+  }
+
+  /**
+   * A forEach whose dedupe.key reads the item: each item acts once, however often the request is
+   * sent. The answer gathers the items' first answers; it is a duplicate when every item was.
+   */
+  private async eachItemOnce(
+    request: HookRequest,
+    mapping: CompiledMapping,
+    payload: Record<string, unknown>,
+    snap: HooksSnapshot,
+  ): Promise<Outcome & { duplicate: boolean }> {
+    const scope = `mapping:${mapping.id}`;
+    const mapped = this.mappedRequest(request);
+    const { dedupe, executor, transforms, host } = this.parts;
+    const runIds: string[] = [];
+    let wakes = 0;
+    let mode: unknown;
+    let duplicates = 0;
+    const items = forEachItems(mapping, payload)!;
+    for (const item of items) {
+      const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
+      const seen = key === undefined ? undefined : dedupe.seen(scope, key);
+      let body: Record<string, unknown> | undefined;
+      if (seen) {
+        duplicates++;
+        body = ('record' in seen ? seen.record : await seen.pending).body;
+      } else {
+        const claim = key === undefined ? undefined : dedupe.claim(scope, key);
+        try {
+          const action = await buildItemAction(mapping, payload, mapped, transforms, host.logger, item);
+          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
+          claim?.settle(outcome.record!);
+          body = outcome.body;
+        } catch (err) {
+          claim?.release(err);
+          throw err;
+        }
+      }
+      if (typeof body?.runId === 'string') runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
+      else if (body?.mode !== undefined) {
+        wakes++;
+        mode ??= body.mode;
+      }
+    }
+    const duplicate = items.length > 0 && duplicates === items.length;
+    const extra = { ...(duplicate ? { duplicate: true } : {}), ...(duplicates > 0 && !duplicate ? { duplicates } : {}) };
+    if (runIds.length) return { status: 202, body: { ok: true, runId: runIds[0], runIds, ...extra }, duplicate };
+    if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
+    return { status: 204, duplicate };
+  }
+
   /** The action the mapping makes of the payload (templates, or its transform). */
   private act(request: HookRequest, mapping: CompiledMapping, payload: Record<string, unknown>): Promise<Action> {
     const { transforms, host } = this.parts;
@@ -289,9 +364,7 @@ function isKnownName(name: string, snap: HooksSnapshot): boolean {
 
 /** The action of the wake and agent endpoints: their payload, checked. */
 function endpointAction(kind: 'wake' | 'agent', payload: Record<string, unknown>): Action {
-  return kind === 'wake'
-    ? { kind: 'wake', spec: parseWakePayload(payload) }
-    : { kind: 'agent', specs: [parseAgentPayload(payload)] };
+  return kind === 'wake' ? { wakes: [parseWakePayload(payload)], runs: [] } : { wakes: [], runs: [parseAgentPayload(payload)] };
 }
 
 /** The part after the prefix: '' for the bare prefix, undefined when the path is not ours. */

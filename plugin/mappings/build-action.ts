@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import path from 'node:path';
 import { refuse } from '../errors.ts';
 import { formatErrors, validateTransformResult } from '../config/schemas.ts';
-import type { Action, RunOptions } from '../actions/action.ts';
+import { SKIP, type Action, type RunOptions } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
 import type { Logger } from '../host.ts';
 import type { TransformRunner } from './transform-runner.ts';
@@ -46,12 +46,36 @@ export interface MappedRequest {
   name: string;
 }
 
-/** A mapping's dedupe.key as rendered for this request (blank: no key). */
-export function renderDedupeKey(key: Template, payload: Record<string, unknown>, request: MappedRequest): string {
-  return key.render({ payload, headers: request.headers, query: request.query, path: request.name });
+/** A mapping's dedupe.key as rendered for this request, or for one forEach item (blank: no key). */
+export function renderDedupeKey(key: Template, payload: Record<string, unknown>, request: MappedRequest, item?: ForEachItem): string {
+  return key.render(contextOf(payload, request, item));
 }
 
-/** The action a mapping builds from this payload. */
+/** One element of a forEach array, and where it stood. */
+export interface ForEachItem {
+  item: unknown;
+  index: number;
+}
+
+function contextOf(payload: Record<string, unknown>, request: MappedRequest, item?: ForEachItem): TemplateContext {
+  const ctx: TemplateContext = { payload, headers: request.headers, query: request.query, path: request.name };
+  if (item) {
+    ctx.item = item.item;
+    ctx.index = item.index;
+  }
+  return ctx;
+}
+
+/** The forEach items of this payload: a 400 when the path is not an array or holds too many. */
+export function forEachItems(m: CompiledMapping, payload: Record<string, unknown>): ForEachItem[] | undefined {
+  if (!m.forEach) return undefined;
+  const items = m.forEach.read(payload);
+  if (!Array.isArray(items)) throw refuse.invalidPayload(`mapping "${m.id}": forEach "${m.forEach.path}" is not an array in this payload`);
+  if (items.length > m.forEach.maxItems) throw refuse.tooManyItems(m.forEach.maxItems);
+  return items.map((item: unknown, index) => ({ item, index }));
+}
+
+/** The action a mapping builds from this payload: one per forEach item (merged), or one. */
 export async function buildMappedAction(
   m: CompiledMapping,
   payload: Record<string, unknown>,
@@ -59,9 +83,29 @@ export async function buildMappedAction(
   transforms: TransformRunner,
   logger: Logger,
 ): Promise<Action> {
-  if (m.preset === 'gmail') return { kind: 'agent', specs: gmailAgentSpecs(payload) };
+  if (m.preset === 'gmail') return { wakes: [], runs: gmailAgentSpecs(payload) };
+  const items = forEachItems(m, payload);
+  if (!items) return buildItemAction(m, payload, request, transforms, logger);
+  const merged: Action = { wakes: [], runs: [], fanOut: true };
+  // One after another: a transform runs once per item, and the items keep their order.
+  for (const item of items) {
+    const action = await buildItemAction(m, payload, request, transforms, logger, item);
+    merged.wakes.push(...action.wakes);
+    merged.runs.push(...action.runs);
+  }
+  return merged;
+}
 
-  const ctx: TemplateContext = { payload, headers: request.headers, query: request.query, path: request.name };
+/** The action of one item (or of the whole payload without forEach). */
+export async function buildItemAction(
+  m: CompiledMapping,
+  payload: Record<string, unknown>,
+  request: MappedRequest,
+  transforms: TransformRunner,
+  logger: Logger,
+  item?: ForEachItem,
+): Promise<Action> {
+  const ctx = contextOf(payload, request, item);
   const fields: ActionFields = {
     action: m.action,
     text: render(m.text, ctx),
@@ -78,7 +122,7 @@ export async function buildMappedAction(
     timeoutSeconds: m.timeoutSeconds,
   };
   if (!m.transform) return actionOf(m, fields);
-  return transformed(m, m.transform, fields, payload, request, transforms, logger);
+  return transformed(m, m.transform, fields, payload, request, transforms, logger, item);
 }
 
 /** The rendered fields with what the transform returned over them; null from the transform skips. */
@@ -90,17 +134,24 @@ async function transformed(
   request: MappedRequest,
   transforms: TransformRunner,
   logger: Logger,
+  item?: ForEachItem,
 ): Promise<Action> {
-  const outcome = await transforms.run({
-    file: transform.file,
-    exportName: transform.exportName,
-    ctx: { payload, headers: transformHeaders(request.headers, m.hiddenHeaders), query: Object.fromEntries(request.query), path: request.name },
-  });
+  const ctx: Record<string, unknown> = {
+    payload,
+    headers: transformHeaders(request.headers, m.hiddenHeaders),
+    query: Object.fromEntries(request.query),
+    path: request.name,
+  };
+  if (item) {
+    ctx.item = item.item;
+    ctx.index = item.index;
+  }
+  const outcome = await transforms.run({ file: transform.file, exportName: transform.exportName, ctx: ctx as never });
   if (!outcome.ok) {
     logger.warn('transform failed', { mapping: m.id, module: path.basename(transform.file), reason: outcome.reason });
     throw refuse.mappingFailed(`mapping "${m.id}": ${outcome.reason}`);
   }
-  if (outcome.value === null) return { kind: 'skip' };
+  if (outcome.value === null) return SKIP;
   if (!validateTransformResult(outcome.value)) {
     throw refuse.mappingFailed(
       `mapping "${m.id}": the transform returned an invalid action: ${formatErrors(validateTransformResult.errors).join('; ')}`,
@@ -119,14 +170,14 @@ function actionOf(m: CompiledMapping, fields: ActionFields): Action {
     }
     const text = fields.text.trim();
     const safe = m.allowUnsafeExternalContent ? text : wrapExternalContent(text, { source: 'webhook', hookName: name });
-    return { kind: 'wake', spec: { text: safe, mode: fields.wakeMode ?? 'now', hook: name } };
+    return { wakes: [{ text: safe, mode: fields.wakeMode ?? 'now', hook: name }], runs: [] };
   }
   if (fields.message === undefined || fields.message.trim() === '') {
     throw refuse.invalidPayload(`mapping "${m.id}" produced an empty message from this payload`);
   }
   return {
-    kind: 'agent',
-    specs: [
+    wakes: [],
+    runs: [
       {
         message: fields.message,
         name,

@@ -3,7 +3,7 @@
 import type { GatewayHost } from '../host.ts';
 import { matchesSessionPrefix } from '../config/session-prefixes.ts';
 import type { RunOptions } from '../actions/action.ts';
-import { compileTemplate, type Template } from './template.ts';
+import { compilePath, compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from './confine.ts';
 import { GMAIL_PRESET } from './gmail.ts';
 import type { CompiledMapping } from './mapping.ts';
@@ -26,6 +26,8 @@ interface MappingConfig extends RunOptions {
   body?: 'json' | 'form';
   verify?: VerifyConfig;
   dedupe?: { key: string };
+  forEach?: string;
+  maxItems?: number;
 }
 
 export interface MappingPolicies {
@@ -149,6 +151,7 @@ export async function compileMappings(
       verifier,
       hiddenHeaders,
       dedupeKey: template('dedupe', m.dedupe?.key),
+      forEach: forEachOf(m, where, problems),
     };
     if (problems.length === before) out.push(Object.freeze(resolved));
   }
@@ -184,5 +187,18 @@ function checkSharedPaths(mappings: readonly CompiledMapping[], problems: string
     if (sharing.some((m) => m.bodyFormat !== sharing[0]!.bodyFormat)) {
       problems.push(`${sharing[0]!.where}: the mappings for "${name}" must agree on body (json or form)`);
     }
+  }
+}
+
+const DEFAULT_MAX_ITEMS = 100;
+
+function forEachOf(m: MappingConfig, where: string, problems: string[]): CompiledMapping['forEach'] {
+  if (m.maxItems !== undefined && m.forEach === undefined) problems.push(`${where}.maxItems needs forEach`);
+  if (m.forEach === undefined) return undefined;
+  try {
+    return { path: m.forEach, read: compilePath(m.forEach.replace(/^payload\./, '')), maxItems: m.maxItems ?? DEFAULT_MAX_ITEMS };
+  } catch (err) {
+    problems.push(`${where}.forEach: ${(err as Error).message}`);
+    return undefined;
   }
 }

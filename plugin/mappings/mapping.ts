@@ -35,6 +35,8 @@ export interface CompiledMapping {
   readonly hiddenHeaders: ReadonlySet<string>;
   /** dedupe.key: the delivery's idempotency key, rendered from the request. */
   readonly dedupeKey?: Template;
+  /** forEach: reads the array of items from the payload; one action per item. */
+  readonly forEach?: { readonly path: string; readonly read: (payload: unknown) => unknown; readonly maxItems: number };
 }
 
 /** Which mappings may own a hook name, built once per config. */

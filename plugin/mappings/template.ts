@@ -11,12 +11,17 @@ export interface TemplateContext {
   query: URLSearchParams;
   /** The hook name (sub-path after hooks.path). */
   path: string;
+  /** With forEach: the item of the array this action is for, and its index. */
+  item?: unknown;
+  index?: number;
 }
 
 export interface Template {
   readonly source: string;
   /** True when the template has no placeholder: render() always gives the same text. */
   readonly isStatic: boolean;
+  /** True when it reads {{item…}} or {{index}}: it renders differently for each forEach item. */
+  readonly perItem: boolean;
   render(ctx: TemplateContext): string;
 }
 
@@ -65,6 +70,9 @@ function getter(expr: string, hidden: ReadonlySet<string>): (ctx: TemplateContex
   const [root, ...rest] = path;
   if (root === 'path' && rest.length === 0) return (ctx) => ctx.path;
   if (root === 'now' && rest.length === 0) return () => new Date().toISOString();
+  // Outside a forEach, item and index are payload fields like any other.
+  if (root === 'index' && rest.length === 0) return (ctx) => (ctx.index === undefined ? lookup(ctx.payload, path) : ctx.index);
+  if (root === 'item') return (ctx) => (ctx.index === undefined ? lookup(ctx.payload, path) : lookup(ctx.item, rest));
   if (root === 'headers' && rest.length === 1 && typeof rest[0] === 'string') {
     const name = rest[0].toLowerCase();
     if (hidden.has(name)) return () => undefined;
@@ -101,15 +109,22 @@ export function compileTemplate(source: string, hidden: ReadonlySet<string> = SE
   const isStatic = parts.every((p) => typeof p === 'string');
   if (isStatic) {
     const text = parts.join('');
-    return { source, isStatic, render: () => text };
+    return { source, isStatic, perItem: false, render: () => text };
   }
   return {
     source,
     isStatic,
+    perItem: [...source.matchAll(PLACEHOLDER)].some((m) => /^(item\b|index$)/.test(m[1]!.trim())),
     render(ctx) {
       let out = '';
       for (const p of parts) out += typeof p === 'string' ? p : show(p(ctx));
       return out;
     },
   };
+}
+
+/** A payload path (`a.b[0]`) read with the same rules as a placeholder: own properties only. */
+export function compilePath(expr: string): (value: unknown) => unknown {
+  const path = parsePath(expr);
+  return (value) => lookup(value, path);
 }
