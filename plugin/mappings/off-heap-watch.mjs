@@ -9,12 +9,20 @@ import vm from 'node:vm';
 
 /** At most one reading (about 15 µs: it also reads the RSS) per this many ms of calls. */
 const CHECK_GAP_MS = 5;
+/**
+ * The collection that confirms a reading: a full, synchronous, last-resort GC. Even so V8 frees the
+ * dropped ArrayBuffers on a background thread, which on a busy machine can take some ms: the count is
+ * read again for up to SWEEP_WAIT_MS before the reading stands.
+ */
+const GC_OPTIONS = { type: 'major', execution: 'sync', flavor: 'last-resort' };
+const SWEEP_WAIT_MS = 100;
+const SWEEP_POLL_MS = 5;
 
 /**
- * A forced full GC, or undefined. V8 hands out `gc` only to contexts created while --expose-gc is set;
- * a worker cannot be started with that flag, so it is set just long enough to create one context.
+ * A forced GC, or undefined. V8 hands out `gc` only to contexts created while --expose-gc is set; a
+ * worker cannot be started with that flag, so it is set just long enough to create one context.
  */
-function fullGc() {
+function forcedGc() {
   try {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc');
@@ -26,20 +34,27 @@ function fullGc() {
   }
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** Watches ArrayBuffer memory over what it was when the watch started (the worker's own, before any module). */
 export function offHeapWatch(limitBytes) {
-  const gc = fullGc();
+  const gc = forcedGc();
   const arrayBuffers = () => process.memoryUsage().arrayBuffers;
   const baseline = arrayBuffers();
+  const within = () => arrayBuffers() - baseline <= limitBytes;
   let checkedAt = -Infinity;
 
-  /** True when the transform holds more than the limit, even after a GC. */
-  function overNow() {
+  /** Resolves true when the transform holds more than the limit, even after a GC. */
+  async function overNow() {
     checkedAt = performance.now();
-    if (arrayBuffers() - baseline <= limitBytes) return false;
+    if (within()) return false;
     if (!gc) return true;
-    gc();
-    return arrayBuffers() - baseline > limitBytes;
+    gc(GC_OPTIONS);
+    for (let waited = 0; !within(); waited += SWEEP_POLL_MS) {
+      if (waited >= SWEEP_WAIT_MS) return true;
+      await sleep(SWEEP_POLL_MS);
+    }
+    return false;
   }
 
   return {

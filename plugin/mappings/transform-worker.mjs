@@ -31,8 +31,17 @@ const port = parentPort;
 const MEMORY_TICK_MS = 50;
 const memory = offHeapWatch(Number(workerData?.maxOffHeapBytes) > 0 ? Number(workerData.maxOffHeapBytes) : 64 * 1024 * 1024);
 let overMemory = false;
+let ticking = false;
 const memoryTimer = setInterval(() => {
-  if (!overMemory && memory.overLimitNow()) reportMemory();
+  if (overMemory || ticking) return;
+  ticking = true;
+  memory.overLimitNow().then(
+    (over) => {
+      ticking = false;
+      if (over && !overMemory) reportMemory();
+    },
+    () => (ticking = false),
+  );
 }, MEMORY_TICK_MS);
 memoryTimer.unref();
 
@@ -173,8 +182,10 @@ function succeed(id, value) {
 }
 
 /** The returned value checked and sent, or the failure it is. */
-function finish(id, value, maxOutputBytes) {
-  if (overMemory || memory.overLimit()) {
+async function finish(id, value, maxOutputBytes) {
+  // Most calls skip the reading (overLimit is false, not a promise): no await, no extra turn.
+  const reading = memory.overLimit();
+  if (overMemory || (reading !== false && (await reading))) {
     fail(id, 'memory');
     if (!overMemory) reportMemory();
     return;
@@ -235,7 +246,7 @@ async function handle(msg) {
     fail(id, 'threw', { detail: messageOf(err) });
     return;
   }
-  finish(id, value, maxOutputBytes);
+  await finish(id, value, maxOutputBytes);
 }
 
 port.on('message', (msg) => {
