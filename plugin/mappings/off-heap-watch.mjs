@@ -44,10 +44,7 @@ export function offHeapWatch(limitBytes) {
   const within = () => arrayBuffers() - baseline <= limitBytes;
   let checkedAt = -Infinity;
 
-  /** Resolves true when the transform holds more than the limit, even after a GC. */
-  async function overNow() {
-    checkedAt = performance.now();
-    if (within()) return false;
+  async function confirm() {
     if (!gc) return true;
     gc(GC_OPTIONS);
     for (let waited = 0; !within(); waited += SWEEP_POLL_MS) {
@@ -55,6 +52,15 @@ export function offHeapWatch(limitBytes) {
       await sleep(SWEEP_POLL_MS);
     }
     return false;
+  }
+
+  /**
+   * False at once when within the limit (no promise: answers keep their order); otherwise a promise of
+   * whether the transform holds more than the limit even after a GC.
+   */
+  function overNow() {
+    checkedAt = performance.now();
+    return within() ? false : confirm();
   }
 
   return {

@@ -35,7 +35,7 @@ let ticking = false;
 const memoryTimer = setInterval(() => {
   if (overMemory || ticking) return;
   ticking = true;
-  memory.overLimitNow().then(
+  Promise.resolve(memory.overLimitNow()).then(
     (over) => {
       ticking = false;
       if (over && !overMemory) reportMemory();
@@ -183,7 +183,7 @@ function succeed(id, value) {
 
 /** The returned value checked and sent, or the failure it is. */
 async function finish(id, value, maxOutputBytes) {
-  // Most calls skip the reading (overLimit is false, not a promise): no await, no extra turn.
+  // Within the limit (or no reading due) is a plain false: no await, so answers keep their order.
   const reading = memory.overLimit();
   if (overMemory || (reading !== false && (await reading))) {
     fail(id, 'memory');
