@@ -10,8 +10,13 @@ function isPlainObject(value) {
   return proto === Object.prototype || proto === null;
 }
 
+/** Characters that JSON escapes or UTF-8 writes in more than one byte. */
+const NOT_PLAIN_ASCII = /[\u0000-\u001f"\\\u007f-\uffff]/;
+
 /** Bytes of `text` as a JSON string (quotes and escapes included); only called on texts within the budget. */
 function jsonStringBytes(text) {
+  // Most texts are plain ASCII: one byte a character, no copy made to count them.
+  if (!NOT_PLAIN_ASCII.test(text)) return text.length + 2;
   return Buffer.byteLength(JSON.stringify(text), 'utf8');
 }
 

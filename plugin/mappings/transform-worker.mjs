@@ -181,15 +181,28 @@ function succeed(id, value) {
   }
 }
 
-/** The returned value checked and sent, or the failure it is. */
-async function finish(id, value, maxOutputBytes) {
-  // Within the limit (or no reading due) is a plain false: no await, so answers keep their order.
-  const reading = memory.overLimit();
-  if (overMemory || (reading !== false && (await reading))) {
+/**
+ * The off-heap reading first: within the limit (or no reading due) is a plain false, so an ordinary
+ * call goes on at once, with no promise; only a reading over the limit is waited for (it runs a GC).
+ */
+function finish(id, value, maxOutputBytes) {
+  const reading = overMemory || memory.overLimit();
+  if (reading === false) {
+    send(id, value, maxOutputBytes);
+    return undefined;
+  }
+  return Promise.resolve(reading).then((over) => {
+    if (!over) {
+      send(id, value, maxOutputBytes);
+      return;
+    }
     fail(id, 'memory');
     if (!overMemory) reportMemory();
-    return;
-  }
+  });
+}
+
+/** The returned value checked and sent, or the failure it is. */
+function send(id, value, maxOutputBytes) {
   if (value === null) {
     succeed(id, null);
     return;
@@ -246,7 +259,7 @@ async function handle(msg) {
     fail(id, 'threw', { detail: messageOf(err) });
     return;
   }
-  await finish(id, value, maxOutputBytes);
+  return finish(id, value, maxOutputBytes);
 }
 
 port.on('message', (msg) => {
