@@ -15,11 +15,26 @@
 // - Answers carry the call id; anything from a worker that was terminated, or for another call, is ignored.
 // - invalidate() retires every worker (idle ones now, busy ones when their calls end): the next call gets
 //   a fresh worker that loads the module, its imports and Node's ESM cache afresh.
+// - Limits beyond time and heap: the returned action may take at most `maxOutputBytes` as JSON (the
+//   worker measures it before posting); Buffers and ArrayBuffers, which live outside the heap, are
+//   bounded by `maxOffHeapMb`. The worker watches its own off-heap memory between and after calls; the
+//   main thread reads the process RSS while calls run, which catches a call that allocates without
+//   ever yielding. Either way the worker is terminated, which gives the memory back.
+// - A failure's `reason` is fixed wording (transform-reasons.ts) that carries nothing the transform
+//   wrote; its own message is `detail`, for operator tools, and is never logged.
 // - Idle workers are unref'd: the runner never keeps the process alive on its own. A worker idle for
 //   `idleRetireMs` is retired: a loaded worker holds about 40 MB, which a transform used in bursts
 //   should not pin for good; the next call starts a fresh one.
 import { Worker } from 'node:worker_threads';
 import path from 'node:path';
+import {
+  MEMORY_REASON,
+  loadTimedOut,
+  stoppedWithWorker,
+  timedOut,
+  workerCrash,
+  workerFailure,
+} from './transform-reasons.ts';
 
 export interface TransformCall {
   /** Absolute path, from confineModule. */
@@ -27,11 +42,19 @@ export interface TransformCall {
   /** Export to call; 'default' unless the mapping says otherwise. */
   exportName: string;
   ctx: { payload: unknown; headers: Record<string, string>; query: Record<string, string>; path: string };
+  /** Most bytes the returned action may take as JSON: the mapping's body limit. Default 262144. */
+  maxOutputBytes?: number;
 }
 
 export type TransformOutcome =
   | { ok: true; value: Record<string, unknown> | null }
-  | { ok: false; reason: string /* one line, no stack, no payload content */ };
+  | {
+      ok: false;
+      /** Fixed wording, one line: nothing the transform wrote or threw. Safe to log and to answer with. */
+      reason: string;
+      /** What the transform said (its error message, one line). For operator tools only: never log it or answer with it. */
+      detail?: string;
+    };
 
 export interface TransformRunnerOptions {
   /** Per call, from the moment the transform function is invoked. Default 2000. */
@@ -40,6 +63,8 @@ export interface TransformRunnerOptions {
   workers?: number;
   /** Heap limit of each worker. Default 64. */
   maxOldGenerationSizeMb?: number;
+  /** Buffers and ArrayBuffers a worker may hold beyond what it holds when it starts. Default 64. */
+  maxOffHeapMb?: number;
   /** Calls waiting for a worker beyond this are refused. Default 1000. */
   maxQueue?: number;
   /** Calls handed to one worker at a time. Default 32. */
@@ -55,6 +80,16 @@ const DEFAULT_TIMEOUT_MS = 2000;
 const DEFAULT_WORKERS = 2;
 const DEFAULT_OLD_GEN_MB = 64;
 const YOUNG_GEN_MB = 4;
+const DEFAULT_OFF_HEAP_MB = 64;
+const DEFAULT_MAX_OUTPUT_BYTES = 262_144;
+const MB = 1024 * 1024;
+/**
+ * How often the main thread reads the process RSS while a call runs (a worker busy in synchronous code
+ * cannot watch itself). A call's RSS is first read at the first tick it is running; the worker is
+ * stopped when the process has grown by more than the off-heap limit plus the heap a worker may
+ * legitimately fill (old generation and young semispaces), so only runaway growth trips it.
+ */
+const RSS_TICK_MS = 50;
 const DEFAULT_MAX_QUEUE = 1000;
 const DEFAULT_PIPELINE = 32;
 /** A worker running a call that has not answered for this long takes no more calls while it lasts. */
@@ -69,6 +104,8 @@ interface PendingCall {
   readonly resolve: (outcome: TransformOutcome) => void;
   /** Runs from the worker's "start": the transform's own time budget. */
   timer?: NodeJS.Timeout;
+  /** Process RSS at the first RSS tick after the call started. */
+  rssAtStart?: number;
   started: boolean;
   settled: boolean;
 }
@@ -90,8 +127,9 @@ interface Slot {
 
 type WorkerMessage =
   | { type: 'start'; id: number }
+  | { type: 'memory' }
   | { type: 'result'; id: number; ok: true; value: Record<string, unknown> | null }
-  | { type: 'result'; id: number; ok: false; reason: string };
+  | { type: 'result'; id: number; ok: false; code: unknown; kind?: unknown; detail?: unknown };
 
 function positive(value: number | undefined, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : fallback;
@@ -102,9 +140,14 @@ function oneLine(text: string, max = 300): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
+function outputLimit(bytes: number | undefined): number {
+  return typeof bytes === 'number' && Number.isSafeInteger(bytes) && bytes > 0 ? bytes : DEFAULT_MAX_OUTPUT_BYTES;
+}
+
 function isWorkerMessage(msg: unknown): msg is WorkerMessage {
   if (msg === null || typeof msg !== 'object') return false;
   const m = msg as Record<string, unknown>;
+  if (m.type === 'memory') return true;
   if (typeof m.id !== 'number') return false;
   if (m.type === 'start') return true;
   if (m.type !== 'result') return false;
@@ -112,19 +155,17 @@ function isWorkerMessage(msg: unknown): msg is WorkerMessage {
     const v = m.value;
     return v === null || (typeof v === 'object' && !Array.isArray(v));
   }
-  return m.ok === false && typeof m.reason === 'string';
-}
-
-function crashReason(err: Error): string {
-  const code = (err as { code?: unknown }).code;
-  if (code === 'ERR_WORKER_OUT_OF_MEMORY') return 'transform crashed: out of memory';
-  return `transform crashed: ${oneLine(err.message || String(code ?? 'unknown error'))}`;
+  return m.ok === false && typeof m.code === 'string';
 }
 
 export class TransformRunner {
   private timeoutMs: number;
   private readonly size: number;
   private readonly oldGenMb: number;
+  private readonly offHeapBytes: number;
+  /** RSS growth during one call that stops its worker: see RSS_TICK_MS. */
+  private readonly rssGuardBytes: number;
+  private rssTimer?: NodeJS.Timeout;
   private readonly maxQueue: number;
   private readonly pipeline: number;
   private readonly loadTimeoutMs: number | undefined;
@@ -141,6 +182,8 @@ export class TransformRunner {
     this.timeoutMs = positive(opts.timeoutMs, DEFAULT_TIMEOUT_MS);
     this.size = Math.max(1, Math.floor(positive(opts.workers, DEFAULT_WORKERS)));
     this.oldGenMb = positive(opts.maxOldGenerationSizeMb, DEFAULT_OLD_GEN_MB);
+    this.offHeapBytes = Math.floor(positive(opts.maxOffHeapMb, DEFAULT_OFF_HEAP_MB) * MB);
+    this.rssGuardBytes = this.offHeapBytes + Math.floor((this.oldGenMb + 4 * YOUNG_GEN_MB) * MB);
     this.maxQueue = Math.max(0, Math.floor(opts.maxQueue ?? DEFAULT_MAX_QUEUE));
     this.pipeline = Math.max(1, Math.floor(positive(opts.pipeline, DEFAULT_PIPELINE)));
     this.loadTimeoutMs = opts.loadTimeoutMs !== undefined ? positive(opts.loadTimeoutMs, DEFAULT_LOAD_TIMEOUT_MS) : undefined;
@@ -203,6 +246,8 @@ export class TransformRunner {
   /** Terminates every worker; waiting and running calls resolve `{ ok: false }`. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.rssTimer);
+    this.rssTimer = undefined;
     for (const pending of this.queue.splice(0)) this.settle(pending, { ok: false, reason: 'transform runner is closed' });
     const exits: Promise<unknown>[] = [];
     for (const slot of [...this.slots]) {
@@ -247,6 +292,7 @@ export class TransformRunner {
         // Bare Node: no tsx hooks, no test-runner flags; the worker is plain JavaScript.
         execArgv: [],
         resourceLimits: { maxOldGenerationSizeMb: this.oldGenMb, maxYoungGenerationSizeMb: Math.min(YOUNG_GEN_MB, this.oldGenMb) },
+        workerData: { maxOffHeapBytes: this.offHeapBytes },
       });
     } catch (err) {
       this.logger?.warn('transform worker could not be started', { error: oneLine(String((err as Error)?.message ?? err)) });
@@ -255,15 +301,16 @@ export class TransformRunner {
     const slot: Slot = { worker, generation: this.generation, calls: new Map(), heardAt: performance.now(), dead: false };
     this.slots.add(slot);
     worker.on('message', (msg: unknown) => this.onMessage(slot, msg));
-    worker.on('error', (err: Error) => this.onDeath(slot, crashReason(err)));
-    worker.on('exit', (code: number) => this.onDeath(slot, `transform crashed: worker exited with code ${code}`));
+    worker.on('error', (err: Error) => this.onDeath(slot, workerCrash(err)));
+    worker.on('exit', (code: number) => this.onDeath(slot, workerCrash(undefined, code)));
+    this.watchRss();
     return slot;
   }
 
   private dispatch(slot: Slot, pending: PendingCall): void {
-    const { file, exportName, ctx } = pending.call;
+    const { file, exportName, ctx, maxOutputBytes } = pending.call;
     try {
-      slot.worker.postMessage({ type: 'call', id: pending.id, file, exportName, ctx });
+      slot.worker.postMessage({ type: 'call', id: pending.id, file, exportName, ctx, maxOutputBytes: outputLimit(maxOutputBytes) });
     } catch {
       // The context could not be cloned: nothing reached the worker, which stays usable.
       this.settle(pending, { ok: false, reason: 'transform input could not be passed to the worker' });
@@ -278,17 +325,31 @@ export class TransformRunner {
   private onMessage(slot: Slot, msg: unknown): void {
     if (slot.dead || !isWorkerMessage(msg)) return;
     slot.heardAt = performance.now();
+    if (msg.type === 'memory') {
+      this.onOverMemory(slot);
+      return;
+    }
     const pending = slot.calls.get(msg.id);
     if (!pending || pending.settled) return;
     if (msg.type === 'start') {
       pending.started = true;
       const ms = this.timeoutMs;
-      pending.timer = setTimeout(() => this.onDeadline(slot, pending, `transform timed out after ${ms} ms`), ms);
+      pending.timer = setTimeout(() => this.onDeadline(slot, pending, timedOut(ms)), ms);
       this.watchLoad(slot);
       return;
     }
     slot.calls.delete(msg.id);
-    this.settle(pending, msg.ok ? { ok: true, value: msg.value } : { ok: false, reason: oneLine(msg.reason) || 'transform failed' });
+    if (msg.ok) {
+      this.settle(pending, { ok: true, value: msg.value });
+    } else {
+      const reason = workerFailure(msg.code, pending.call.exportName, msg.kind, outputLimit(pending.call.maxOutputBytes));
+      const detail = typeof msg.detail === 'string' ? oneLine(msg.detail) : undefined;
+      this.settle(pending, detail ? { ok: false, reason, detail } : { ok: false, reason });
+      if (msg.code === 'memory') {
+        this.onOverMemory(slot);
+        return;
+      }
+    }
     this.release(slot);
   }
 
@@ -311,7 +372,7 @@ export class TransformRunner {
     slot.loadTimer = undefined;
     if (!waiting) return;
     const budget = this.loadTimeoutMs ?? Math.max(DEFAULT_LOAD_TIMEOUT_MS, this.timeoutMs);
-    slot.loadTimer = setTimeout(() => this.onDeadline(slot, waiting, `transform module did not load within ${budget} ms`), budget);
+    slot.loadTimer = setTimeout(() => this.onDeadline(slot, waiting, loadTimedOut(budget)), budget);
   }
 
   private onDeadline(slot: Slot, late: PendingCall, reason: string): void {
@@ -320,15 +381,63 @@ export class TransformRunner {
     slot.calls.delete(late.id);
     this.settle(late, { ok: false, reason });
     void this.retire(slot);
-    this.reclaim(slot, 'transform stopped: its worker was replaced after another call on it ran out of time');
+    this.reclaim(slot, stoppedWithWorker('ran out of time'));
   }
 
-  private onDeath(slot: Slot, reason: string): void {
+  /**
+   * The worker holds more off-heap memory than allowed (it said so), or the process grew past the RSS
+   * guard while it ran calls: the calls it runs share the blame, and terminating it frees the memory.
+   */
+  private onOverMemory(slot: Slot): void {
+    if (slot.dead) return;
+    const started = [...slot.calls.values()].filter((p) => p.started);
+    this.logger?.warn('transform stopped: worker terminated for using too much memory', {
+      modules: [...new Set(started.map((p) => path.basename(p.call.file)))],
+      reason: MEMORY_REASON,
+    });
+    for (const pending of started) {
+      slot.calls.delete(pending.id);
+      this.settle(pending, { ok: false, reason: MEMORY_REASON });
+    }
+    void this.retire(slot);
+    this.reclaim(slot, stoppedWithWorker('used too much memory'));
+  }
+
+  /** One RSS timer while any worker lives; a tick reads the RSS only when a call is running. */
+  private watchRss(): void {
+    if (this.rssTimer) return;
+    this.rssTimer = setInterval(() => this.checkRss(), RSS_TICK_MS);
+    this.rssTimer.unref();
+  }
+
+  private checkRss(): void {
+    if (this.slots.size === 0) {
+      clearInterval(this.rssTimer);
+      this.rssTimer = undefined;
+      return;
+    }
+    let rss: number | undefined;
+    for (const slot of [...this.slots]) {
+      for (const pending of slot.calls.values()) {
+        if (!pending.started) continue;
+        rss ??= process.memoryUsage.rss();
+        if (pending.rssAtStart === undefined) {
+          pending.rssAtStart = rss;
+        } else if (rss - pending.rssAtStart > this.rssGuardBytes) {
+          this.onOverMemory(slot);
+          break;
+        }
+      }
+    }
+  }
+
+  private onDeath(slot: Slot, crash: { reason: string; detail: string }): void {
     if (slot.dead) return;
     slot.dead = true;
     this.slots.delete(slot);
     clearTimeout(slot.loadTimer);
     clearTimeout(slot.idleTimer);
+    const { reason, detail } = crash;
     if (slot.calls.size === 0) {
       if (!this.closed) this.logger?.warn('idle transform worker died', { reason });
       this.pump();
@@ -340,7 +449,7 @@ export class TransformRunner {
     for (const pending of culprits) {
       this.logger?.warn('transform worker died during a call', this.fields(pending, reason));
       slot.calls.delete(pending.id);
-      this.settle(pending, { ok: false, reason });
+      this.settle(pending, { ok: false, reason, detail });
     }
     this.reclaim(slot, reason);
   }

@@ -5,19 +5,51 @@
 // this file must run on bare Node. Transform modules themselves (TS or JS, ESM or CJS) load through jiti.
 //
 // Protocol (every message carries the call id; the runner ignores answers it no longer waits for):
-//   in:  { type: 'call', id, file, exportName, ctx }
-//   out: { type: 'start', id }                      the module is loaded; the transform runs now
-//        { type: 'result', id, ok: true, value }    value: a plain object or null
-//        { type: 'result', id, ok: false, reason }  one line, no stack, no payload content
+//   in:  { type: 'call', id, file, exportName, ctx, maxOutputBytes }
+//   out: { type: 'start', id }                           the module is loaded; the transform runs now
+//        { type: 'result', id, ok: true, value }         value: a plain object or null, within maxOutputBytes as JSON
+//        { type: 'result', id, ok: false, code, kind?, detail? }
+//        { type: 'memory' }                              off-heap memory over the limit: terminate this worker
+// A failure is a code that the runner puts into words (REASONS); `detail` is the transform's own text
+// (an error message, one line), which the runner keeps apart from its reason and never logs.
 //
 // Modules are cached per worker (file -> module namespace). The runner makes changed files visible by
 // retiring workers (TransformRunner.invalidate), which also drops Node's own ESM cache for .mjs/.cjs
-// modules and any state the old module left behind.
-import { parentPort } from 'node:worker_threads';
+// modules and any state the old module left behind. Before a module is loaded its path is resolved
+// again: `file` is the real path confineModule found, so if it now resolves anywhere else (a symlink
+// swapped in since) it is refused and nothing is loaded.
+import { realpath } from 'node:fs/promises';
+import { parentPort, workerData } from 'node:worker_threads';
 import { createJiti } from 'jiti';
+import { checkOutput } from './output-size.mjs';
+import { offHeapWatch } from './off-heap-watch.mjs';
 
 if (!parentPort) throw new Error('transform-worker.mjs must run in a worker thread');
 const port = parentPort;
+
+/** While the worker waits between calls (or an async call waits), its off-heap memory is read this often. */
+const MEMORY_TICK_MS = 50;
+const memory = offHeapWatch(Number(workerData?.maxOffHeapBytes) > 0 ? Number(workerData.maxOffHeapBytes) : 64 * 1024 * 1024);
+let overMemory = false;
+let ticking = false;
+const memoryTimer = setInterval(() => {
+  if (overMemory || ticking) return;
+  ticking = true;
+  Promise.resolve(memory.overLimitNow()).then(
+    (over) => {
+      ticking = false;
+      if (over && !overMemory) reportMemory();
+    },
+    () => (ticking = false),
+  );
+}, MEMORY_TICK_MS);
+memoryTimer.unref();
+
+function reportMemory() {
+  overMemory = true;
+  clearInterval(memoryTimer);
+  port.postMessage({ type: 'memory' });
+}
 
 const jiti = createJiti(import.meta.url, {
   // No runtime module cache: this worker keeps its own (below), and jiti's would also pin nested modules.
@@ -33,18 +65,21 @@ const jiti = createJiti(import.meta.url, {
 /** file -> Promise of the module namespace (only successful loads stay). */
 const modules = new Map();
 
-const MAX_REASON = 200;
+/** A detail is at most this long; only the head of a long message is read. */
+const MAX_DETAIL = 200;
+const READ_AT_MOST = 10_000;
 const FUNCTION_OWN_KEYS = new Set(['length', 'name', 'prototype', 'caller', 'arguments']);
 const hasOwn = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 
-/** First non-empty line, control characters removed, at most MAX_REASON characters. */
+/** First non-empty line, control characters removed, at most MAX_DETAIL characters. */
 function oneLine(text) {
   const line =
     String(text)
+      .slice(0, READ_AT_MOST)
       .split(/\r\n|\r|\n|\u2028|\u2029/)
       .map((l) => l.replace(/[\u0000-\u001f\u007f]/g, ' ').trim())
       .find((l) => l !== '') ?? '';
-  return line.length > MAX_REASON ? `${line.slice(0, MAX_REASON - 1)}…` : line;
+  return line.length > MAX_DETAIL ? `${line.slice(0, MAX_DETAIL - 1)}…` : line;
 }
 
 function messageOf(err) {
@@ -112,10 +147,19 @@ function pickExport(ns, name) {
   return value;
 }
 
+/** The module's path no longer resolves to itself: something on the way became a symlink. */
+class MovedError extends Error {}
+
+async function confinedImport(file) {
+  const real = await realpath(file);
+  if (real !== file) throw new MovedError(`now resolves to ${real}`);
+  return jiti.import(file);
+}
+
 function load(file) {
   let pending = modules.get(file);
   if (!pending) {
-    pending = jiti.import(file);
+    pending = confinedImport(file);
     modules.set(file, pending);
     pending.catch(() => {
       if (modules.get(file) === pending) modules.delete(file);
@@ -124,28 +168,70 @@ function load(file) {
   return pending;
 }
 
-function answer(id, body) {
+function fail(id, code, extra = {}) {
+  port.postMessage({ type: 'result', id, ok: false, code, ...extra });
+}
+
+function succeed(id, value) {
   try {
-    port.postMessage({ type: 'result', id, ...body });
+    port.postMessage({ type: 'result', id, ok: true, value });
   } catch {
-    // The value survived the plain-object check but holds something that cannot be cloned
-    // (a function, a symbol, a proxy, a getter that throws...).
-    port.postMessage({
-      type: 'result',
-      id,
-      ok: false,
-      reason: 'transform returned an object holding values that cannot be passed back (functions, symbols or similar)',
-    });
+    // Passed the walk but cannot be cloned after all (a proxy, a getter that changed its mind...).
+    fail(id, 'not-data');
   }
 }
 
+/**
+ * The off-heap reading first: within the limit (or no reading due) is a plain false, so an ordinary
+ * call goes on at once, with no promise; only a reading over the limit is waited for (it runs a GC).
+ */
+function finish(id, value, maxOutputBytes) {
+  const reading = overMemory || memory.overLimit();
+  if (reading === false) {
+    send(id, value, maxOutputBytes);
+    return undefined;
+  }
+  return Promise.resolve(reading).then((over) => {
+    if (!over) {
+      send(id, value, maxOutputBytes);
+      return;
+    }
+    fail(id, 'memory');
+    if (!overMemory) reportMemory();
+  });
+}
+
+/** The returned value checked and sent, or the failure it is. */
+function send(id, value, maxOutputBytes) {
+  if (value === null) {
+    succeed(id, null);
+    return;
+  }
+  if (!isPlainObject(value)) {
+    fail(id, 'bad-value', { kind: kindOf(value) });
+    return;
+  }
+  let size;
+  try {
+    size = checkOutput(value, maxOutputBytes);
+  } catch (err) {
+    fail(id, 'not-data', { detail: messageOf(err) });
+    return;
+  }
+  if (size !== 'ok') {
+    fail(id, size);
+    return;
+  }
+  succeed(id, value);
+}
+
 async function handle(msg) {
-  const { id, file, exportName, ctx } = msg;
+  const { id, file, exportName, ctx, maxOutputBytes } = msg;
   let ns;
   try {
     ns = await load(file);
   } catch (err) {
-    answer(id, { ok: false, reason: `transform could not be loaded: ${messageOf(err)}` });
+    fail(id, err instanceof MovedError ? 'moved' : 'load', { detail: messageOf(err) });
     return;
   }
 
@@ -153,15 +239,15 @@ async function handle(msg) {
   try {
     fn = pickExport(ns, exportName);
   } catch (err) {
-    answer(id, { ok: false, reason: `transform could not be loaded: ${messageOf(err)}` });
+    fail(id, 'load', { detail: messageOf(err) });
     return;
   }
   if (fn === undefined) {
-    answer(id, { ok: false, reason: `module has no export "${oneLine(exportName)}"` });
+    fail(id, 'no-export');
     return;
   }
   if (typeof fn !== 'function') {
-    answer(id, { ok: false, reason: `export "${oneLine(exportName)}" is ${kindOf(fn)}, expected a function` });
+    fail(id, 'not-function', { kind: kindOf(fn) });
     return;
   }
 
@@ -170,27 +256,19 @@ async function handle(msg) {
   try {
     value = await fn(ctx);
   } catch (err) {
-    answer(id, { ok: false, reason: `transform threw: ${messageOf(err)}` });
+    fail(id, 'threw', { detail: messageOf(err) });
     return;
   }
-  if (value === null) {
-    answer(id, { ok: true, value: null });
-    return;
-  }
-  if (!isPlainObject(value)) {
-    answer(id, { ok: false, reason: `transform returned ${kindOf(value)}, expected an object or null` });
-    return;
-  }
-  answer(id, { ok: true, value });
+  return finish(id, value, maxOutputBytes);
 }
 
 port.on('message', (msg) => {
   if (!msg || msg.type !== 'call' || typeof msg.id !== 'number') return;
-  if (typeof msg.file !== 'string' || typeof msg.exportName !== 'string') {
-    answer(msg.id, { ok: false, reason: 'transform call is malformed' });
+  if (typeof msg.file !== 'string' || typeof msg.exportName !== 'string' || !(msg.maxOutputBytes > 0)) {
+    fail(msg.id, 'malformed');
     return;
   }
   handle(msg).catch((err) => {
-    answer(msg.id, { ok: false, reason: `transform failed: ${messageOf(err)}` });
+    fail(msg.id, 'failed', { detail: messageOf(err) });
   });
 });

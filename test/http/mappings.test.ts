@@ -271,7 +271,8 @@ test('transforms: merge, skip (204), throw, infinite loop, unbounded allocation,
       const thrown = await post(gw.url, '/hooks/throws', {});
       assert.equal(thrown.status, 500);
       assert.equal(thrown.body.code, 'mapping_failed');
-      assert.match(thrown.body.error, /kaboom/);
+      // The answer says what went wrong, never what the transform said (it may quote the payload).
+      assert.equal(thrown.body.error, 'mapping "throws": the transform threw an error');
 
       // A looping transform does not hold up other requests.
       const [looped, meanwhile] = await Promise.all([post(gw.url, '/hooks/loop', {}), post(gw.url, '/hooks/wake', { text: 'still here' })]);
