@@ -245,6 +245,7 @@ export class HookLifecycle {
     request: HookRequest,
     kind: Target['kind'],
     mapping: CompiledMapping | undefined,
+    mapped: MappedRequest | undefined,
     payload: Record<string, unknown>,
   ): { scope: string; key: string } | undefined {
     const headers = request.req.headers;
@@ -253,7 +254,7 @@ export class HookLifecycle {
       return key === undefined ? undefined : { scope: kind, key };
     }
     const key = mapping.dedupeKey
-      ? derivedKey(renderDedupeKey(mapping.dedupeKey, payload, this.mappedRequest(request)))
+      ? derivedKey(renderDedupeKey(mapping.dedupeKey, payload, mapped!))
       : (derivedKey(mapping.verifier?.deliveryId(headers, payload)) ?? idempotencyKeyHeader(headers));
     return key === undefined ? undefined : { scope: `mapping:${mapping.id}`, key };
   }
@@ -270,14 +271,15 @@ export class HookLifecycle {
     payload: Record<string, unknown>,
     snap: HooksSnapshot,
   ): Promise<Outcome & { duplicate: boolean }> {
+    const mapped = mapping && this.mappedRequest(request, mapping, snap);
     // A forEach whose key reads the item: each item is a delivery of its own.
-    if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.eachItemOnce(request, mapping, payload, snap);
-    const key = this.dedupeKey(request, kind, mapping, payload);
+    if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.eachItemOnce(mapping, mapped!, payload, snap);
+    const key = this.dedupeKey(request, kind, mapping, mapped, payload);
     const seen = key && this.parts.dedupe.seen(key.scope, key.key);
     if (seen) return { ...duplicateOf('record' in seen ? seen.record : await seen.pending), duplicate: true };
     const claim = key && this.parts.dedupe.claim(key.scope, key.key);
     try {
-      const action = endpoint ?? (await this.act(request, mapping!, payload));
+      const action = endpoint ?? (await this.act(mapped!, mapping!, payload));
       const outcome = await this.parts.executor.execute(action, snap, key);
       claim?.settle(outcome.record!);
       return { status: outcome.status, body: outcome.body, duplicate: false };
@@ -292,13 +294,12 @@ export class HookLifecycle {
    * sent. The answer gathers the items' first answers; it is a duplicate when every item was.
    */
   private async eachItemOnce(
-    request: HookRequest,
     mapping: CompiledMapping,
+    mapped: MappedRequest,
     payload: Record<string, unknown>,
     snap: HooksSnapshot,
   ): Promise<Outcome & { duplicate: boolean }> {
     const scope = `mapping:${mapping.id}`;
-    const mapped = this.mappedRequest(request);
     const { dedupe, executor, transforms, host } = this.parts;
     const runIds: string[] = [];
     let wakes = 0;
@@ -338,13 +339,14 @@ export class HookLifecycle {
   }
 
   /** The action the mapping makes of the payload (templates, or its transform). */
-  private act(request: HookRequest, mapping: CompiledMapping, payload: Record<string, unknown>): Promise<Action> {
+  private act(mapped: MappedRequest, mapping: CompiledMapping, payload: Record<string, unknown>): Promise<Action> {
     const { transforms, host } = this.parts;
-    return buildMappedAction(mapping, payload, this.mappedRequest(request), transforms, host.logger);
+    return buildMappedAction(mapping, payload, mapped, transforms, host.logger);
   }
 
-  private mappedRequest({ req, name, query }: HookRequest): MappedRequest {
-    return { headers: req.headers, query: query === undefined ? NO_QUERY : new URLSearchParams(query), name };
+  private mappedRequest({ req, name, query }: HookRequest, mapping: CompiledMapping, snap: HooksSnapshot): MappedRequest {
+    const params = query === undefined ? NO_QUERY : new URLSearchParams(query);
+    return { headers: req.headers, query: params, name, bodyLimit: mapping.maxBodyBytes ?? snap.maxBodyBytes };
   }
 
   /** A HookError as it is; anything else is a fault of ours, logged and answered as a 500. */

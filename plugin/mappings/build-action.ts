@@ -7,7 +7,7 @@ import { formatErrors, validateTransformResult } from '../config/schemas.ts';
 import { SKIP, type Action, type RunOptions } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
 import type { Logger } from '../host.ts';
-import type { TransformRunner } from './transform-runner.ts';
+import type { TransformCall, TransformRunner } from './transform-runner.ts';
 import type { Template, TemplateContext } from './template.ts';
 import type { CompiledMapping } from './mapping.ts';
 import { gmailAgentSpecs } from './gmail.ts';
@@ -44,6 +44,8 @@ export interface MappedRequest {
   headers: IncomingHttpHeaders;
   query: URLSearchParams;
   name: string;
+  /** The mapping's body limit: what a transform returns may be no larger. */
+  bodyLimit: number;
 }
 
 /** A mapping's dedupe.key as rendered for this request, or for one forEach item (blank: no key). */
@@ -136,7 +138,7 @@ async function transformed(
   logger: Logger,
   item?: ForEachItem,
 ): Promise<Action> {
-  const ctx: Record<string, unknown> = {
+  const ctx: TransformCall['ctx'] = {
     payload,
     headers: transformHeaders(request.headers, m.hiddenHeaders),
     query: Object.fromEntries(request.query),
@@ -146,7 +148,8 @@ async function transformed(
     ctx.item = item.item;
     ctx.index = item.index;
   }
-  const outcome = await transforms.run({ file: transform.file, exportName: transform.exportName, ctx: ctx as never });
+  // What a transform returns is held to the mapping's body limit, as what it was given is.
+  const outcome = await transforms.run({ file: transform.file, exportName: transform.exportName, ctx, maxOutputBytes: request.bodyLimit });
   if (!outcome.ok) {
     logger.warn('transform failed', { mapping: m.id, module: path.basename(transform.file), reason: outcome.reason });
     throw refuse.mappingFailed(`mapping "${m.id}": ${outcome.reason}`);

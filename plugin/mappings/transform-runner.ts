@@ -41,7 +41,8 @@ export interface TransformCall {
   file: string;
   /** Export to call; 'default' unless the mapping says otherwise. */
   exportName: string;
-  ctx: { payload: unknown; headers: Record<string, string>; query: Record<string, string>; path: string };
+  /** What the transform function is given; item and index for a forEach item. */
+  ctx: { payload: unknown; headers: Record<string, string>; query: Record<string, string>; path: string; item?: unknown; index?: number };
   /** Most bytes the returned action may take as JSON: the mapping's body limit. Default 262144. */
   maxOutputBytes?: number;
 }

@@ -350,3 +350,20 @@ test('a payload nested past what templates and transforms can walk is a 400, not
     },
   );
 });
+
+test("a transform's result is held to its mapping's body limit", async () => {
+  await withGateway(
+    {
+      files: { [`${T}/big.js`]: `export default (ctx) => ({ text: 'x'.repeat(ctx.payload.n) });` },
+      hooks: { mappings: [{ id: 'big', match: { path: 'big' }, action: 'wake', maxBodyBytes: 1024, transform: { module: 'big.js' } }] },
+    },
+    async (gw) => {
+      assert.equal((await post(gw.url, '/hooks/big', { n: 500 })).status, 200);
+      const r = await post(gw.url, '/hooks/big', { n: 2000 });
+      assert.equal(r.status, 500);
+      assert.equal(r.body.code, 'mapping_failed');
+      assert.match(r.body.error, /more than 1024 bytes/);
+      assert.equal(gw.rec.events.length, 1);
+    },
+  );
+});

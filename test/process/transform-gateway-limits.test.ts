@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { eventually, spawnGateway, tempStateDir, writeConfig } from './helpers/spawn-gateway.ts';
-import { tempDir } from './helpers/temp-dir.ts';
+import { eventually, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 const T = 'hooks/transforms';
 const CANARY = 'CANARY-4111111111111111-sk_live_2b9c';

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { confineModule } from '../plugin/mappings/confine.ts';
-import { TransformRunner, type TransformCall, type TransformOutcome } from '../plugin/mappings/transform-runner.ts';
-import { tempDir } from './helpers/temp-dir.ts';
+import { confineModule } from '../../plugin/mappings/confine.ts';
+import { TransformRunner, type TransformCall, type TransformOutcome } from '../../plugin/mappings/transform-runner.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 const MB = 1024 * 1024;
 const CANARY = 'CANARY-4111111111111111-sk_live_7e1d';
