@@ -1,0 +1,21 @@
+// Decodes one HTML character reference ("&#69;", "&#x45;", "&Escr;", "&lt")
+// in place, so matching sees "E" where a reader (or a model) would.
+
+import { decodeHTML } from 'entities/decode';
+
+const ENTITY_RE = /&(?:#[xX][0-9a-fA-F]{1,8}|#[0-9]{1,10}|[A-Za-z][A-Za-z0-9]{1,31});?/y;
+
+export interface Entity {
+  text: string;
+  /** Index just past the reference. */
+  end: number;
+}
+
+/** The character reference starting at `i` (where s[i] is "&"), or null if there is none. */
+export function entityAt(s: string, i: number): Entity | null {
+  ENTITY_RE.lastIndex = i;
+  const m = ENTITY_RE.exec(s);
+  if (m === null) return null;
+  const text = decodeHTML(m[0]);
+  return text === m[0] ? null : { text, end: i + m[0].length };
+}

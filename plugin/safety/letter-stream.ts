@@ -1,0 +1,123 @@
+// Turns text into the stream of letters a reader sees, for marker matching:
+// every character folded (char-fold.ts), HTML character references decoded,
+// gaps (spaces, punctuation, line breaks) and ignorables dropped. Each stream
+// entry remembers the range of the original text it came from. A long gap
+// becomes a break (code 0) that no match may span.
+//
+// With `skipMarkup`, an HTML-like tag directly after a letter ("EXT<b>ERNAL")
+// is dropped as if absent. That is a separate pass because a tag can also
+// carry a marker itself ("</external untrusted content>").
+
+import { ASCII_FOLD, GAP, foldCodePoint } from './char-fold.ts';
+import { entityAt } from './html-entity.ts';
+
+export const BREAK = 0;
+/** More gap characters than this between two letters break the stream. */
+const MAX_GAP = 24;
+
+const TAG_RE = /<(?:!--[^]{0,256}?--|\/?[A-Za-z][A-Za-z0-9-]{0,31}(?:[\s/][^<>]{0,256})?)>/y;
+
+/** Fold of each ASCII code as a stream code, -1 for a gap, -2 for ignorable. */
+const ASCII_CODE = Int16Array.from(ASCII_FOLD, (f) => (f === GAP ? -1 : f === '' ? -2 : f.charCodeAt(0)));
+
+/** The stream of the last build(); reused between calls. */
+export const stream = {
+  length: 0,
+  codes: new Uint8Array(1024),
+  /** Original range [from, to) of each stream entry. */
+  from: new Int32Array(1024),
+  to: new Int32Array(1024),
+};
+
+function grow(n: number): void {
+  if (n <= stream.codes.length) return;
+  let size = stream.codes.length;
+  while (size < n) size *= 2;
+  const codes = new Uint8Array(size);
+  const from = new Int32Array(size);
+  const to = new Int32Array(size);
+  codes.set(stream.codes);
+  from.set(stream.from);
+  to.set(stream.to);
+  stream.codes = codes;
+  stream.from = from;
+  stream.to = to;
+}
+
+let length = 0;
+let gap = 0;
+
+function append(code: number, from: number, to: number): void {
+  if (length === stream.codes.length) grow(length + 1);
+  stream.codes[length] = code;
+  stream.from[length] = from;
+  stream.to[length] = to;
+  length++;
+}
+
+function push(code: number, from: number, to: number): void {
+  if (gap > MAX_GAP && length > 0 && stream.codes[length - 1] !== BREAK) append(BREAK, from, from);
+  append(code, from, to);
+  gap = 0;
+}
+
+/** An ignorable keeps a word together ("E\u200bXTERNAL"): it joins the letter before it. */
+function joinIgnorable(i: number, end: number): void {
+  if (length > 0 && gap === 0 && stream.to[length - 1] === i) stream.to[length - 1] = end;
+}
+
+function pushFold(f: string, from: number, to: number): void {
+  if (f === GAP) gap++;
+  else for (let j = 0; j < f.length; j++) push(f.charCodeAt(j), from, to);
+}
+
+/** Builds the letter stream of `s` into `stream`. */
+export function buildStream(s: string, skipMarkup: boolean): void {
+  const n = s.length;
+  grow(n + 1);
+  length = 0;
+  gap = 0;
+  for (let i = 0; i < n; ) {
+    const c = s.charCodeAt(i);
+    if (c < 128) {
+      if (c === 38) {
+        // "&": a character reference reads as the character it stands for.
+        const entity = entityAt(s, i);
+        if (entity !== null) {
+          for (const ch of entity.text) pushFold(foldCodePoint(ch.codePointAt(0)!), i, entity.end);
+          i = entity.end;
+          continue;
+        }
+      } else if (c === 60 && skipMarkup && gap === 0 && length > 0 && stream.to[length - 1] === i) {
+        TAG_RE.lastIndex = i;
+        if (TAG_RE.test(s)) {
+          const end = TAG_RE.lastIndex;
+          // Keep the tag inside the word: the next letter continues it.
+          stream.to[length - 1] = end;
+          i = end;
+          continue;
+        }
+      }
+      const code = ASCII_CODE[c]!;
+      if (code >= 0) push(code, i, i + 1);
+      else if (code === -1) gap++;
+      else joinIgnorable(i, i + 1);
+      i++;
+      continue;
+    }
+    let cp = c;
+    let len = 1;
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < n) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        cp = ((c - 0xd800) << 10) + (d - 0xdc00) + 0x10000;
+        len = 2;
+      }
+    }
+    const f = foldCodePoint(cp);
+    if (f === '') joinIgnorable(i, i + len);
+    else pushFold(f, i, i + len);
+    i += len;
+  }
+  stream.length = length;
+}
