@@ -117,22 +117,14 @@ function codePointBefore(s: string, i: number): number {
   return c;
 }
 
-/** Is the plain opening run `runs[r]` the start of a "<<<WORD …>>>" shape? Marks its closing partner. */
-function opensMarkerShape(s: string, runs: Run[], r: number, doomed: boolean[]): boolean {
-  const open = runs[r]!;
+/** Does the plain opening run `open` start a "<<<WORD…>>>" shape closed by `close`? */
+function isMarkerShape(s: string, open: Run, close: Run | undefined): boolean {
+  if (close === undefined || close.start - open.end > MAX_SHAPE) return false;
   const p = s[open.end] === '/' ? open.end + 1 : open.end;
   const first = s.codePointAt(p);
   if (first === undefined || !WORD_CHAR_RE.test(String.fromCodePoint(first))) return false;
-  for (let q = r + 1; q < runs.length; q++) {
-    const close = runs[q]!;
-    if (close.start - open.end > MAX_SHAPE || LINE_BREAK_RE.test(s.slice(open.end, close.start))) return false;
-    if (close.dir < 0) {
-      if (/\s/.test(s[close.start - 1]!)) return false;
-      doomed[q] = true;
-      return true;
-    }
-  }
-  return false;
+  if (/\s/.test(s[close.start - 1]!)) return false;
+  return !LINE_BREAK_RE.test(s.slice(open.end, close.start));
 }
 
 /** Collapses delimiter look-alikes in `s`; returns `s` itself when there is none. */
@@ -140,8 +132,16 @@ export function neutraliseDelimiterRuns(s: string): string {
   const runs = findRuns(s);
   if (runs.length === 0) return s;
   const doomed = runs.map((run) => !run.plain && touchesWord(s, run));
-  for (let r = 0; r < runs.length; r++) {
-    if (runs[r]!.dir > 0 && runs[r]!.plain && opensMarkerShape(s, runs, r, doomed)) doomed[r] = true;
+  // Right to left, so each opening run knows the next closing one at once.
+  let nextClose = -1;
+  for (let r = runs.length - 1; r >= 0; r--) {
+    const run = runs[r]!;
+    if (run.dir < 0) {
+      nextClose = r;
+    } else if (run.plain && nextClose >= 0 && isMarkerShape(s, run, runs[nextClose])) {
+      doomed[r] = true;
+      doomed[nextClose] = true;
+    }
   }
   let out = '';
   let last = 0;

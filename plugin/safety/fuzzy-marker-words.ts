@@ -7,7 +7,10 @@
 // integer operations per letter, no backtracking); the start of a hit is then
 // recovered with a small dynamic programme over at most M + MAX_EDITS letters.
 
-import { BREAK, stream } from './letter-stream.ts';
+import { BREAK as BREAK_IMPORT, MAX_GAP, stream } from './letter-stream.ts';
+
+/** A local copy: an imported binding can cost a lookup per read in a hot loop. */
+const BREAK = BREAK_IMPORT;
 
 const WORDS = 'externaluntrustedcontent';
 const M = WORDS.length;
@@ -69,9 +72,9 @@ function matchStart(end: number): number {
   return end - bestLen + 1;
 }
 
-function plainCount(start: number, end: number): number {
+function plainCount(codes: Uint8Array, start: number, end: number): number {
   let n = 0;
-  for (let j = start; j <= end; j++) if (stream.codes[j] !== 42) n++;
+  for (let j = start; j <= end; j++) if (codes[j] !== 42) n++;
   return n;
 }
 
@@ -88,7 +91,7 @@ export function findMarkerWords(onHit: (start: number, end: number) => void): vo
   let bestScore = 0;
   const report = (): void => {
     const start = matchStart(bestEnd);
-    if (plainCount(start, bestEnd) >= MIN_PLAIN) onHit(start, bestEnd);
+    if (plainCount(codes, start, bestEnd) >= MIN_PLAIN) onHit(start, bestEnd);
   };
   for (let j = 0; j < length; j++) {
     const code = codes[j]!;
@@ -149,21 +152,22 @@ export function endWordBefore(s: string, start: number): number {
 }
 
 /**
- * A cheap, native pre-check on text that is only lower-case ASCII letters and
- * digits (the whole stream, gaps removed): a hit with at most MAX_EDITS edits
- * leaves at least one of MAX_EDITS + 1 consecutive pieces of the words intact.
+ * A cheap, native pre-check for printable ASCII, whose stream is
+ * its letters and digits: a hit with at most MAX_EDITS edits leaves at least
+ * one of MAX_EDITS + 1 consecutive pieces of the words intact, with only gap
+ * characters between its letters.
  */
 export const MARKER_PIECES_RE = ((): RegExp => {
   const pieces: string[] = [];
   const size = Math.ceil(M / (MAX_EDITS + 1));
   for (let at = 0; at < M; at += size) {
-    let piece = '';
+    const letters: string[] = [];
     for (let i = at; i < Math.min(M, at + size); i++) {
       let cls = '';
-      for (let c = 48; c < 123; c++) if (/[a-z0-9]/.test(String.fromCharCode(c)) && PEQ[c]! & (1 << i)) cls += String.fromCharCode(c);
-      piece += `[${cls}]`;
+      for (const ch of 'abcdefghijklmnopqrstuvwxyz0123456789') if (PEQ[ch.charCodeAt(0)]! & (1 << i)) cls += ch;
+      letters.push(`[${cls}]`);
     }
-    pieces.push(piece);
+    pieces.push(letters.join(`[^a-z0-9]{0,${MAX_GAP}}`));
   }
-  return new RegExp(pieces.join('|'));
+  return new RegExp(pieces.join('|'), 'i');
 })();

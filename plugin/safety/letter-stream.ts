@@ -13,68 +13,70 @@ import { entityAt } from './html-entity.ts';
 
 export const BREAK = 0;
 /** More gap characters than this between two letters break the stream. */
-const MAX_GAP = 24;
+export const MAX_GAP = 24;
 
-const TAG_RE = /<(?:!--[^]{0,256}?--|\/?[A-Za-z][A-Za-z0-9-]{0,31}(?:[\s/][^<>]{0,256})?)>/y;
+/** An HTML-like tag or comment. */
+export const TAG_SOURCE = '<(?:!--[^]{0,64}?--|\\/?[A-Za-z][A-Za-z0-9-]{0,31}(?:[\\s/][^<>]{0,256})?)>';
+const TAG_RE = new RegExp(TAG_SOURCE, 'y');
 
 /** Fold of each ASCII code as a stream code, -1 for a gap, -2 for ignorable. */
 const ASCII_CODE = Int16Array.from(ASCII_FOLD, (f) => (f === GAP ? -1 : f === '' ? -2 : f.charCodeAt(0)));
 
-/** The stream of the last build(); reused between calls. */
-export const stream = {
-  length: 0,
-  codes: new Uint8Array(1024),
-  /** Original range [from, to) of each stream entry. */
-  from: new Int32Array(1024),
-  to: new Int32Array(1024),
-};
-
-function grow(n: number): void {
-  if (n <= stream.codes.length) return;
-  let size = stream.codes.length;
-  while (size < n) size *= 2;
-  const codes = new Uint8Array(size);
-  const from = new Int32Array(size);
-  const to = new Int32Array(size);
-  codes.set(stream.codes);
-  from.set(stream.from);
-  to.set(stream.to);
-  stream.codes = codes;
-  stream.from = from;
-  stream.to = to;
-}
-
+// The stream being built, in module state so the helpers below need no
+// arguments for it; reused between calls.
+let codes = new Uint8Array(1024);
+let from = new Int32Array(1024);
+let to = new Int32Array(1024);
 let length = 0;
+/** Gap characters since the last letter. */
 let gap = 0;
 
-function append(code: number, from: number, to: number): void {
-  if (length === stream.codes.length) grow(length + 1);
-  stream.codes[length] = code;
-  stream.from[length] = from;
-  stream.to[length] = to;
-  length++;
+/** The stream of the last buildStream(). */
+export const stream = { length: 0, codes, from, to };
+
+function ensureRoom(n: number): void {
+  if (n <= codes.length) return;
+  let size = codes.length;
+  while (size < n) size *= 2;
+  const biggerCodes = new Uint8Array(size);
+  const biggerFrom = new Int32Array(size);
+  const biggerTo = new Int32Array(size);
+  biggerCodes.set(codes);
+  biggerFrom.set(from);
+  biggerTo.set(to);
+  codes = biggerCodes;
+  from = biggerFrom;
+  to = biggerTo;
 }
 
-function push(code: number, from: number, to: number): void {
-  if (gap > MAX_GAP && length > 0 && stream.codes[length - 1] !== BREAK) append(BREAK, from, from);
-  append(code, from, to);
+function push(code: number, start: number, end: number): void {
+  ensureRoom(length + 2);
+  if (gap > MAX_GAP && length > 0 && codes[length - 1] !== BREAK) {
+    codes[length] = BREAK;
+    from[length] = start;
+    to[length] = start;
+    length++;
+  }
+  codes[length] = code;
+  from[length] = start;
+  to[length] = end;
+  length++;
   gap = 0;
 }
 
 /** An ignorable keeps a word together ("E\u200bXTERNAL"): it joins the letter before it. */
 function joinIgnorable(i: number, end: number): void {
-  if (length > 0 && gap === 0 && stream.to[length - 1] === i) stream.to[length - 1] = end;
+  if (length > 0 && gap === 0 && to[length - 1] === i) to[length - 1] = end;
 }
 
-function pushFold(f: string, from: number, to: number): void {
+function pushFold(f: string, start: number, end: number): void {
   if (f === GAP) gap++;
-  else for (let j = 0; j < f.length; j++) push(f.charCodeAt(j), from, to);
+  else for (let j = 0; j < f.length; j++) push(f.charCodeAt(j), start, end);
 }
 
 /** Builds the letter stream of `s` into `stream`. */
 export function buildStream(s: string, skipMarkup: boolean): void {
   const n = s.length;
-  grow(n + 1);
   length = 0;
   gap = 0;
   for (let i = 0; i < n; ) {
@@ -88,12 +90,12 @@ export function buildStream(s: string, skipMarkup: boolean): void {
           i = entity.end;
           continue;
         }
-      } else if (c === 60 && skipMarkup && gap === 0 && length > 0 && stream.to[length - 1] === i) {
+      } else if (c === 60 && skipMarkup && gap === 0 && length > 0 && to[length - 1] === i) {
         TAG_RE.lastIndex = i;
         if (TAG_RE.test(s)) {
           const end = TAG_RE.lastIndex;
           // Keep the tag inside the word: the next letter continues it.
-          stream.to[length - 1] = end;
+          to[length - 1] = end;
           i = end;
           continue;
         }
@@ -120,4 +122,7 @@ export function buildStream(s: string, skipMarkup: boolean): void {
     i += len;
   }
   stream.length = length;
+  stream.codes = codes;
+  stream.from = from;
+  stream.to = to;
 }
