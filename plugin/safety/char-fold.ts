@@ -53,6 +53,9 @@ function skeleton(ch: string): string {
 
 function foldUncached(ch: string): string {
   if (IGNORABLE_RE.test(ch)) return '';
+  // A symbol may read as an ASCII letter ("×" as x), but a dash whose
+  // prototype is a letter of another script ("—" to "ー") stays a gap.
+  const isLetter = LETTER_OR_NUMBER_RE.test(ch);
   let out = '';
   let gap = false;
   for (const c of skeleton(ch)) {
@@ -61,9 +64,9 @@ function foldUncached(ch: string): string {
       const f = ASCII_FOLD[cp]!;
       if (f === GAP) gap = true;
       else out += f;
-    } else if (LETTER_OR_NUMBER_RE.test(c)) {
+    } else if (isLetter && LETTER_OR_NUMBER_RE.test(c)) {
       out += LATIN_RE.test(c) ? '*' : '#';
-    } else if (!IGNORABLE_RE.test(c)) {
+    } else if (!IGNORABLE_RE.test(c) || !isLetter) {
       gap = true;
     }
   }

@@ -3,7 +3,7 @@
 //
 // A run is a sequence of angle brackets pointing the same way (angle-brackets.ts,
 // HTML references such as "&lt;" included), possibly with spaces or invisible
-// characters between them. A run that reads as three or more brackets is
+// characters between equal ones. A run that reads as three or more brackets is
 // collapsed to a single ASCII bracket when
 //   - it is not plain ASCII ("‹‹‹", "≪<", "< < <", "&lt;&lt;&lt;") and it
 //     touches a word the way a marker delimiter does (an opening run before
@@ -19,7 +19,7 @@ import { foldCodePoint } from './char-fold.ts';
 import { entityAt } from './html-entity.ts';
 
 const MIN_WEIGHT = 3;
-/** Most filler characters (spaces, invisibles) allowed between two brackets of a run. */
+/** Most filler characters (spaces, invisibles) allowed between two equal brackets of a run. */
 const MAX_FILLER = 4;
 /** Longest stretch between "<<<" and ">>>" still taken as one marker shape. */
 const MAX_SHAPE = 256;
@@ -47,6 +47,7 @@ function findRuns(s: string): Run[] {
   const runs: Run[] = [];
   let run: Run | null = null;
   let filler = 0;
+  let previous = -1; // the last bracket's code point
   const close = (): void => {
     if (run !== null && run.weight >= MIN_WEIGHT) runs.push(run);
     run = null;
@@ -66,7 +67,8 @@ function findRuns(s: string): Run[] {
     const w = angleOf(cp);
     if (w !== 0) {
       const dir = w > 0 ? 1 : -1;
-      if (run !== null && run.dir === dir && filler <= MAX_FILLER) {
+      // Fillers only join equal brackets ("< < <"): "« <p>" is a quote and a tag.
+      if (run !== null && run.dir === dir && (filler === 0 || (filler <= MAX_FILLER && cp === previous))) {
         run.end = next;
         run.weight += w * dir;
         run.plain &&= plain && filler === 0;
@@ -75,6 +77,7 @@ function findRuns(s: string): Run[] {
         run = { start: i, end: next, dir, weight: w * dir, plain };
       }
       filler = 0;
+      previous = cp;
     } else if (run !== null && isFiller(cp)) {
       filler++;
     } else {

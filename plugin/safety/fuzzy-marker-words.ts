@@ -42,7 +42,6 @@ const PEQ = readingMasks(WORDS);
 
 /** Most characters between "end" and the words. */
 const MAX_END_GAP = 16;
-const LINE_BREAK_RE = /[\n\r\v\f\u0085\u2028\u2029]/;
 const END_PEQ = readingMasks('end');
 
 /** Edit distance between WORDS and the stream ending at `end`, for each start: returns the best start. */
@@ -132,10 +131,9 @@ export function findMarkerWords(onHit: (start: number, end: number) => void): vo
 
 /**
  * If the word "end" (one letter may differ) stands just before stream index
- * `start`, as a word of its own on the same line, returns the index of its
- * first letter; else -1.
+ * `start`, as a word of its own, returns the index of its first letter; else -1.
  */
-export function endWordBefore(s: string, start: number): number {
+export function endWordBefore(start: number): number {
   const p = start - 3;
   if (p < 0) return -1;
   const { codes, from, to } = stream;
@@ -145,10 +143,9 @@ export function endWordBefore(s: string, start: number): number {
     if (code === BREAK) return -1;
     if (!(END_PEQ[code]! & (1 << i))) misses++;
   }
-  if (misses > 1) return -1;
+  if (misses > 1 || from[start]! - to[start - 1]! > MAX_END_GAP) return -1;
   const wordStart = p === 0 || codes[p - 1] === BREAK || to[p - 1]! < from[p]!;
-  if (!wordStart || from[start]! - to[start - 1]! > MAX_END_GAP) return -1;
-  return LINE_BREAK_RE.test(s.slice(to[start - 1]!, from[start]!)) ? -1 : p;
+  return wordStart ? p : -1;
 }
 
 /**

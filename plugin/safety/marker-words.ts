@@ -21,8 +21,10 @@ const MAX_SUFFIX = 64;
 const MAX_ATTRIBUTES = 8;
 
 const QUOTES = `"'\`\\p{Pi}\\p{Pf}＂＇`;
+/** Spaces and invisible characters on the same line. */
+const FILL = '(?:[^\\S\\r\\n]|[\\p{Cf}\\p{Default_Ignorable_Code_Point}]){0,8}';
 const ATTRIBUTE_RE = new RegExp(
-  `[^\\S\\r\\n]*[\\p{L}\\p{N}_-]{1,32}[^\\S\\r\\n]*[=＝][^\\S\\r\\n]*` +
+  `${FILL}[\\p{L}\\p{N}\\p{Cf}\\p{Default_Ignorable_Code_Point}_-]{1,32}${FILL}[=＝]${FILL}` +
     `(?:[${QUOTES}][^${QUOTES}\\r\\n]{0,256}[${QUOTES}]|[^\\s<>=${QUOTES}]{1,256})`,
   'uy',
 );
@@ -64,6 +66,20 @@ function bracketReferenceAt(s: string, p: number): number {
   if (s.charCodeAt(p) !== 38) return 0; // "&"
   const entity = entityAt(s, p);
   return entity !== null && angleOf(entity.text.codePointAt(0)!) !== 0 ? entity.end : 0;
+}
+
+const LINE_BREAK_RE = /[\n\r\v\f\u0085\u2028\u2029]/;
+
+/** Is there an opening bracket or "/" just before `i` (spaces between allowed)? */
+function opensWithBracket(s: string, i: number): boolean {
+  for (let p = i; p > 0 && i - p < MAX_PREFIX; ) {
+    if (bracketReferenceBefore(s, p) > 0) return true;
+    const cp = codePointBefore(s, p);
+    if (cp === 47 || cp === 0xff0f || angleOf(cp) !== 0) return true;
+    if (!isInlineFiller(cp)) return false;
+    p -= cp > 0xffff ? 2 : 1;
+  }
+  return false;
 }
 
 let closingSlash = false;
@@ -126,7 +142,11 @@ export function neutraliseMarkerWords(s: string, skipMarkup: boolean): string {
   let out = '';
   let last = 0;
   findMarkerWords((start, end) => {
-    const endWord = endWordBefore(s, start);
+    let endWord = endWordBefore(start);
+    // "the end.\nEXTERNAL…" ends a sentence; "<<<END\nEXTERNAL…" is one marker.
+    if (endWord >= 0 && LINE_BREAK_RE.test(s.slice(stream.to[start - 1]!, stream.from[start]!))) {
+      if (!opensWithBracket(s, stream.from[endWord]!)) endWord = -1;
+    }
     let from = stream.from[endWord >= 0 ? endWord : start]!;
     let to = stream.to[end]!;
     if (from < last) from = last;
