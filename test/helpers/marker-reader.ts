@@ -85,6 +85,7 @@ export function hasDelimiterLookAlike(text: string): boolean {
       for (let j = i; j < chars.length && fillers <= 4; j++) {
         const w = weight(chars[j]!, side);
         if (w > 0) {
+          if (fillers > 0 && chars[j] !== chars[end - 1]) break; // spaces only join equal brackets
           total += w;
           if (fillers > 0 || (chars[j] !== '<' && chars[j] !== '>')) plain = false;
           fillers = 0;
