@@ -45,48 +45,60 @@ interface Run {
 /** Runs of three or more brackets in `s`, in order. */
 function findRuns(s: string): Run[] {
   const runs: Run[] = [];
-  let run: Run | null = null;
+  // The open run, if start >= 0; kept in locals: most text has no runs at all.
+  let start = -1;
+  let end = 0;
+  let dir = 0;
+  let weight = 0;
+  let plain = true;
   let filler = 0;
   let previous = -1; // the last bracket's code point
-  const close = (): void => {
-    if (run !== null && run.weight >= MIN_WEIGHT) runs.push(run);
-    run = null;
-  };
-  for (let i = 0; i < s.length; ) {
-    let cp = s.codePointAt(i)!;
+  const n = s.length;
+  for (let i = 0; i < n; ) {
+    let cp = s.charCodeAt(i);
+    if (start < 0 && cp < 128 && cp !== 60 && cp !== 62 && cp !== 38) {
+      i++;
+      continue;
+    }
+    if (cp >= 0xd800 && cp <= 0xdbff) cp = s.codePointAt(i)!;
     let next = i + (cp > 0xffff ? 2 : 1);
-    let plain = cp === 60 || cp === 62;
+    let isPlain = cp === 60 || cp === 62;
     if (cp === 38) {
       const entity = entityAt(s, i);
       if (entity !== null && entity.text.length <= 2) {
         cp = entity.text.codePointAt(0)!;
         next = entity.end;
-        plain = false;
+        isPlain = false;
       }
     }
     const w = angleOf(cp);
     if (w !== 0) {
-      const dir = w > 0 ? 1 : -1;
+      const d = w > 0 ? 1 : -1;
       // Fillers only join equal brackets ("< < <"): "« <p>" is a quote and a tag.
-      if (run !== null && run.dir === dir && (filler === 0 || (filler <= MAX_FILLER && cp === previous))) {
-        run.end = next;
-        run.weight += w * dir;
-        run.plain &&= plain && filler === 0;
+      if (start >= 0 && d === dir && (filler === 0 || (filler <= MAX_FILLER && cp === previous))) {
+        end = next;
+        weight += w * d;
+        plain = plain && isPlain && filler === 0;
       } else {
-        close();
-        run = { start: i, end: next, dir, weight: w * dir, plain };
+        if (start >= 0 && weight >= MIN_WEIGHT) runs.push({ start, end, dir, weight, plain });
+        start = i;
+        end = next;
+        dir = d;
+        weight = w * d;
+        plain = isPlain;
       }
       filler = 0;
       previous = cp;
-    } else if (run !== null && isFiller(cp)) {
+    } else if (start >= 0 && isFiller(cp)) {
       filler++;
     } else {
-      close();
+      if (start >= 0 && weight >= MIN_WEIGHT) runs.push({ start, end, dir, weight, plain });
+      start = -1;
       filler = 0;
     }
     i = next;
   }
-  close();
+  if (start >= 0 && weight >= MIN_WEIGHT) runs.push({ start, end, dir, weight, plain });
   return runs;
 }
 

@@ -11,11 +11,21 @@ export interface Entity {
   end: number;
 }
 
+/** Decoded references seen lately ("&amp;" comes up in every HTML payload). */
+const decoded = new Map<string, string>();
+const DECODED_MAX = 1024;
+
 /** The character reference starting at `i` (where s[i] is "&"), or null if there is none. */
 export function entityAt(s: string, i: number): Entity | null {
   ENTITY_RE.lastIndex = i;
   const m = ENTITY_RE.exec(s);
   if (m === null) return null;
-  const text = decodeHTML(m[0]);
-  return text === m[0] ? null : { text, end: i + m[0].length };
+  const reference = m[0];
+  let text = decoded.get(reference);
+  if (text === undefined) {
+    text = decodeHTML(reference);
+    if (decoded.size >= DECODED_MAX) decoded.clear();
+    decoded.set(reference, text);
+  }
+  return text === reference ? null : { text, end: i + reference.length };
 }

@@ -74,6 +74,49 @@ function pushFold(f: string, start: number, end: number): void {
   else for (let j = 0; j < f.length; j++) push(f.charCodeAt(j), start, end);
 }
 
+/**
+ * Reads ASCII from `i` up to the next "&", "<" or non-ASCII character (at
+ * least one character) and returns where it stopped. The hot loop: locals only.
+ */
+function plainAsciiRun(s: string, i: number): number {
+  const n = s.length;
+  // At most one entry per character, plus a break per MAX_GAP + 1 of them.
+  ensureRoom(length + (n - i) + ((n - i) >> 4) + 2);
+  const c0 = codes;
+  const f0 = from;
+  const t0 = to;
+  let len = length;
+  let g = gap;
+  let p = i;
+  do {
+    const code = ASCII_CODE[s.charCodeAt(p)]!;
+    if (code >= 0) {
+      if (g > MAX_GAP && len > 0 && c0[len - 1] !== BREAK) {
+        c0[len] = BREAK;
+        f0[len] = p;
+        t0[len] = p;
+        len++;
+      }
+      c0[len] = code;
+      f0[len] = p;
+      t0[len] = p + 1;
+      len++;
+      g = 0;
+    } else if (code === -1) {
+      g++;
+    } else if (len > 0 && g === 0 && t0[len - 1] === p) {
+      t0[len - 1] = p + 1; // an ignorable control character joins the letter before it
+    }
+    p++;
+    if (p >= n) break;
+    const c = s.charCodeAt(p);
+    if (c >= 128 || c === 38 || c === 60) break;
+  } while (true);
+  length = len;
+  gap = g;
+  return p;
+}
+
 /** Builds the letter stream of `s` into `stream`. */
 export function buildStream(s: string, skipMarkup: boolean): void {
   const n = s.length;
@@ -100,11 +143,7 @@ export function buildStream(s: string, skipMarkup: boolean): void {
           continue;
         }
       }
-      const code = ASCII_CODE[c]!;
-      if (code >= 0) push(code, i, i + 1);
-      else if (code === -1) gap++;
-      else joinIgnorable(i, i + 1);
-      i++;
+      i = plainAsciiRun(s, i);
       continue;
     }
     let cp = c;
