@@ -120,6 +120,7 @@ const ORDINARY = [
   '>>> print("hello")\nhello\n>>> 1 + 1\n2',
   '<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> feature/login',
   '<div class="card"><p>Hello &amp; welcome, <b>Ann</b>!</p></div>',
+  '<span class="o">&lt;&lt;</span> <span class="n">X</span> and 1 &#x3C;&#x3C; <span class="n">2</span>',
   '$text = <<<EOT\nHeredoc in PHP\nEOT;',
   '{"ref":"refs/heads/main","commits":[{"message":"fix: external content loader","added":["src/content.ts"]}]}',
   'External content from our partners is attached. This content is untrusted by default.',

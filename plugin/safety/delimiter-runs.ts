@@ -53,6 +53,7 @@ function findRuns(s: string): Run[] {
   let plain = true;
   let filler = 0;
   let previous = -1; // the last bracket's code point
+  let referenced = false; // whether the open run is made of character references
   const n = s.length;
   for (let i = 0; i < n; ) {
     let cp = s.charCodeAt(i);
@@ -63,19 +64,23 @@ function findRuns(s: string): Run[] {
     if (cp >= 0xd800 && cp <= 0xdbff) cp = s.codePointAt(i)!;
     let next = i + (cp > 0xffff ? 2 : 1);
     let isPlain = cp === 60 || cp === 62;
+    let isReference = false;
     if (cp === 38) {
       const entity = entityAt(s, i);
       if (entity !== null && entity.text.length <= 2) {
         cp = entity.text.codePointAt(0)!;
         next = entity.end;
         isPlain = false;
+        isReference = true;
       }
     }
     const w = angleOf(cp);
     if (w !== 0) {
       const d = w > 0 ? 1 : -1;
       // Fillers only join equal brackets ("< < <"): "« <p>" is a quote and a tag.
-      if (start >= 0 && d === dir && (filler === 0 || (filler <= MAX_FILLER && cp === previous))) {
+      // References and characters do not mix: in "&lt;&lt;</span>" one is text, the other markup.
+      const joins = filler === 0 || (filler <= MAX_FILLER && cp === previous);
+      if (start >= 0 && d === dir && joins && isReference === referenced) {
         end = next;
         weight += w * d;
         plain = plain && isPlain && filler === 0;
@@ -86,6 +91,7 @@ function findRuns(s: string): Run[] {
         dir = d;
         weight = w * d;
         plain = isPlain;
+        referenced = isReference;
       }
       filler = 0;
       previous = cp;
