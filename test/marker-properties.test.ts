@@ -136,6 +136,7 @@ const ORDINARY = [
   'Emoji 🎉🚀 and ZWJ family 👨‍👩‍👧 and flags 🇫🇷.',
   'Tabs\tand\r\nCRLF lines\u2028and a line separator.',
   'The extended external untested container: contents listed.',
+  'Use external trusted content only; internal untrusted content is dropped; external, untested content waits.',
 ];
 
 test('ordinary text of many kinds round-trips unchanged', () => {
@@ -162,8 +163,9 @@ test('property: ordinary word salad (no "untrusted") round-trips unchanged', () 
   );
 });
 
-// The fuzzy search must report a hit exactly when some stretch of the
-// letter stream is within 3 edits of the words (checked by plain DP).
+// The fuzzy search must report a hit exactly when some stretch of the letter
+// stream is within 3 edits of the words, at most 1 of them plain (a missing
+// letter, or an ASCII letter in the place of another). Checked by plain DP.
 function withinEdits(letters: string, max: number): boolean {
   const words = 'externaluntrustedcontent';
   let row = Array.from({ length: words.length + 1 }, (_, i) => i);
@@ -178,27 +180,44 @@ function withinEdits(letters: string, max: number): boolean {
   return false;
 }
 
-test('property: the bit-parallel search agrees with plain dynamic programming', () => {
-  const near = fc
-    .tuple(fc.array(fc.tuple(fc.nat(23), fc.nat(3), fc.constantFrom(...'externalucodsq')), { maxLength: 6 }), fc.string({ unit: fc.constantFrom(...'extrnaluscod'), maxLength: 8 }))
+function hits(letters: string): number {
+  buildStream(letters, false);
+  let n = 0;
+  findMarkerWords(() => n++);
+  return n;
+}
+
+/** The words with random edits of the given kinds, after a random prefix of their letters. */
+function editedWords(kinds: fc.Arbitrary<string>, extra: fc.Arbitrary<string>): fc.Arbitrary<string> {
+  return fc
+    .tuple(fc.array(fc.tuple(fc.nat(23), kinds, extra), { maxLength: 6 }), fc.string({ unit: fc.constantFrom(...'extrnaluscod'), maxLength: 8 }))
     .map(([edits, prefix]) => {
       const letters = Array.from('externaluntrustedcontent');
       for (const [at, kind, ch] of edits) {
-        const i = at % (letters.length + 1);
-        if (kind === 0) letters.splice(i, 1);
-        else if (kind === 1) letters.splice(i, 0, ch);
-        else letters[Math.min(i, letters.length - 1)] = ch;
+        const i = at % letters.length;
+        if (kind === 'drop') letters.splice(i, 1);
+        else if (kind === 'add') letters.splice(i, 0, ch);
+        else letters[i] = ch;
       }
       return prefix + letters.join('');
     });
+}
+
+test('property: the bit-parallel search agrees with DP (unusual letters: up to 3 edits)', () => {
   fc.assert(
-    fc.property(near, (letters) => {
-      buildStream(letters, false);
-      let hits = 0;
-      findMarkerWords(() => hits++);
-      assert.equal(hits > 0, withinEdits(letters, 3), letters);
+    fc.property(editedWords(fc.constantFrom('add', 'swap'), fc.constantFrom('漢', 'ж', 'ب')), (letters) => {
+      assert.equal(hits(letters) > 0, withinEdits(letters, 3), letters);
     }),
-    { seed: 24, numRuns: 5000 },
+    { seed: 24, numRuns: 3000 },
+  );
+});
+
+test('property: the bit-parallel search agrees with DP (plain letters: 1 edit)', () => {
+  fc.assert(
+    fc.property(editedWords(fc.constantFrom('add', 'swap', 'drop'), fc.constantFrom(...'externalucodsq')), (letters) => {
+      assert.equal(hits(letters) > 0, withinEdits(letters, 1), letters);
+    }),
+    { seed: 25, numRuns: 3000 },
   );
 });
 

@@ -42,8 +42,9 @@ function skeleton(ch: string): string {
     let next = '';
     for (const c of t.normalize('NFKD')) {
       const cp = c.codePointAt(0)!;
-      if (cp >= 128 && MARK_RE.test(c)) continue;
-      next += (cp < 128 ? c : (CONFUSABLES.get(cp) ?? c)).toLowerCase();
+      const prototype = cp < 128 ? c : CONFUSABLES.get(cp);
+      if (prototype !== undefined) next += prototype.toLowerCase();
+      else if (!MARK_RE.test(c)) next += c.toLowerCase();
     }
     if (next === t) break;
     t = next;
@@ -52,7 +53,8 @@ function skeleton(ch: string): string {
 }
 
 function foldUncached(ch: string): string {
-  if (IGNORABLE_RE.test(ch)) return '';
+  // A mark the confusables data takes for a letter (Telugu "ం" for "o") is that letter.
+  if (IGNORABLE_RE.test(ch) && !CONFUSABLES.has(ch.codePointAt(0)!)) return '';
   // A symbol may read as an ASCII letter ("×" as x), but a dash whose
   // prototype is a letter of another script ("—" to "ー") stays a gap.
   const isLetter = LETTER_OR_NUMBER_RE.test(ch);
@@ -64,9 +66,10 @@ function foldUncached(ch: string): string {
       const f = ASCII_FOLD[cp]!;
       if (f === GAP) gap = true;
       else out += f;
-    } else if (isLetter && LETTER_OR_NUMBER_RE.test(c)) {
-      out += LATIN_RE.test(c) ? '*' : '#';
-    } else if (!IGNORABLE_RE.test(c) || !isLetter) {
+    } else if (LETTER_OR_NUMBER_RE.test(c)) {
+      if (isLetter) out += LATIN_RE.test(c) ? '*' : '#';
+      else gap = true;
+    } else if (!IGNORABLE_RE.test(c)) {
       gap = true;
     }
   }

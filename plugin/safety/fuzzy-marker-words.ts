@@ -7,6 +7,7 @@
 // integer operations per letter, no backtracking); the start of a hit is then
 // recovered with a small dynamic programme over at most M + MAX_EDITS letters.
 
+import { CONFUSABLES } from './confusables.ts';
 import { BREAK as BREAK_IMPORT, MAX_GAP, stream } from './letter-stream.ts';
 
 /** A local copy: an imported binding can cost a lookup per read in a hot loop. */
@@ -44,22 +45,58 @@ const PEQ = readingMasks(WORDS);
 const MAX_END_GAP = 16;
 const END_PEQ = readingMasks('end');
 
-/** Edit distance between WORDS and the stream ending at `end`, for each start: returns the best start. */
+// Recovering the start of a hit, the alignment is scored as
+// edits * EDIT + plainEdits: fewest edits first, then fewest "plain" edits,
+// those that no unusual character explains (a missing letter, or an ASCII
+// letter where another belongs). Ordinary prose near the words, such as
+// "external trusted content", differs only by plain edits; a forgery needs
+// look-alikes, digits or invisibles, which are not plain.
+const EDIT = 32; // > any count of plain edits
+/** A hit may have at most this many plain edits. */
+const MAX_PLAIN_EDITS = 1;
+
+function isPlainLetter(code: number): boolean {
+  return code >= 97 && code <= 122;
+}
+
+/**
+ * ASCII letters the confusables data takes for another ASCII letter ("I" for
+ * "l"): a substitution by one is not plain. ASCII is only lower-cased in the
+ * stream, so this is by lower case.
+ */
+const LOOK_ALIKE = ((): Int32Array => {
+  const masks = new Int32Array(128);
+  for (let c = 65; c < 123; c++) {
+    const to = CONFUSABLES.get(c)?.toLowerCase();
+    if (to === undefined || to.length !== 1) continue;
+    const from = String.fromCharCode(c).toLowerCase().charCodeAt(0);
+    for (let i = 0; i < M; i++) if (WORDS[i] === to) masks[from]! |= 1 << i;
+  }
+  return masks;
+})();
+
 const column = new Int32Array(M + 1);
+let startScore = 0;
+
+/** The start of the best alignment of WORDS with the stream ending at `end`; its score in startScore. */
 function matchStart(end: number): number {
   const codes = stream.codes;
   let lo = Math.max(0, end - (M + MAX_EDITS) + 1);
   for (let j = end; j >= lo; j--) if (codes[j] === BREAK) lo = j + 1;
-  for (let i = 0; i <= M; i++) column[i] = i;
-  let best = M;
+  for (let i = 0; i <= M; i++) column[i] = i * (EDIT + 1); // letters missing at the end
+  let best = column[M]!;
   let bestLen = 0;
   for (let len = 1; len <= end - lo + 1; len++) {
-    const eq = PEQ[codes[end - len + 1]!]!;
+    const code = codes[end - len + 1]!;
+    const eq = PEQ[code]!;
+    const extra = EDIT + (isPlainLetter(code) ? 1 : 0); // cost of this character as a substitute or an extra
     let diag = column[0]!;
-    column[0] = len;
+    column[0] = diag + extra;
+    const lookAlike = LOOK_ALIKE[code]!;
     for (let i = 1; i <= M; i++) {
-      const cost = eq & (1 << (M - i)) ? 0 : 1;
-      const v = Math.min(diag + cost, column[i]! + 1, column[i - 1]! + 1);
+      const bit = 1 << (M - i);
+      const substitute = eq & bit ? 0 : lookAlike & bit ? EDIT : extra;
+      const v = Math.min(diag + substitute, column[i]! + extra, column[i - 1]! + EDIT + 1);
       diag = column[i]!;
       column[i] = v;
     }
@@ -68,8 +105,13 @@ function matchStart(end: number): number {
       bestLen = len;
     }
   }
+  startScore = best;
   return end - bestLen + 1;
 }
+
+/** Most ends of one hit weighed against each other. */
+const MAX_CANDIDATES = 32;
+const candidates = new Int32Array(MAX_CANDIDATES);
 
 function plainCount(codes: Uint8Array, start: number, end: number): number {
   let n = 0;
@@ -86,24 +128,42 @@ export function findMarkerWords(onHit: (start: number, end: number) => void): vo
   let pv = ALL;
   let mv = 0;
   let score = M;
-  let bestEnd = -1;
-  let bestScore = 0;
-  const report = (): void => {
-    const start = matchStart(bestEnd);
-    if (plainCount(codes, start, bestEnd) >= MIN_PLAIN) onHit(start, bestEnd);
+  // The ends where the words are within MAX_EDITS, in the current zone of them.
+  let zone = 0;
+  /** Reports the best acceptable hit in the zone; returns its end, or -1 if there is none. */
+  const settle = (): number => {
+    let bestStart = -1;
+    let bestEnd = -1;
+    let best = Infinity;
+    for (let z = 0; z < zone; z++) {
+      const end = candidates[z]!;
+      // Cheap bound first: a run of wildcards ("ᴇᴇᴇ…") is within reach everywhere.
+      if (plainCount(codes, Math.max(0, end - M - MAX_EDITS + 1), end) < MIN_PLAIN) continue;
+      const start = matchStart(end);
+      if (startScore % EDIT > MAX_PLAIN_EDITS || startScore > best) continue;
+      if (plainCount(codes, start, end) < MIN_PLAIN) continue;
+      best = startScore;
+      bestStart = start;
+      bestEnd = end;
+    }
+    if (bestEnd >= 0) onHit(bestStart, bestEnd);
+    zone = 0;
+    return bestEnd;
   };
   for (let j = 0; j < length; j++) {
     const code = codes[j]!;
-    if (code === BREAK || (bestEnd >= 0 && j - bestEnd > MAX_EDITS)) {
-      if (bestEnd >= 0) {
-        report();
-        j = bestEnd; // carry on just after the hit with a fresh state
-        bestEnd = -1;
+    const zoneOver = zone > 0 && (zone === MAX_CANDIDATES || (score > MAX_EDITS && j - candidates[zone - 1]! > MAX_EDITS));
+    if (zoneOver || code === BREAK) {
+      const end = zone > 0 ? settle() : -1;
+      if (end >= 0 || code === BREAK) {
+        // Carry on just after the hit (or the break) with a fresh state; a
+        // zone without an acceptable hit keeps the state: letters may follow.
+        if (end >= 0) j = end;
+        pv = ALL;
+        mv = 0;
+        score = M;
+        continue;
       }
-      pv = ALL;
-      mv = 0;
-      score = M;
-      continue;
     }
     const eq = PEQ[code]!;
     const xv = eq | mv;
@@ -116,17 +176,9 @@ export function findMarkerWords(onHit: (start: number, end: number) => void): vo
     mh <<= 1;
     pv = (mh | ~(xv | ph)) & ALL;
     mv = ph & xv & ALL;
-    if (bestEnd >= 0) {
-      if (score < bestScore) {
-        bestScore = score;
-        bestEnd = j;
-      }
-    } else if (score <= MAX_EDITS) {
-      bestEnd = j;
-      bestScore = score;
-    }
+    if (score <= MAX_EDITS) candidates[zone++] = j;
   }
-  if (bestEnd >= 0) report();
+  if (zone > 0) settle();
 }
 
 /**
