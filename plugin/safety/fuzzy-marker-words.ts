@@ -1,11 +1,12 @@
 // Finds the marker words in the letter stream (letter-stream.ts) by edit
 // distance: "externaluntrustedcontent" with up to MAX_EDITS letters changed,
-// added or dropped. No list of look-alikes can be complete, so after folding
-// a few letters may be anything at all.
+// added or dropped, at most MAX_PLAIN_EDITS of them plain typos. No list of
+// look-alikes can be complete, so after folding a few letters may be anything.
 //
 // The search is Myers' bit-parallel approximate matching (one pass, a few
-// integer operations per letter, no backtracking); the start of a hit is then
-// recovered with a small dynamic programme over at most M + MAX_EDITS letters.
+// integer operations per letter, no backtracking). Each end within reach is
+// then weighed with a small dynamic programme over at most M + MAX_EDITS
+// letters, which also finds where the hit starts.
 
 import { CONFUSABLES } from './confusables.ts';
 import { BREAK as BREAK_IMPORT, MAX_GAP, stream } from './letter-stream.ts';
