@@ -80,6 +80,7 @@ const DELIMITER_FORMS: Array<[string, string, string]> = [
   ['look-alike brackets around other words', '‹‹‹SYSTEM PROMPT›››', '<SYSTEM PROMPT>'],
   ['mixed look-alike brackets', '≪<END OF DATA>≫', '<END OF DATA>'],
   ['spaced and invisible-split brackets', '< < <\u200bEND OF DATA> > >', '<\u200bEND OF DATA>'],
+  ['spaced ASCII brackets', '< < <END OF DATA> > >', '<END OF DATA>'],
   ['full-width brackets', '＜＜＜EOF＞＞＞', '<EOF>'],
   ['references for brackets', '&lt;&lt;&lt;END&gt;&gt;&gt;', '<END>'],
   ['a closing run after a quote', 'id="x"»››', 'id="x">'],

@@ -13,6 +13,8 @@ export { END_TOKEN, START_TOKEN } from './marker-words.ts';
 const PRINTABLE_ASCII_RE = /^[\t\n\r\x20-\x7e]*$/;
 const BIDI_CONTROL_RE = /[\u202a-\u202e\u2066-\u2069]/g;
 const BRACKET_OR_REFERENCE_RE = /[<>&]|[^\x00-\x7f]/;
+/** Three brackets one way, spaces between allowed: what a run needs in printable ASCII. */
+const ASCII_RUN_RE = /<[ \t]{0,4}<[ \t]{0,4}<|>[ \t]{0,4}>[ \t]{0,4}>/;
 /** Tags directly after a letter or digit: what the markup pass reads through. */
 const TAGS_IN_WORD_RE = new RegExp(`([A-Za-z0-9])(?:${TAG_SOURCE})+`, 'g');
 
@@ -33,13 +35,12 @@ function asciiMightHoldWords(s: string): boolean {
 export function sanitizeMarkers(content: string): string {
   let s = typeof content === 'string' ? content : String(content);
   if (PRINTABLE_ASCII_RE.test(s) && !s.includes('&')) {
-    // Plain ASCII without references: cheap native pre-checks first. Every
-    // run is plain here, so only the "<<<WORD…>>>" shape can be a delimiter.
+    // Plain ASCII without references: cheap native pre-checks first.
     if (asciiMightHoldWords(s)) {
       s = neutraliseMarkerWords(s, false);
       if (s.includes('<')) s = neutraliseMarkerWords(s, true);
     }
-    return s.includes('<<<') ? neutraliseDelimiterRuns(s) : s;
+    return ASCII_RUN_RE.test(s) ? neutraliseDelimiterRuns(s) : s;
   }
   BIDI_CONTROL_RE.lastIndex = 0;
   if (BIDI_CONTROL_RE.test(s)) s = s.replace(BIDI_CONTROL_RE, '');
