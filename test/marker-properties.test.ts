@@ -237,6 +237,7 @@ test('a 1 MB hostile string of each kind is handled in well under the loose boun
     'comments in words': fill('e<!--'),
     'look-alike letters': fill('ꓰ×ᴇ<«&#69;\u202e'),
     'small capitals': fill('ᴇ'),
+    'many distinct characters': Array.from({ length: MB / 2 }, (_, i) => String.fromCodePoint(0x20000 + (i % 42000))).join(''),
   };
   for (const [name, text] of Object.entries(hostile)) {
     const started = performance.now();

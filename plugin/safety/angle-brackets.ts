@@ -26,17 +26,16 @@ function angleUncached(ch: string): number {
   return INITIAL_QUOTE_RE.test(ch) ? 1 : FINAL_QUOTE_RE.test(ch) ? -1 : 0;
 }
 
-const cache = new Map<number, number>();
-const CACHE_MAX = 16384;
+// Memo: every code point in a flat table (1.1 MB, made on first use), so no
+// input, however varied, makes a character be looked at twice.
+const UNKNOWN = -128;
+let weightOf: Int8Array | null = null;
 
 /** Signed angle-bracket weight of a code point (0: not an angle bracket). */
 export function angleOf(cp: number): number {
   if (cp < 128) return cp === 60 ? 1 : cp === 62 ? -1 : 0;
-  let w = cache.get(cp);
-  if (w === undefined) {
-    w = angleUncached(String.fromCodePoint(cp));
-    if (cache.size >= CACHE_MAX) cache.clear();
-    cache.set(cp, w);
-  }
+  weightOf ??= new Int8Array(0x110000).fill(UNKNOWN);
+  let w = weightOf[cp]!;
+  if (w === UNKNOWN) weightOf[cp] = w = angleUncached(String.fromCodePoint(cp));
   return w;
 }

@@ -76,18 +76,28 @@ function foldUncached(ch: string): string {
   return out !== '' ? out : gap ? GAP : '';
 }
 
-const cache = new Map<number, string>();
-/** Distinct code points are bounded only by Unicode: start over past this many. */
-const CACHE_MAX = 16384;
+// Memo: every code point in a flat table (2.2 MB, made on first use) of ids
+// into the distinct folds, which are few, so no input, however varied, makes
+// a character be folded twice.
+let foldIdOf: Uint16Array | null = null; // 0: not folded yet
+const folds: string[] = [''];
+const foldIds = new Map<string, number>();
 
-/** The fold of a non-ASCII code point (see the top of this file). */
+function idOf(f: string): number {
+  let id = foldIds.get(f);
+  if (id === undefined) {
+    id = folds.length;
+    folds.push(f);
+    foldIds.set(f, id);
+  }
+  return id;
+}
+
+/** The fold of a code point (see the top of this file). */
 export function foldCodePoint(cp: number): string {
   if (cp < 128) return ASCII_FOLD[cp]!;
-  let f = cache.get(cp);
-  if (f === undefined) {
-    f = foldUncached(String.fromCodePoint(cp));
-    if (cache.size >= CACHE_MAX) cache.clear();
-    cache.set(cp, f);
-  }
-  return f;
+  foldIdOf ??= new Uint16Array(0x110000);
+  let id = foldIdOf[cp]!;
+  if (id === 0) foldIdOf[cp] = id = idOf(foldUncached(String.fromCodePoint(cp)));
+  return folds[id]!;
 }
