@@ -24,6 +24,7 @@ export default tseslint.config(
       // Control characters are matched on purpose here: to escape, strip or refuse them.
       'no-control-regex': 'off',
       'no-empty': ['error', { allowEmptyCatch: true }],
+      'no-constant-condition': ['error', { checkLoops: false }],
       // A variable a closure reads before it is assigned (once) is a let on purpose.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
