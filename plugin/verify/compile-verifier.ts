@@ -2,23 +2,17 @@
 // secret, an unset environment variable, a secret equal to the gateway token, keys that do not belong
 // to the scheme.
 import { readSecretFile, resolveSecret } from '../config/secret-values.ts';
-import type { Algorithm } from './proof.ts';
-import { createVerifier } from './schemes.ts';
+import { createVerifier, type HmacSettings } from './schemes.ts';
 import type { Scheme, Verifier } from './verifier.ts';
 
 /** As written in the config (the mapping schema has already checked the types and the scheme). */
-export interface VerifyConfig {
+export interface VerifyConfig extends HmacSettings {
   scheme: Scheme;
   secret?: string;
   secrets?: string[];
   secretFile?: string;
   toleranceSeconds?: number;
   username?: string;
-  header?: string;
-  algorithm?: Algorithm;
-  encoding?: 'hex' | 'base64';
-  prefix?: string;
-  timestampHeader?: string;
 }
 
 const DEFAULT_TOLERANCE_SECONDS = 300;

@@ -14,17 +14,20 @@ import {
 } from './proof.ts';
 import type { Scheme, SignedRequest, Verifier, VerifyOutcome } from './verifier.ts';
 
-export interface SchemeOptions {
-  /** HMAC keys, or the credentials for gitlab, bearer and basic: one per configured secret. */
-  keys: readonly Buffer[];
-  toleranceSeconds: number;
-  username?: string;
-  /** Generic hmac only. */
+/** The generic hmac scheme's own keys, as configured. */
+export interface HmacSettings {
   header?: string;
   algorithm?: Algorithm;
   encoding?: 'hex' | 'base64';
   prefix?: string;
   timestampHeader?: string;
+}
+
+export interface SchemeOptions extends HmacSettings {
+  /** HMAC keys, or the credentials for gitlab, bearer and basic: one per configured secret. */
+  keys: readonly Buffer[];
+  toleranceSeconds: number;
+  username?: string;
 }
 
 const OK: VerifyOutcome = Object.freeze({ ok: true });
