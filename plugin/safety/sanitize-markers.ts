@@ -7,7 +7,7 @@ import { neutraliseDelimiterRuns } from './delimiter-runs.ts';
 import { MARKER_PIECES_RE } from './fuzzy-marker-words.ts';
 import { ENTITY_SOURCE, decodeReference } from './html-entity.ts';
 import { TAG_SOURCE } from './letter-stream.ts';
-import { neutraliseMarkerWords } from './marker-words.ts';
+import { END_TOKEN, START_TOKEN, neutraliseMarkerWords } from './marker-words.ts';
 
 export { END_TOKEN, START_TOKEN } from './marker-words.ts';
 
@@ -20,6 +20,11 @@ const ASCII_RUN_RE = /<[ \t]{0,4}<[ \t]{0,4}<|>[ \t]{0,4}>[ \t]{0,4}>/;
 const TAGS_IN_WORD_RE = new RegExp(`([A-Za-z0-9]|${ENTITY_SOURCE})(?:${TAG_SOURCE})+`, 'g');
 const REFERENCE_RE = new RegExp(ENTITY_SOURCE, 'g');
 const ENDS_IN_LETTER_RE = /[A-Za-z0-9]$/;
+/**
+ * Our own markers, exactly as the wrapper writes them: what a model that echoes its prompt sends
+ * back. Replaced natively first, so such a reply does not take the full reading.
+ */
+const EXACT_MARKER_RE = /<<<(END_)?EXTERNAL_UNTRUSTED_CONTENT(?: id="[0-9a-f]{1,64}")?>>>/g;
 
 function dropTagsInWords(match: string, before: string): string {
   // After a reference only if it stands for a letter: then the tags are inside a word.
@@ -61,6 +66,7 @@ export function sanitizeMarkers(content: string): string {
   let s = typeof content === 'string' ? content : String(content);
   if (PRINTABLE_ASCII_RE.test(s)) {
     // Plain ASCII: cheap native pre-checks first.
+    if (s.includes('<<<')) s = s.replace(EXACT_MARKER_RE, (_m, end: string | undefined) => (end ? END_TOKEN : START_TOKEN));
     const mightHold = asciiMightHoldWords(s);
     if (mightHold !== null) {
       if (mightHold) s = neutraliseWords(s);

@@ -113,3 +113,13 @@ test('bidi controls are stripped from any untrusted text, markers or not', () =>
   // Marks that only set direction stay: right-to-left text needs them.
   assert.equal(sanitizeMarkers('שלום\u200f abc'), 'שלום\u200f abc');
 });
+
+test('an echoed prompt (our own exact markers) comes out as the full reading makes it, on the fast path too', () => {
+  const prompt = wrapExternalContent('deploy <b>now</b> &amp; report', { source: 'webhook', hookName: 'agent' });
+  const summary = `Hook agent: ${prompt.replace(/\s+/g, ' ')}`;
+  const fast = sanitizeMarkers(summary);
+  // A character outside ASCII sends the same text through the full reading.
+  const full = sanitizeMarkers(`${summary}é`);
+  assert.equal(`${fast}é`, full);
+  assert.ok(!fast.includes('EXTERNAL_UNTRUSTED_CONTENT'), fast);
+});
