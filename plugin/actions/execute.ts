@@ -38,6 +38,11 @@ export class ActionExecutor {
   }
 }
 
+const WAKE_ANSWERS = Object.freeze({
+  now: Object.freeze({ ok: true, mode: 'now' }),
+  'next-heartbeat': Object.freeze({ ok: true, mode: 'next-heartbeat' }),
+});
+
 /** 202 with the run ids when there are runs; else 200 with the mode (and the count of a fan-out); else 204. */
 function answerFor(action: Action, runIds: readonly string[]): Outcome {
   if (runIds.length) {
@@ -45,5 +50,7 @@ function answerFor(action: Action, runIds: readonly string[]): Outcome {
   }
   const first = action.wakes[0];
   if (!first) return { status: 204 };
-  return { status: 200, body: action.fanOut ? { ok: true, mode: first.mode, count: action.wakes.length } : { ok: true, mode: first.mode } };
+  if (action.fanOut) return { status: 200, body: { ok: true, mode: first.mode, count: action.wakes.length } };
+  // Shared: every wake of a mode is answered the same, and a kept answer costs no copy.
+  return { status: 200, body: WAKE_ANSWERS[first.mode] };
 }

@@ -9,26 +9,65 @@ export interface DedupeLimits {
   maxKeys: number;
 }
 
+/** What is kept of a key in memory: when, and what its first request was answered. */
+export interface FirstAnswer {
+  at: number;
+  status: number;
+  body?: Record<string, unknown>;
+}
+
 /** A request that holds a key until it has an answer. */
 export interface Claim {
   /** The first request succeeded: its answer is what duplicates get. */
-  settle(record: IdempotencyRecord): void;
+  settle(answer: FirstAnswer): void;
   /** It failed: nothing is kept, so a retry is processed. */
   release(failure: unknown): void;
 }
 
 /** What a duplicate gets: the first answer, now or once the first request has one. */
-export type Seen = { record: IdempotencyRecord } | { pending: Promise<IdempotencyRecord> };
+export type Seen = { answer: FirstAnswer } | { pending: Promise<FirstAnswer> };
+
+/** A request under way; the promise is made only if a duplicate comes to wait for it. */
+class InFlight implements Claim {
+  #promise: Promise<FirstAnswer> | undefined;
+  #resolve: ((a: FirstAnswer) => void) | undefined;
+  #reject: ((err: unknown) => void) | undefined;
+
+  constructor(
+    private readonly done: (answer: FirstAnswer | undefined) => void,
+  ) {}
+
+  wait(): Promise<FirstAnswer> {
+    this.#promise ??= new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    return this.#promise;
+  }
+
+  settle(answer: FirstAnswer): void {
+    this.done(answer);
+    this.#resolve?.(answer);
+  }
+
+  release(failure: unknown): void {
+    this.done(undefined);
+    this.#reject?.(failure);
+  }
+}
 
 const scoped = (scope: string, key: string): string => `${scope}\u0000${key}`;
 
+/** Only what a duplicate needs is kept (not the scope and key a host's record also carries). */
+const firstAnswer = (a: FirstAnswer): FirstAnswer => (a.body ? { at: a.at, status: a.status, body: a.body } : { at: a.at, status: a.status });
+
 export class DedupeKeys {
-  /** Insertion order is time order: records arrive with `at` = now, or restored oldest first. */
-  readonly #records = new Map<string, IdempotencyRecord>();
-  /** Records in the order they were added; a head index instead of shift() keeps removal O(1). */
-  #order: { id: string; record: IdempotencyRecord }[] = [];
+  /** Insertion order is time order: answers arrive with `at` = now, or restored oldest first. */
+  readonly #answers = new Map<string, FirstAnswer>();
+  /** Keys in the order they were added; a head index instead of shift() keeps removal O(1). */
+  #order: { id: string; answer: FirstAnswer }[] = [];
   #head = 0;
-  readonly #inFlight = new Map<string, Promise<IdempotencyRecord>>();
+  readonly #inFlight = new Map<string, InFlight>();
 
   constructor(
     private readonly limits: () => DedupeLimits,
@@ -36,58 +75,46 @@ export class DedupeKeys {
   ) {}
 
   get size(): number {
-    return this.#records.size;
+    return this.#answers.size;
   }
 
   /** The first answer for this key, or its pending request; undefined when the key is new. */
   seen(scope: string, key: string): Seen | undefined {
     const id = scoped(scope, key);
-    const pending = this.#inFlight.get(id);
-    if (pending) return { pending };
-    const record = this.#records.get(id);
-    if (!record) return undefined;
-    if (record.at <= this.now() - this.limits().windowMs) {
-      this.#records.delete(id);
+    const flight = this.#inFlight.get(id);
+    if (flight) return { pending: flight.wait() };
+    const answer = this.#answers.get(id);
+    if (!answer) return undefined;
+    if (answer.at <= this.now() - this.limits().windowMs) {
+      this.#answers.delete(id);
       return undefined;
     }
-    return { record };
+    return { answer };
   }
 
   /** Marks the key as under way; duplicates wait on it. Call only after seen() said it is new. */
   claim(scope: string, key: string): Claim {
     const id = scoped(scope, key);
-    let resolve!: (r: IdempotencyRecord) => void;
-    let reject!: (err: unknown) => void;
-    const pending = new Promise<IdempotencyRecord>((res, rej) => {
-      resolve = res;
-      reject = rej;
+    const flight = new InFlight((answer) => {
+      this.#inFlight.delete(id);
+      if (answer) this.#add(id, firstAnswer(answer));
     });
-    // Waiters attach their own handlers; a failure nobody waited for is not unhandled.
-    pending.catch(() => {});
-    this.#inFlight.set(id, pending);
-    return {
-      settle: (record) => {
-        this.#inFlight.delete(id);
-        this.#add(id, record);
-        resolve(record);
-      },
-      release: (failure) => {
-        this.#inFlight.delete(id);
-        reject(failure);
-      },
-    };
+    this.#inFlight.set(id, flight);
+    return flight;
   }
 
   /** Keys recorded by an earlier process, oldest first; those outside the window are skipped. */
   restore(records: Iterable<IdempotencyRecord>): void {
     const oldest = this.now() - this.limits().windowMs;
-    for (const r of records) if (r.at > oldest) this.#add(scoped(r.scope, r.key), r);
+    for (const r of records) {
+      if (r.at > oldest) this.#add(scoped(r.scope, r.key), firstAnswer(r));
+    }
   }
 
-  #add(id: string, record: IdempotencyRecord): void {
-    if (this.#records.has(id)) this.#records.delete(id);
-    this.#records.set(id, record);
-    this.#order.push({ id, record });
+  #add(id: string, answer: FirstAnswer): void {
+    if (this.#answers.has(id)) this.#answers.delete(id);
+    this.#answers.set(id, answer);
+    this.#order.push({ id, answer });
     this.#evict();
   }
 
@@ -96,14 +123,15 @@ export class DedupeKeys {
     const { maxKeys, windowMs } = this.limits();
     const oldest = this.now() - windowMs;
     while (this.#head < this.#order.length) {
-      const { id, record } = this.#order[this.#head]!;
+      const { id, answer } = this.#order[this.#head]!;
       // A key removed, or added again since, has a newer place in the order: this one is stale.
-      const live = this.#records.get(id) === record;
-      if (live && this.#records.size <= maxKeys && record.at > oldest) break;
-      if (live) this.#records.delete(id);
+      const live = this.#answers.get(id) === answer;
+      if (live && this.#answers.size <= maxKeys && answer.at > oldest) break;
+      if (live) this.#answers.delete(id);
       this.#head++;
     }
-    if (this.#head > 1024 && this.#head * 2 > this.#order.length) {
+    // Entries before the head are dropped once they are a quarter of the array.
+    if (this.#head > 1024 && this.#head * 4 > this.#order.length) {
       this.#order = this.#order.slice(this.#head);
       this.#head = 0;
     }
@@ -111,6 +139,6 @@ export class DedupeKeys {
 }
 
 /** What a duplicate is answered: the first answer, marked. */
-export function duplicateOf(record: IdempotencyRecord): Outcome {
-  return record.body === undefined ? { status: record.status } : { status: record.status, body: { ...record.body, duplicate: true } };
+export function duplicateOf(first: FirstAnswer): Outcome {
+  return first.body === undefined ? { status: first.status } : { status: first.status, body: { ...first.body, duplicate: true } };
 }

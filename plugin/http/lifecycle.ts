@@ -276,7 +276,7 @@ export class HookLifecycle {
     if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.eachItemOnce(mapping, mapped!, payload, snap);
     const key = this.dedupeKey(request, kind, mapping, mapped, payload);
     const seen = key && this.parts.dedupe.seen(key.scope, key.key);
-    if (seen) return { ...duplicateOf('record' in seen ? seen.record : await seen.pending), duplicate: true };
+    if (seen) return { ...duplicateOf('answer' in seen ? seen.answer : await seen.pending), duplicate: true };
     const claim = key && this.parts.dedupe.claim(key.scope, key.key);
     try {
       const action = endpoint ?? (await this.act(mapped!, mapping!, payload));
@@ -312,7 +312,7 @@ export class HookLifecycle {
       let body: Record<string, unknown> | undefined;
       if (seen) {
         duplicates++;
-        body = ('record' in seen ? seen.record : await seen.pending).body;
+        body = ('answer' in seen ? seen.answer : await seen.pending).body;
       } else {
         const claim = key === undefined ? undefined : dedupe.claim(scope, key);
         try {

@@ -5,6 +5,12 @@ import assert from 'node:assert/strict';
 import { DedupeKeys, duplicateOf } from '../../plugin/dedupe/dedupe-keys.ts';
 import { derivedKey, idempotencyKeyHeader } from '../../plugin/dedupe/idempotency.ts';
 import type { IdempotencyRecord } from '../../plugin/host.ts';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+// A full collection on demand, for the memory test.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 
 const record = (key: string, at: number, scope = 'wake'): IdempotencyRecord => ({ scope, key, at, status: 200, body: { ok: true, mode: 'now' } });
 
@@ -13,10 +19,11 @@ test('a settled key answers its first answer, marked; another scope does not see
   assert.equal(keys.seen('wake', 'k'), undefined);
   keys.claim('wake', 'k').settle(record('k', Date.now()));
   const seen = keys.seen('wake', 'k');
-  assert.ok(seen && 'record' in seen);
-  assert.deepEqual(duplicateOf(seen.record), { status: 200, body: { ok: true, mode: 'now', duplicate: true } });
+  assert.ok(seen && 'answer' in seen);
+  assert.deepEqual(duplicateOf(seen.answer), { status: 200, body: { ok: true, mode: 'now', duplicate: true } });
+  assert.deepEqual(Object.keys(seen.answer).sort(), ['at', 'body', 'status'], 'scope and key are not kept twice');
   assert.equal(keys.seen('agent', 'k'), undefined);
-  assert.deepEqual(duplicateOf({ scope: 's', key: 'k', at: 0, status: 204 }), { status: 204 });
+  assert.deepEqual(duplicateOf({ at: 0, status: 204 }), { status: 204 });
 });
 
 test('a duplicate of a request under way waits for it; a failed first keeps nothing', async () => {
@@ -31,7 +38,7 @@ test('a duplicate of a request under way waits for it; a failed first keeps noth
   const again = keys.seen('agent', 'k');
   assert.ok(again && 'pending' in again);
   second.settle(record('k', Date.now(), 'agent'));
-  assert.equal((await again.pending).key, 'k');
+  assert.equal((await again.pending).status, 200);
 });
 
 test('past maxKeys the oldest key goes first; past the window a key is new again', () => {
@@ -74,4 +81,18 @@ test('100,000 keys stay within maxKeys and are found in constant time each', () 
   assert.equal(keys.size, 100_000);
   assert.equal(keys.seen('wake', 'k49999'), undefined);
   assert.ok(keys.seen('wake', 'k50000'));
+});
+
+test('a key in memory costs little: no promise unless a duplicate waits, and evicted answers are let go', () => {
+  const keys = new DedupeKeys(() => ({ windowMs: 3_600_000, maxKeys: 50_000 }));
+  const now = Date.now();
+  const body = Object.freeze({ ok: true, mode: 'now' });
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < 150_000; i++) keys.claim('wake', `key-${i}`).settle({ at: now, status: 200, body });
+  gc();
+  const perKey = (process.memoryUsage().heapUsed - before) / keys.size;
+  assert.equal(keys.size, 50_000);
+  // A loose bound: the key string, its map entry and a small answer, not a promise and closures.
+  assert.ok(perKey < 400, `${perKey.toFixed(0)} bytes per key`);
 });
