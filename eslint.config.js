@@ -15,11 +15,18 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] },
+          ],
+        },
       ],
       '@typescript-eslint/only-throw-error': 'error',
       '@typescript-eslint/prefer-promise-reject-errors': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
       // Control characters are matched on purpose here: to escape, strip or refuse them.
       'no-control-regex': 'off',
@@ -34,7 +41,10 @@ export default tseslint.config(
     files: ['plugin/**/*.ts'],
     ignores: ['plugin/hosts/**'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/hosts/**'], message: 'the core never imports a host' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/hosts/**'], message: 'the core never imports a host' }] },
+      ],
     },
   },
   {
@@ -58,9 +68,17 @@ export default tseslint.config(
     files: ['**/*.mjs'],
     languageOptions: {
       globals: Object.fromEntries(
-        ['Buffer', 'console', 'process', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'URL'].map(
-          (name) => [name, 'readonly'],
-        ),
+        [
+          'Buffer',
+          'console',
+          'process',
+          'setTimeout',
+          'clearTimeout',
+          'setInterval',
+          'clearInterval',
+          'performance',
+          'URL',
+        ].map((name) => [name, 'readonly']),
       ),
     },
     rules: { 'no-control-regex': 'off' },

@@ -14,7 +14,10 @@ const server = createServer((req, res) => {
       return;
     }
     const text = JSON.stringify({ ok: true, keys: Object.keys(body ?? {}).length });
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    res.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+    });
     res.end(text);
   });
 });

@@ -21,9 +21,12 @@ const CONNECTIONS = 32;
 const ONLY = process.env.BENCH_ONLY ?? '';
 const HOOK_TOKEN = 'bench-hook-token-0123456789abcdef';
 /** Node flags of `npm start`, so the bench measures the gateway as it is run. */
-const START_FLAGS = (/node ((?:--\S+ )*)dist\/plugin\/hosts\/standalone\/cli\.js gateway/.exec(
-  (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start,
-)?.[1] ?? '')
+const START_FLAGS = (
+  /node ((?:--\S+ )*)dist\/plugin\/hosts\/standalone\/cli\.js gateway/.exec(
+    (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts
+      .start,
+  )?.[1] ?? ''
+)
   .split(' ')
   .filter(Boolean);
 const GATEWAY_TOKEN = 'bench-gateway-token-0123456789abcdef';
@@ -69,7 +72,10 @@ async function startGateway(hooks: Record<string, unknown>): Promise<Proc & { di
   await writeFile(path.join(dir, 'hooks', 'transforms', 'bench.ts'), TRANSFORM);
   // The log goes beside the state dir, not into it: the config dir is watched for changes.
   // The compiled CLI, as `npm start` runs it.
-  const p = await startProcess([...START_FLAGS, 'dist/plugin/hosts/standalone/cli.js', 'gateway', '--state-dir', dir, '--port', '0'], `${dir}.log`);
+  const p = await startProcess(
+    [...START_FLAGS, 'dist/plugin/hosts/standalone/cli.js', 'gateway', '--state-dir', dir, '--port', '0'],
+    `${dir}.log`,
+  );
   return { ...p, dir };
 }
 
@@ -96,7 +102,12 @@ interface Scenario {
 const GITHUB_SECRET = 'bench-github-webhook-secret-0123';
 const githubBody = JSON.stringify({
   action: 'completed',
-  workflow_run: { name: 'CI', head_branch: 'main', conclusion: 'success', html_url: 'https://github.com/o/r/actions/runs/1' },
+  workflow_run: {
+    name: 'CI',
+    head_branch: 'main',
+    conclusion: 'success',
+    html_url: 'https://github.com/o/r/actions/runs/1',
+  },
   repository: { full_name: 'o/r' },
   sender: { login: 'ada' },
 });
@@ -110,14 +121,21 @@ const githubHeaders = {
 
 const TRANSFORM = `export default (ctx: { payload: any }) => ({ text: 'deploy ' + ctx.payload.service + ' ' + ctx.payload.status });\n`;
 const MAPPINGS = [
-  { id: 'tpl', match: { path: 'tpl' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'CI {{pipeline.name}} #{{pipeline.run}}: {{status}} by {{actor.login}} ({{headers.x-ci}})' },
+  {
+    id: 'tpl',
+    match: { path: 'tpl' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'CI {{pipeline.name}} #{{pipeline.run}}: {{status}} by {{actor.login}} ({{headers.x-ci}})',
+  },
   { id: 'tr', match: { path: 'tr' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'bench.ts' } },
   {
     id: 'github',
     match: { path: 'github' },
     action: 'wake',
     wakeMode: 'next-heartbeat',
-    textTemplate: '{{repository.full_name}}: {{workflow_run.name}} on {{workflow_run.head_branch}} {{workflow_run.conclusion}} ({{headers.x-github-event}})',
+    textTemplate:
+      '{{repository.full_name}}: {{workflow_run.name}} on {{workflow_run.head_branch}} {{workflow_run.conclusion}} ({{headers.x-github-event}})',
     verify: { scheme: 'github', secret: GITHUB_SECRET },
   },
 ];
@@ -125,21 +143,104 @@ const bearer = (t: string) => ({ authorization: `Bearer ${t}`, 'content-type': '
 const bigBody = JSON.stringify({ text: `large payload ${'x'.repeat(200 * 1024)}`, mode: 'next-heartbeat' });
 
 const scenarios: Scenario[] = [
-  { name: 'wake (next-heartbeat)', path: '/hooks/wake', body: '{"text":"bench event","mode":"next-heartbeat"}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.8, expect: 200 },
-  { name: 'agent accept (echo, deliver off)', path: '/hooks/agent', body: '{"message":"bench run","deliver":false}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.6, expect: 202 },
-  { name: 'mapped hook + template', path: '/hooks/tpl', body: '{"pipeline":{"name":"api","run":812},"status":"green","actor":{"login":"ada"}}', headers: { ...bearer(HOOK_TOKEN), 'x-ci': 'ci-1' }, target: 'main', goal: 0.7, expect: 200 },
-  { name: 'GitHub-signed mapped hook + template', path: '/hooks/github', body: githubBody, headers: githubHeaders, target: 'main', goal: 0.6, expect: 200 },
-  { name: 'mapped hook + transform', path: '/hooks/tr', body: '{"service":"api","status":"done"}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.4, expect: 200 },
-  { name: 'wake with a fresh Idempotency-Key each', path: '/hooks/wake', body: '{"text":"bench event","mode":"next-heartbeat"}', headers: bearer(HOOK_TOKEN), target: 'main', goal: 0.7, expect: 200, freshKeys: true },
-  { name: 'wake, one Idempotency-Key repeated (duplicates)', path: '/hooks/wake', body: '{"text":"bench event","mode":"next-heartbeat"}', headers: { ...bearer(HOOK_TOKEN), 'idempotency-key': 'bench-repeated-key' }, target: 'main', goal: 0.85, expect: 200 },
-  { name: '401 wrong token', path: '/hooks/wake', body: '{"text":"x"}', headers: bearer('wrong-token'), target: 'main', goal: 0.85, expect: 401 },
-  { name: '429 locked address', path: '/hooks/wake', body: '{"text":"x"}', headers: { ...bearer(HOOK_TOKEN), 'x-forwarded-for': '203.0.113.9' }, target: 'locked', goal: 0.9, expect: 429 },
-  { name: '200 KB body (wake)', path: '/hooks/wake', body: bigBody, headers: bearer(HOOK_TOKEN), target: 'main', expect: 200 },
+  {
+    name: 'wake (next-heartbeat)',
+    path: '/hooks/wake',
+    body: '{"text":"bench event","mode":"next-heartbeat"}',
+    headers: bearer(HOOK_TOKEN),
+    target: 'main',
+    goal: 0.8,
+    expect: 200,
+  },
+  {
+    name: 'agent accept (echo, deliver off)',
+    path: '/hooks/agent',
+    body: '{"message":"bench run","deliver":false}',
+    headers: bearer(HOOK_TOKEN),
+    target: 'main',
+    goal: 0.6,
+    expect: 202,
+  },
+  {
+    name: 'mapped hook + template',
+    path: '/hooks/tpl',
+    body: '{"pipeline":{"name":"api","run":812},"status":"green","actor":{"login":"ada"}}',
+    headers: { ...bearer(HOOK_TOKEN), 'x-ci': 'ci-1' },
+    target: 'main',
+    goal: 0.7,
+    expect: 200,
+  },
+  {
+    name: 'GitHub-signed mapped hook + template',
+    path: '/hooks/github',
+    body: githubBody,
+    headers: githubHeaders,
+    target: 'main',
+    goal: 0.6,
+    expect: 200,
+  },
+  {
+    name: 'mapped hook + transform',
+    path: '/hooks/tr',
+    body: '{"service":"api","status":"done"}',
+    headers: bearer(HOOK_TOKEN),
+    target: 'main',
+    goal: 0.4,
+    expect: 200,
+  },
+  {
+    name: 'wake with a fresh Idempotency-Key each',
+    path: '/hooks/wake',
+    body: '{"text":"bench event","mode":"next-heartbeat"}',
+    headers: bearer(HOOK_TOKEN),
+    target: 'main',
+    goal: 0.7,
+    expect: 200,
+    freshKeys: true,
+  },
+  {
+    name: 'wake, one Idempotency-Key repeated (duplicates)',
+    path: '/hooks/wake',
+    body: '{"text":"bench event","mode":"next-heartbeat"}',
+    headers: { ...bearer(HOOK_TOKEN), 'idempotency-key': 'bench-repeated-key' },
+    target: 'main',
+    goal: 0.85,
+    expect: 200,
+  },
+  {
+    name: '401 wrong token',
+    path: '/hooks/wake',
+    body: '{"text":"x"}',
+    headers: bearer('wrong-token'),
+    target: 'main',
+    goal: 0.85,
+    expect: 401,
+  },
+  {
+    name: '429 locked address',
+    path: '/hooks/wake',
+    body: '{"text":"x"}',
+    headers: { ...bearer(HOOK_TOKEN), 'x-forwarded-for': '203.0.113.9' },
+    target: 'locked',
+    goal: 0.9,
+    expect: 429,
+  },
+  {
+    name: '200 KB body (wake)',
+    path: '/hooks/wake',
+    body: bigBody,
+    headers: bearer(HOOK_TOKEN),
+    target: 'main',
+    expect: 200,
+  },
 ];
 
 let keySeq = 0;
 /** Sets a key never sent before (the bare server reads the same header). */
-const freshKey = (req: { headers: Record<string, string> }) => ({ ...req, headers: { ...req.headers, 'idempotency-key': `bench-${++keySeq}` } });
+const freshKey = (req: { headers: Record<string, string> }) => ({
+  ...req,
+  headers: { ...req.headers, 'idempotency-key': `bench-${++keySeq}` },
+});
 
 function drive(url: string, s: Scenario): Promise<Result> {
   return autocannon({
@@ -164,7 +265,9 @@ function figures(runs: Result[]) {
     p99Ms: Math.max(...runs.map((r) => r.latency.p99)),
     total: runs.reduce((n, r) => n + r.requests.total, 0),
     /** Answers with a 2xx status per second (for agent runs: accepted, not refused with 503). */
-    okPerSec: Math.round(mean(runs.map((r) => (r.requests.total ? (r.requests.average * r['2xx']) / r.requests.total : 0)))),
+    okPerSec: Math.round(
+      mean(runs.map((r) => (r.requests.total ? (r.requests.average * r['2xx']) / r.requests.total : 0))),
+    ),
     errors: runs.reduce((n, r) => n + r.errors + r.timeouts, 0),
   };
 }
@@ -172,7 +275,14 @@ function figures(runs: Result[]) {
 /** Samples a process's RSS every 100 ms until stopped; resolves with the highest value seen. */
 function watchRss(pid: number): { stop(): Promise<number> } {
   let peak = 0;
-  const timer = setInterval(() => void rssMb(pid).then((mb) => (peak = Math.max(peak, mb)), () => {}), 100);
+  const timer = setInterval(
+    () =>
+      void rssMb(pid).then(
+        (mb) => (peak = Math.max(peak, mb)),
+        () => {},
+      ),
+    100,
+  );
   return {
     async stop() {
       clearInterval(timer);
@@ -182,7 +292,10 @@ function watchRss(pid: number): { stop(): Promise<number> } {
 }
 
 /** Rotates the hook token in the config file and polls with the new one until it is accepted. */
-async function reloadApplyTimes(gw: Proc & { dir: string }, hooks: Record<string, unknown>): Promise<{ samples: number[]; medianMs: number; maxMs: number }> {
+async function reloadApplyTimes(
+  gw: Proc & { dir: string },
+  hooks: Record<string, unknown>,
+): Promise<{ samples: number[]; medianMs: number; maxMs: number }> {
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
     const token = `reload-token-${i}-0123456789abcdef`;
@@ -195,7 +308,11 @@ async function reloadApplyTimes(gw: Proc & { dir: string }, hooks: Record<string
     const started = performance.now();
     await writeFile(path.join(gw.dir, 'gateway.json5'), JSON.stringify(config));
     for (;;) {
-      const res = await fetch(`${gw.url}/hooks/wake`, { method: 'POST', headers: bearer(token), body: '{"text":"probe","mode":"next-heartbeat"}' });
+      const res = await fetch(`${gw.url}/hooks/wake`, {
+        method: 'POST',
+        headers: bearer(token),
+        body: '{"text":"probe","mode":"next-heartbeat"}',
+      });
       await res.arrayBuffer();
       if (res.status === 200) break;
       if (performance.now() - started > 10_000) throw new Error('the reload never applied');
@@ -209,23 +326,53 @@ async function reloadApplyTimes(gw: Proc & { dir: string }, hooks: Record<string
 }
 
 async function main(): Promise<void> {
-  await promisify(execFile)(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT });
+  await promisify(execFile)(
+    process.execPath,
+    [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    { cwd: ROOT },
+  );
   const bareDir = await mkdtemp(path.join(tmpdir(), 'hookgate-bare-'));
   const bare = await startProcess(['bench/bare-server.mjs'], path.join(bareDir, 'bare.log'));
   // maxFailures is high so the 401 scenario stays 401; the second gateway locks after one failure.
-  const mainHooks = { maxBodyBytes: 1024 * 1024, authRateLimit: { maxFailures: 1_000_000, windowSeconds: 1, lockoutSeconds: 1 }, mappings: MAPPINGS };
+  const mainHooks = {
+    maxBodyBytes: 1024 * 1024,
+    authRateLimit: { maxFailures: 1_000_000, windowSeconds: 1, lockoutSeconds: 1 },
+    mappings: MAPPINGS,
+  };
   const gw = await startGateway(mainHooks);
   const locked = await startGateway({ authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } });
-  await fetch(`${locked.url}/hooks/wake`, { method: 'POST', headers: { ...bearer('wrong'), 'x-forwarded-for': '203.0.113.9' }, body: '{}' });
+  await fetch(`${locked.url}/hooks/wake`, {
+    method: 'POST',
+    headers: { ...bearer('wrong'), 'x-forwarded-for': '203.0.113.9' },
+    body: '{}',
+  });
 
-  console.log(`hookgate benchmark: ${ROUNDS} x ${SECONDS} s per side and scenario (alternating), ${CONNECTIONS} connections, no pipelining`);
-  console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}\n`);
+  console.log(
+    `hookgate benchmark: ${ROUNDS} x ${SECONDS} s per side and scenario (alternating), ${CONNECTIONS} connections, no pipelining`,
+  );
+  console.log(
+    `machine: ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}\n`,
+  );
   const rows = [];
   for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
     const target = s.target === 'main' ? gw : locked;
     // Warm up both sides briefly, then measure bare and gateway alternately.
-    await autocannon({ url: target.url + s.path, method: 'POST', headers: s.headers, body: s.body, connections: CONNECTIONS, duration: 1 });
-    await autocannon({ url: bare.url + s.path, method: 'POST', headers: s.headers, body: s.body, connections: CONNECTIONS, duration: 1 });
+    await autocannon({
+      url: target.url + s.path,
+      method: 'POST',
+      headers: s.headers,
+      body: s.body,
+      connections: CONNECTIONS,
+      duration: 1,
+    });
+    await autocannon({
+      url: bare.url + s.path,
+      method: 'POST',
+      headers: s.headers,
+      body: s.body,
+      connections: CONNECTIONS,
+      duration: 1,
+    });
     const bareRuns: Result[] = [];
     const gatewayRuns: Result[] = [];
     const rss = watchRss(target.child.pid!);
@@ -256,11 +403,18 @@ async function main(): Promise<void> {
     );
   }
   const reload = await reloadApplyTimes(gw, mainHooks);
-  console.log(`\nhot reload: write -> first request served by the new config: median ${reload.medianMs} ms, max ${reload.maxMs} ms (goal < 300 ms)`);
+  console.log(
+    `\nhot reload: write -> first request served by the new config: median ${reload.medianMs} ms, max ${reload.maxMs} ms (goal < 300 ms)`,
+  );
 
   const result = {
     date: new Date().toISOString(),
-    machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+    machine: {
+      cpus: cpus().length,
+      model: cpus()[0]?.model,
+      memGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+    },
     secondsPerRun: SECONDS,
     rounds: ROUNDS,
     connections: CONNECTIONS,

@@ -73,7 +73,9 @@ export class ConfigError extends Error {
    */
   withoutValues(): string {
     // A mapping's id (in "hooks.mappings[2] (id "github")") is a name, not a value: it stays.
-    return this.message.replace(/(\(id )?"(?:[^"\\\n]|\\.)*"/g, (quoted, id: string | undefined) => (id ? quoted : '"…"'));
+    return this.message.replace(/(\(id )?"(?:[^"\\\n]|\\.)*"/g, (quoted, id: string | undefined) =>
+      id ? quoted : '"…"',
+    );
   }
 }
 
@@ -117,7 +119,8 @@ export const refuse = {
   signatureInvalid: (): HookError => SIGNATURE_INVALID,
   invalidIdempotencyKey: (): HookError =>
     new HookError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 256 printable ASCII characters'),
-  tooManyItems: (max: number): HookError => new HookError(400, 'too_many_items', `the payload has more than ${max} items to act on`),
+  tooManyItems: (max: number): HookError =>
+    new HookError(400, 'too_many_items', `the payload has more than ${max} items to act on`),
   signatureExpired: (): HookError => SIGNATURE_EXPIRED,
   notFound: (what = NOT_FOUND.message): HookError =>
     what === NOT_FOUND.message ? NOT_FOUND : new HookError(404, 'not_found', what),
@@ -133,7 +136,8 @@ export const refuse = {
   agentNotAllowed: (what: string): HookError => new HookError(400, 'agent_not_allowed', what),
   modelNotAllowed: (what: string): HookError => new HookError(400, 'model_not_allowed', what),
   mappingFailed: (what: string): HookError => new HookError(500, 'mapping_failed', what),
-  overloaded: (what: string, headers: Headers = RETRY_SOON): HookError => new HookError(503, 'overloaded', what, headers),
+  overloaded: (what: string, headers: Headers = RETRY_SOON): HookError =>
+    new HookError(503, 'overloaded', what, headers),
   badRequest: (what: string, headers?: Headers): HookError => new HookError(400, 'bad_request', what, headers),
   headersTooLarge: (): HookError => new HookError(431, 'headers_too_large', 'the request headers are too large', CLOSE),
   requestTimeout: (): HookError =>

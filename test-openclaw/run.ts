@@ -99,16 +99,19 @@ async function eventually<T>(what: string, timeoutMs: number, probe: () => Promi
   }
 }
 
-before(async () => {
-  const t0 = Date.now();
-  const done = await ensureInstalled();
-  if (done.length) process.stderr.write(`test-openclaw: ${done.join(', ')} (${Date.now() - t0} ms)\n`);
-  files = await prepareFiles();
-  const t1 = Date.now();
-  gw = await startGateway(files, HOOKS);
-  await gw.waitForLine(/hookgate ready/, 120_000);
-  process.stderr.write(`test-openclaw: gateway ready in ${Date.now() - t1} ms (port ${files.port})\n`);
-}, { timeout: 20 * 60_000 });
+before(
+  async () => {
+    const t0 = Date.now();
+    const done = await ensureInstalled();
+    if (done.length) process.stderr.write(`test-openclaw: ${done.join(', ')} (${Date.now() - t0} ms)\n`);
+    files = await prepareFiles();
+    const t1 = Date.now();
+    gw = await startGateway(files, HOOKS);
+    await gw.waitForLine(/hookgate ready/, 120_000);
+    process.stderr.write(`test-openclaw: gateway ready in ${Date.now() - t1} ms (port ${files.port})\n`);
+  },
+  { timeout: 20 * 60_000 },
+);
 
 after(async () => {
   await gw?.stop();
@@ -120,7 +123,9 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
   const wakeText = `door bell ${nonce}`;
 
   test('wake: 200, and the event is queued on the main session in OpenClaw', async () => {
-    const r = await post('/hooks/wake', JSON.stringify({ text: wakeText, mode: 'next-heartbeat' }), { token: HOOKS.token });
+    const r = await post('/hooks/wake', JSON.stringify({ text: wakeText, mode: 'next-heartbeat' }), {
+      token: HOOKS.token,
+    });
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.json, { ok: true, mode: 'next-heartbeat' });
     assert.match(String(r.headers['content-type']), /^application\/json/);
@@ -130,9 +135,13 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
 
   test('agent: 202 with a runId, a run in OpenClaw, and an error summary on the main session', async () => {
     const name = `probe-${nonce}`;
-    const r = await post('/hooks/agent', JSON.stringify({ message: 'Say hello.', name, deliver: false, wakeMode: 'next-heartbeat' }), {
-      token: HOOKS.token,
-    });
+    const r = await post(
+      '/hooks/agent',
+      JSON.stringify({ message: 'Say hello.', name, deliver: false, wakeMode: 'next-heartbeat' }),
+      {
+        token: HOOKS.token,
+      },
+    );
     assert.equal(r.status, 202, r.text);
     assert.equal(r.json?.ok, true);
     assert.match(String(r.json?.runId), /^[0-9a-f-]{36}$/);
@@ -150,7 +159,12 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
   });
 
   test('agent with an Idempotency-Key twice: one run; the second answer is the first, marked duplicate', async () => {
-    const body = JSON.stringify({ message: 'Once only.', name: `idem-${nonce}`, deliver: false, wakeMode: 'next-heartbeat' });
+    const body = JSON.stringify({
+      message: 'Once only.',
+      name: `idem-${nonce}`,
+      deliver: false,
+      wakeMode: 'next-heartbeat',
+    });
     const first = await post('/hooks/agent', body, { token: HOOKS.token, idempotencyKey: `idem-${nonce}` });
     assert.equal(first.status, 202, first.text);
     const again = await post('/hooks/agent', body, { token: HOOKS.token, idempotencyKey: `idem-${nonce}` });
@@ -164,7 +178,11 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
     const r = await post('/hooks/wake', JSON.stringify({ text: `wake now ${nonce}` }), { token: HOOKS.token });
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.json, { ok: true, mode: 'now' });
-    await gw!.waitForLine(/chatId=heartbeat.*sessionKey=agent:main:main|sessionKey=agent:main:main.*heartbeat/, 60_000, from);
+    await gw!.waitForLine(
+      /chatId=heartbeat.*sessionKey=agent:main:main|sessionKey=agent:main:main.*heartbeat/,
+      60_000,
+      from,
+    );
   });
 
   test('refusals: 401, 400 (query token, bad JSON, bad payload), 404, 405, 413', async () => {
@@ -202,7 +220,9 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
     const readyBefore = gw!.count(/hookgate ready/);
     // An event queued before the edit: a restart would lose it (OpenClaw keeps the queue in memory).
     const marker = `before edit ${nonce}`;
-    const pre = await post('/hooks/wake', JSON.stringify({ text: marker, mode: 'next-heartbeat' }), { token: HOOKS.token });
+    const pre = await post('/hooks/wake', JSON.stringify({ text: marker, mode: 'next-heartbeat' }), {
+      token: HOOKS.token,
+    });
     assert.equal(pre.status, 200, pre.text);
     const next: HooksBlock = { ...HOOKS, token: `hook-b-${nonce}-0123456789`, maxBodyBytes: 8192 };
     const oldToken = HOOKS.token;
@@ -215,7 +235,10 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
       return r.status === 413 ? undefined : r;
     });
     assert.equal(answer.status, 401, answer.text);
-    const ok = await post('/hooks/wake', JSON.stringify({ text: `big ${'z'.repeat(2000)}`, mode: 'next-heartbeat' }), { token: next.token, from });
+    const ok = await post('/hooks/wake', JSON.stringify({ text: `big ${'z'.repeat(2000)}`, mode: 'next-heartbeat' }), {
+      token: next.token,
+      from,
+    });
     assert.equal(ok.status, 200, ok.text);
     // Same process, service never restarted, OpenClaw's in-memory event queue intact.
     assert.equal(gw!.child.pid, pid);
@@ -236,7 +259,9 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
     assert.equal(locked.json?.code, 'rate_limited');
     assert.ok(Number(locked.headers['retry-after']) > 0);
     // Another address is not affected.
-    const other = await post('/hooks/wake', JSON.stringify({ text: `other ${nonce}`, mode: 'next-heartbeat' }), { token: HOOKS.token });
+    const other = await post('/hooks/wake', JSON.stringify({ text: `other ${nonce}`, mode: 'next-heartbeat' }), {
+      token: HOOKS.token,
+    });
     assert.equal(other.status, 200, other.text);
   });
 });

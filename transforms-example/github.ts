@@ -125,7 +125,8 @@ function push(p: PushPayload): AgentAction {
   if (p.forced === true) what += ' (force-push)';
   const lines = [`GitHub push to ${repo} by ${who}: ${what}.`];
   if (p.deleted !== true) {
-    const head = p.head_commit ?? (commits && commits.length > 0 ? (commits[commits.length - 1] as GitHubCommit | null) : null);
+    const head =
+      p.head_commit ?? (commits && commits.length > 0 ? (commits[commits.length - 1] as GitHubCommit | null) : null);
     if (head) lines.push(`Latest commit: ${firstLine(head.message)}`);
   }
   lines.push(`Compare: ${text(p.compare, UNKNOWN, 500)}`);

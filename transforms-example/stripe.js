@@ -16,7 +16,23 @@ const MAX_TEXT = 200;
 // https://docs.stripe.com/currencies -- "zero-decimal": the amount is the charge, no multiplication.
 // UGX and ISK are absent on purpose: Stripe lists them as special cases that it still represents as
 // two-decimal values (always ending in 00), so they divide by 100 like USD.
-const ZERO_DECIMAL = new Set(['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', 'mga', 'pyg', 'rwf', 'vnd', 'vuv', 'xaf', 'xof', 'xpf']);
+const ZERO_DECIMAL = new Set([
+  'bif',
+  'clp',
+  'djf',
+  'gnf',
+  'jpy',
+  'kmf',
+  'krw',
+  'mga',
+  'pyg',
+  'rwf',
+  'vnd',
+  'vuv',
+  'xaf',
+  'xof',
+  'xpf',
+]);
 // Three-decimal currencies: amounts in thousandths (5.125 KWD is 5125; Stripe requires a final 0).
 const THREE_DECIMAL = new Set(['bhd', 'jod', 'kwd', 'omr', 'tnd']);
 

@@ -58,7 +58,10 @@ export interface Action {
   fanOut?: boolean;
 }
 
-export const SKIP: Action = Object.freeze({ wakes: Object.freeze([]) as unknown as WakeSpec[], runs: Object.freeze([]) as unknown as AgentSpec[] });
+export const SKIP: Action = Object.freeze({
+  wakes: Object.freeze([]) as unknown as WakeSpec[],
+  runs: Object.freeze([]) as unknown as AgentSpec[],
+});
 
 /** What the executor answers: a status and a JSON body (none for 204). */
 export interface Outcome {

@@ -10,7 +10,6 @@ import { wrapExternalContent } from '../safety/external-content.ts';
 import { checkChannel, checkModel, resolveAgentId, resolveSessionKey } from './policies.ts';
 import type { AgentJob, AgentSpec, RunOptions } from './action.ts';
 
-
 interface AgentPayload extends RunOptions {
   message: string;
   name?: string;
@@ -55,9 +54,10 @@ export function prepareAgentJob(spec: AgentSpec, snap: HooksSnapshot, host: Gate
     name,
     agentId,
     sessionKey: `agent:${agentId}:${hookKey}`,
-    prompt: spec.allowUnsafeExternalContent || spec.alreadyWrapped
-      ? message
-      : wrapExternalContent(message, { source: spec.source, hookName: name }),
+    prompt:
+      spec.allowUnsafeExternalContent || spec.alreadyWrapped
+        ? message
+        : wrapExternalContent(message, { source: spec.source, hookName: name }),
     model: spec.model,
     thinking: spec.thinking,
     timeoutMs: Math.round((spec.timeoutSeconds ?? host.agents.timeoutSeconds ?? DEFAULTS.runTimeoutSeconds) * 1000),

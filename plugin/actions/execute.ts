@@ -24,7 +24,10 @@ export class ActionExecutor {
   async execute(action: Action, snap: HooksSnapshot, key?: { scope: string; key: string }): Promise<ExecutedOutcome> {
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
     const jobs = action.runs.map((spec) => prepareAgentJob(spec, snap, this.host));
-    const outcome = answerFor(action, jobs.map((j) => j.runId));
+    const outcome = answerFor(
+      action,
+      jobs.map((j) => j.runId),
+    );
     const record: IdempotencyRecord | undefined = key && {
       scope: key.scope,
       key: key.key,
@@ -46,7 +49,13 @@ const WAKE_ANSWERS = Object.freeze({
 /** 202 with the run ids when there are runs; else 200 with the mode (and the count of a fan-out); else 204. */
 function answerFor(action: Action, runIds: readonly string[]): Outcome {
   if (runIds.length) {
-    return { status: 202, body: runIds.length === 1 && !action.fanOut ? { ok: true, runId: runIds[0] } : { ok: true, runId: runIds[0], runIds: [...runIds] } };
+    return {
+      status: 202,
+      body:
+        runIds.length === 1 && !action.fanOut
+          ? { ok: true, runId: runIds[0] }
+          : { ok: true, runId: runIds[0], runIds: [...runIds] },
+    };
   }
   const first = action.wakes[0];
   if (!first) return { status: 204 };

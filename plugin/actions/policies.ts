@@ -34,9 +34,7 @@ export function resolveSessionKey(
       );
     }
     if (!matchesSessionPrefix(requestKey, snap.allowedSessionKeyPrefixes)) {
-      throw refuse.sessionKeyNotAllowed(
-        'sessionKey does not start with any of hooks.allowedSessionKeyPrefixes',
-      );
+      throw refuse.sessionKeyNotAllowed('sessionKey does not start with any of hooks.allowedSessionKeyPrefixes');
     }
     return requestKey;
   }
@@ -67,7 +65,12 @@ export function checkChannel(channel: 'last' | ChannelName, host: GatewayHost): 
 }
 
 /** Where a reply goes: the named channel, or the main session's last route, or the first available channel. */
-export function resolveRoute(channel: 'last' | ChannelName, to: string | undefined, agentId: string, host: GatewayHost): Route {
+export function resolveRoute(
+  channel: 'last' | ChannelName,
+  to: string | undefined,
+  agentId: string,
+  host: GatewayHost,
+): Route {
   const last = host.sessions.lastRoute(agentId);
   if (channel !== 'last') return { channel, to: to ?? (last?.channel === channel ? last.to : undefined) };
   if (last) return { channel: last.channel, to: to ?? last.to };

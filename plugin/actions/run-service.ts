@@ -51,7 +51,10 @@ class ActiveRun {
 
   constructor(timeoutMs: number) {
     this.ended = new Promise((resolve) => (this.end = resolve));
-    this.timer = setTimeout(() => this.stop({ status: 'timeout', error: `no reply within ${timeoutMs / 1000} s` }, 'timeout'), timeoutMs);
+    this.timer = setTimeout(
+      () => this.stop({ status: 'timeout', error: `no reply within ${timeoutMs / 1000} s` }, 'timeout'),
+      timeoutMs,
+    );
   }
 
   get signal(): AbortSignal {
@@ -233,7 +236,8 @@ export class RunService {
     try {
       const main = this.host.sessions.mainSessionKey(job.agentId);
       await this.host.sessions.enqueueSystemEvent(main, summary, { source: 'hook', hook: job.name, runId: job.runId });
-      if (job.wakeMode === 'now') this.host.sessions.requestHeartbeat({ agentId: job.agentId, reason: `hook:${job.name}` });
+      if (job.wakeMode === 'now')
+        this.host.sessions.requestHeartbeat({ agentId: job.agentId, reason: `hook:${job.name}` });
     } catch (err) {
       this.host.logger.error('posting a hook run summary failed', { runId: job.runId, reason: reasonOf(err) });
     }
@@ -253,7 +257,13 @@ export class RunService {
   ): Promise<void> | undefined {
     const notify = this.host.runs.onRunUpdate;
     if (!notify) return undefined;
-    const record: RunRecord = { runId: job.runId, name: job.name, status, agentId: job.agentId, sessionKey: job.sessionKey };
+    const record: RunRecord = {
+      runId: job.runId,
+      name: job.name,
+      status,
+      agentId: job.agentId,
+      sessionKey: job.sessionKey,
+    };
     if (reply !== undefined) record.reply = reply;
     if (error !== undefined) record.error = error;
     if (idempotency !== undefined) record.idempotency = idempotency;

@@ -15,7 +15,9 @@ export function parseWakePayload(payload: Record<string, unknown>): WakeSpec {
 /** Resolves once the host has accepted the event (durably, for a host that records it). */
 export async function runWake(spec: WakeSpec, host: GatewayHost, idempotency?: IdempotencyRecord): Promise<void> {
   const agentId = host.agents.defaultId;
-  const meta = idempotency ? { source: 'hook' as const, hook: spec.hook, idempotency } : { source: 'hook' as const, hook: spec.hook };
+  const meta = idempotency
+    ? { source: 'hook' as const, hook: spec.hook, idempotency }
+    : { source: 'hook' as const, hook: spec.hook };
   await host.sessions.enqueueSystemEvent(host.sessions.mainSessionKey(agentId), spec.text, meta);
   if (spec.mode === 'now') host.sessions.requestHeartbeat({ agentId, reason: `hook:${spec.hook}` });
 }

@@ -120,7 +120,8 @@ export class AuthFailureLimiter {
     const maxFailures = Math.max(1, Math.floor(positive(limits.maxFailures, DEFAULTS.authRateLimit.maxFailures)));
     const windowMs = positive(limits.windowSeconds, DEFAULTS.authRateLimit.windowSeconds) * 1000;
     // A lockout of 0 is allowed and means "never lock".
-    const lockMs = Number.isFinite(limits.lockoutSeconds) && limits.lockoutSeconds > 0 ? limits.lockoutSeconds * 1000 : 0;
+    const lockMs =
+      Number.isFinite(limits.lockoutSeconds) && limits.lockoutSeconds > 0 ? limits.lockoutSeconds * 1000 : 0;
     const now = this.#now();
     const entries = this.#entries;
 

@@ -1,2 +1,7 @@
 // Request headers that carry credentials: no template renders them and no transform sees them.
-export const SECRET_HEADERS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization', 'x-service-token', 'cookie']);
+export const SECRET_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'proxy-authorization',
+  'x-service-token',
+  'cookie',
+]);

@@ -40,7 +40,6 @@ function normalizeHooksPath(raw: string): string | undefined {
   return `/${trimmed.replace(/^\/+/, '')}`;
 }
 
-
 /** The snapshot's keys that come from the hooks block itself; compileMappings adds the mappings. */
 export type HooksSettings = Omit<HooksSnapshot, 'mappings' | 'mappingIndex'>;
 
@@ -63,7 +62,8 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
   }
 
   const tokens = hookTokens(h, root, configDir, problems);
-  if (enabled && tokens.length === 0) problems.push(`${root}.token (or ${root}.tokenFile) is required when ${root}.enabled is true`);
+  if (enabled && tokens.length === 0)
+    problems.push(`${root}.token (or ${root}.tokenFile) is required when ${root}.enabled is true`);
   const gatewayToken = selected.gatewayToken?.trim();
   if (gatewayToken && tokens.includes(gatewayToken)) {
     problems.push(`${root}.token must differ from gateway.auth.token (use a dedicated hook token)`);

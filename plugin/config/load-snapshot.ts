@@ -54,6 +54,7 @@ export function changedKeys(before: SelectedConfig, after: SelectedConfig): stri
     if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) out.push(`${after.hooksKey}.${key}`);
   }
   if (before.gatewayToken !== after.gatewayToken) out.push('gateway.auth.token');
-  if (JSON.stringify(before.trustedProxies) !== JSON.stringify(after.trustedProxies)) out.push('gateway.trustedProxies');
+  if (JSON.stringify(before.trustedProxies) !== JSON.stringify(after.trustedProxies))
+    out.push('gateway.trustedProxies');
   return out;
 }

@@ -62,7 +62,9 @@ function describe(err: ErrorObject, root: string): string {
     case 'minimum':
       return `${subject} must be at least ${String(p.limit)}`;
     case 'minLength':
-      return p.limit === 1 ? `${subject} must not be empty` : `${subject} must have at least ${String(p.limit)} characters`;
+      return p.limit === 1
+        ? `${subject} must not be empty`
+        : `${subject} must have at least ${String(p.limit)} characters`;
     case 'maxLength':
       return `${subject} must have at most ${String(p.limit)} characters`;
     default:
@@ -82,7 +84,10 @@ const MAX_PROBLEMS = 20;
  * A value that may take several forms (anyOf) fails every branch: one sentence naming the types the
  * branches accept replaces the branches' own errors at that key.
  */
-function collapseAnyOf(errors: readonly ErrorObject[], root: string): { skip: Set<ErrorObject>; sentences: Map<ErrorObject, string> } {
+function collapseAnyOf(
+  errors: readonly ErrorObject[],
+  root: string,
+): { skip: Set<ErrorObject>; sentences: Map<ErrorObject, string> } {
   const skip = new Set<ErrorObject>();
   const sentences = new Map<ErrorObject, string>();
   for (const any of errors) {
@@ -95,7 +100,10 @@ function collapseAnyOf(errors: readonly ErrorObject[], root: string): { skip: Se
       if (e.keyword === 'type' && e.instancePath === any.instancePath) types.push(article(String(e.params.type)));
     }
     const subject = keyPath(root, any.instancePath) || 'body';
-    sentences.set(any, types.length ? `${subject} must be ${types.join(' or ')}` : `${subject} has none of its allowed forms`);
+    sentences.set(
+      any,
+      types.length ? `${subject} must be ${types.join(' or ')}` : `${subject} has none of its allowed forms`,
+    );
   }
   return { skip, sentences };
 }

@@ -65,7 +65,9 @@ export function watchConfig(opts: {
       opts.onChange(change);
     }, wait);
   });
-  watcher.on('error', (err) => opts.logger.warn('config watcher error', { reason: err instanceof Error ? err.message : String(err) }));
+  watcher.on('error', (err) =>
+    opts.logger.warn('config watcher error', { reason: err instanceof Error ? err.message : String(err) }),
+  );
   const ready = new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
 
   return {

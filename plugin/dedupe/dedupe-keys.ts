@@ -33,9 +33,7 @@ class InFlight implements Claim {
   #resolve: ((a: FirstAnswer) => void) | undefined;
   #reject: ((err: unknown) => void) | undefined;
 
-  constructor(
-    private readonly done: (answer: FirstAnswer | undefined) => void,
-  ) {}
+  constructor(private readonly done: (answer: FirstAnswer | undefined) => void) {}
 
   wait(): Promise<FirstAnswer> {
     this.#promise ??= new Promise((resolve, reject) => {
@@ -59,7 +57,8 @@ class InFlight implements Claim {
 const scoped = (scope: string, key: string): string => `${scope}\u0000${key}`;
 
 /** Only what a duplicate needs is kept (not the scope and key a host's record also carries). */
-const firstAnswer = (a: FirstAnswer): FirstAnswer => (a.body ? { at: a.at, status: a.status, body: a.body } : { at: a.at, status: a.status });
+const firstAnswer = (a: FirstAnswer): FirstAnswer =>
+  a.body ? { at: a.at, status: a.status, body: a.body } : { at: a.at, status: a.status };
 
 export class DedupeKeys {
   /** Insertion order is time order: answers arrive with `at` = now, or restored oldest first. */
@@ -140,5 +139,7 @@ export class DedupeKeys {
 
 /** What a duplicate is answered: the first answer, marked. */
 export function duplicateOf(first: FirstAnswer): Outcome {
-  return first.body === undefined ? { status: first.status } : { status: first.status, body: { ...first.body, duplicate: true } };
+  return first.body === undefined
+    ? { status: first.status }
+    : { status: first.status, body: { ...first.body, duplicate: true } };
 }

@@ -88,8 +88,12 @@ function keyForIPv6(bare: string): string {
   }
   expandIPv6(bare);
   if (
-    groups[0] === 0 && groups[1] === 0 && groups[2] === 0 &&
-    groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff
+    groups[0] === 0 &&
+    groups[1] === 0 &&
+    groups[2] === 0 &&
+    groups[3] === 0 &&
+    groups[4] === 0 &&
+    groups[5] === 0xffff
   ) {
     const hi = groups[6]!;
     const lo = groups[7]!;
@@ -122,4 +126,3 @@ export function addressKey(ip: string): string {
   const family = isIP(bare);
   return family === 0 ? garbageKey(ip) : keyFor(bare, family);
 }
-

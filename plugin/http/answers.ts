@@ -22,8 +22,7 @@ export function errorBody(err: HookError): { ok: false; error: string; code: str
 
 /** Status line headers for an answer: one object, so writeHead sets them all at once. */
 function headersFor(text: string, requestId: string | undefined, extra: Headers | undefined): HeadersOut {
-  const all: HeadersOut =
-    text === '' ? {} : { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) };
+  const all: HeadersOut = text === '' ? {} : { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) };
   if (requestId !== undefined) all['x-request-id'] = requestId;
   if (extra) for (const name in extra) all[name] = extra[name]!;
   return all;

@@ -24,7 +24,13 @@ import { parseWakePayload } from '../actions/wake.ts';
 import { parseAgentPayload } from '../actions/agent.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
 import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
-import { buildItemAction, buildMappedAction, forEachItems, renderDedupeKey, type MappedRequest } from '../mappings/build-action.ts';
+import {
+  buildItemAction,
+  buildMappedAction,
+  forEachItems,
+  renderDedupeKey,
+  type MappedRequest,
+} from '../mappings/build-action.ts';
 import type { DedupeKeys } from '../dedupe/dedupe-keys.ts';
 import { duplicateOf } from '../dedupe/dedupe-keys.ts';
 import { derivedKey, idempotencyKeyHeader } from '../dedupe/idempotency.ts';
@@ -95,7 +101,14 @@ export class HookLifecycle {
     if (name === undefined) return false;
 
     const started = performance.now();
-    const request: HookRequest = { req, res, id: requestId(), client: clientAddress(req, snap.trustedProxies), name, query };
+    const request: HookRequest = {
+      req,
+      res,
+      id: requestId(),
+      client: clientAddress(req, snap.trustedProxies),
+      name,
+      query,
+    };
     const { answers } = this.parts;
     let authenticated = false;
     let duplicate = false;
@@ -176,7 +189,12 @@ export class HookLifecycle {
   }
 
   /** For senders that sign a timestamp inside the payload (Linear), once it is parsed. */
-  private checkFresh(request: HookRequest, verifier: Verifier, payload: Record<string, unknown>, snap: HooksSnapshot): void {
+  private checkFresh(
+    request: HookRequest,
+    verifier: Verifier,
+    payload: Record<string, unknown>,
+    snap: HooksSnapshot,
+  ): void {
     if (!verifier.fresh || verifier.fresh(payload, Date.now())) return;
     const proof = request.req.headers[verifier.proofHeaders[0]!];
     throw this.signatureFailure(request, snap, { expired: true, attempt: typeof proof === 'string' ? proof : null });
@@ -325,14 +343,18 @@ export class HookLifecycle {
           throw err;
         }
       }
-      if (typeof body?.runId === 'string') runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
+      if (typeof body?.runId === 'string')
+        runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
       else if (body?.mode !== undefined) {
         wakes++;
         mode ??= body.mode;
       }
     }
     const duplicate = items.length > 0 && duplicates === items.length;
-    const extra = { ...(duplicate ? { duplicate: true } : {}), ...(duplicates > 0 && !duplicate ? { duplicates } : {}) };
+    const extra = {
+      ...(duplicate ? { duplicate: true } : {}),
+      ...(duplicates > 0 && !duplicate ? { duplicates } : {}),
+    };
     if (runIds.length) return { status: 202, body: { ok: true, runId: runIds[0], runIds, ...extra }, duplicate };
     if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
     return { status: 204, duplicate };
@@ -344,7 +366,11 @@ export class HookLifecycle {
     return buildMappedAction(mapping, payload, mapped, transforms, host.logger);
   }
 
-  private mappedRequest({ req, name, query }: HookRequest, mapping: CompiledMapping, snap: HooksSnapshot): MappedRequest {
+  private mappedRequest(
+    { req, name, query }: HookRequest,
+    mapping: CompiledMapping,
+    snap: HooksSnapshot,
+  ): MappedRequest {
     const params = query === undefined ? NO_QUERY : new URLSearchParams(query);
     return { headers: req.headers, query: params, name, bodyLimit: mapping.maxBodyBytes ?? snap.maxBodyBytes };
   }
@@ -366,7 +392,9 @@ function isKnownName(name: string, snap: HooksSnapshot): boolean {
 
 /** The action of the wake and agent endpoints: their payload, checked. */
 function endpointAction(kind: 'wake' | 'agent', payload: Record<string, unknown>): Action {
-  return kind === 'wake' ? { wakes: [parseWakePayload(payload)], runs: [] } : { wakes: [], runs: [parseAgentPayload(payload)] };
+  return kind === 'wake'
+    ? { wakes: [parseWakePayload(payload)], runs: [] }
+    : { wakes: [], runs: [parseAgentPayload(payload)] };
 }
 
 /** The part after the prefix: '' for the bare prefix, undefined when the path is not ours. */

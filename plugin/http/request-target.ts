@@ -16,5 +16,7 @@ export function splitTarget(url: string): RequestTarget {
     if (scheme) target = target.slice(scheme[0].length) || '/';
   }
   const q = target.indexOf('?');
-  return q === -1 ? { pathname: target, query: undefined } : { pathname: target.slice(0, q), query: target.slice(q + 1) };
+  return q === -1
+    ? { pathname: target, query: undefined }
+    : { pathname: target.slice(0, q), query: target.slice(q + 1) };
 }

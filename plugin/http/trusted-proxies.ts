@@ -59,9 +59,7 @@ export function compileTrustedProxies(list: readonly string[] | undefined): Trus
   for (let i = 0; i < list.length; i++) {
     const entry: unknown = list[i];
     const fail = (): never => {
-      throw new Error(
-        `gateway.trustedProxies[${i}]: ${JSON.stringify(entry)} is not a valid IP address or CIDR`,
-      );
+      throw new Error(`gateway.trustedProxies[${i}]: ${JSON.stringify(entry)} is not a valid IP address or CIDR`);
     };
     if (typeof entry !== 'string') return fail();
     const slash = entry.indexOf('/');
@@ -86,4 +84,3 @@ export function compileTrustedProxies(list: readonly string[] | undefined): Trus
 export function isTrusted(trusted: TrustedProxies, bare: string, family: number): boolean {
   return trusted instanceof CompiledProxies ? trusted.matches(bare, family) : trusted.contains(bare);
 }
-

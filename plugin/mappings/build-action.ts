@@ -49,7 +49,12 @@ export interface MappedRequest {
 }
 
 /** A mapping's dedupe.key as rendered for this request, or for one forEach item (blank: no key). */
-export function renderDedupeKey(key: Template, payload: Record<string, unknown>, request: MappedRequest, item?: ForEachItem): string {
+export function renderDedupeKey(
+  key: Template,
+  payload: Record<string, unknown>,
+  request: MappedRequest,
+  item?: ForEachItem,
+): string {
   return key.render(contextOf(payload, request, item));
 }
 
@@ -72,7 +77,8 @@ function contextOf(payload: Record<string, unknown>, request: MappedRequest, ite
 export function forEachItems(m: CompiledMapping, payload: Record<string, unknown>): ForEachItem[] | undefined {
   if (!m.forEach) return undefined;
   const items = m.forEach.read(payload);
-  if (!Array.isArray(items)) throw refuse.invalidPayload(`mapping "${m.id}": forEach "${m.forEach.path}" is not an array in this payload`);
+  if (!Array.isArray(items))
+    throw refuse.invalidPayload(`mapping "${m.id}": forEach "${m.forEach.path}" is not an array in this payload`);
   if (items.length > m.forEach.maxItems) throw refuse.tooManyItems(m.forEach.maxItems);
   return items.map((item: unknown, index) => ({ item, index }));
 }
@@ -149,7 +155,12 @@ async function transformed(
     ctx.index = item.index;
   }
   // What a transform returns is held to the mapping's body limit, as what it was given is.
-  const outcome = await transforms.run({ file: transform.file, exportName: transform.exportName, ctx, maxOutputBytes: request.bodyLimit });
+  const outcome = await transforms.run({
+    file: transform.file,
+    exportName: transform.exportName,
+    ctx,
+    maxOutputBytes: request.bodyLimit,
+  });
   if (!outcome.ok) {
     logger.warn('transform failed', { mapping: m.id, module: path.basename(transform.file), reason: outcome.reason });
     throw refuse.mappingFailed(`mapping "${m.id}": ${outcome.reason}`);

@@ -98,7 +98,9 @@ export async function compileMappings(
 
     const sessionKey = template('sessionKey', m.sessionKey);
     if (sessionKey?.isStatic && !matchesSessionPrefix(sessionKey.source, policies.allowedSessionKeyPrefixes)) {
-      problems.push(`${where}.sessionKey "${sessionKey.source}" does not start with any of ${root}.allowedSessionKeyPrefixes`);
+      problems.push(
+        `${where}.sessionKey "${sessionKey.source}" does not start with any of ${root}.allowedSessionKeyPrefixes`,
+      );
     }
     const agentId = template('agentId', m.agentId);
     if (agentId?.isStatic) {
@@ -119,7 +121,12 @@ export async function compileMappings(
     let transform: CompiledMapping['transform'];
     if (m.transform && transformsDir !== undefined) {
       try {
-        const file = await confineModule(policies.transformsRoot, transformsDir, m.transform.module, `${where}.transform.module`);
+        const file = await confineModule(
+          policies.transformsRoot,
+          transformsDir,
+          m.transform.module,
+          `${where}.transform.module`,
+        );
         transform = { file, exportName: m.transform.export ?? 'default' };
       } catch (err) {
         problems.push((err as Error).message);
@@ -177,13 +184,15 @@ export async function compileMappings(
 function checkSharedPaths(mappings: readonly CompiledMapping[], problems: string[]): void {
   const byPath = new Map<string, CompiledMapping[]>();
   for (const m of mappings) {
-    if (m.verifier && m.matchPath === undefined) problems.push(`${m.where}.verify needs match.path: a signed hook has a name of its own`);
+    if (m.verifier && m.matchPath === undefined)
+      problems.push(`${m.where}.verify needs match.path: a signed hook has a name of its own`);
     if (m.matchPath !== undefined) byPath.set(m.matchPath, [...(byPath.get(m.matchPath) ?? []), m]);
   }
   for (const [name, sharing] of byPath) {
     if (sharing.length < 2) continue;
     const signed = sharing.find((m) => m.verifier);
-    if (signed) problems.push(`${signed.where}: the signed hook "${name}" must be the only mapping with that match.path`);
+    if (signed)
+      problems.push(`${signed.where}: the signed hook "${name}" must be the only mapping with that match.path`);
     if (sharing.some((m) => m.bodyFormat !== sharing[0]!.bodyFormat)) {
       problems.push(`${sharing[0]!.where}: the mappings for "${name}" must agree on body (json or form)`);
     }
@@ -196,7 +205,11 @@ function forEachOf(m: MappingConfig, where: string, problems: string[]): Compile
   if (m.maxItems !== undefined && m.forEach === undefined) problems.push(`${where}.maxItems needs forEach`);
   if (m.forEach === undefined) return undefined;
   try {
-    return { path: m.forEach, read: compilePath(m.forEach.replace(/^payload\./, '')), maxItems: m.maxItems ?? DEFAULT_MAX_ITEMS };
+    return {
+      path: m.forEach,
+      read: compilePath(m.forEach.replace(/^payload\./, '')),
+      maxItems: m.maxItems ?? DEFAULT_MAX_ITEMS,
+    };
   } catch (err) {
     problems.push(`${where}.forEach: ${(err as Error).message}`);
     return undefined;

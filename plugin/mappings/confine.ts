@@ -34,8 +34,10 @@ function spellingProblem(value: string, allowAbsolute: boolean): string | undefi
   if (value.trim() === '') return 'must be a non-empty path';
   if (value.includes('\0')) return 'contains a NUL byte';
   if (value.includes('\\')) return 'contains a backslash (use "/" to separate folders)';
-  if (value.startsWith('~')) return 'starts with "~" (home directories are not expanded; give a path relative to the transforms directory)';
-  if (SCHEME_RE.test(value)) return 'looks like a URL or a drive path ("scheme:" prefix); give a path relative to the transforms directory';
+  if (value.startsWith('~'))
+    return 'starts with "~" (home directories are not expanded; give a path relative to the transforms directory)';
+  if (SCHEME_RE.test(value))
+    return 'looks like a URL or a drive path ("scheme:" prefix); give a path relative to the transforms directory';
   if (!allowAbsolute && (path.isAbsolute(value) || value.startsWith('/'))) {
     return 'is an absolute path; give a path relative to the transforms directory';
   }
@@ -64,7 +66,11 @@ export async function confineModule(root: string, dir: string, module: string, w
   if (module.endsWith('/')) refuse(where, module, 'names a directory, not a module file');
   const ext = path.extname(module);
   if (!TRANSFORM_EXTENSIONS.includes(ext)) {
-    refuse(where, module, `has ${ext ? `the extension "${ext}"` : 'no extension'}; a transform must be one of ${TRANSFORM_EXTENSIONS.join(' ')}`);
+    refuse(
+      where,
+      module,
+      `has ${ext ? `the extension "${ext}"` : 'no extension'}; a transform must be one of ${TRANSFORM_EXTENSIONS.join(' ')}`,
+    );
   }
 
   const absRoot = path.resolve(root);
@@ -77,11 +83,16 @@ export async function confineModule(root: string, dir: string, module: string, w
     realDir = await fsp.realpath(absDir);
   } catch (err) {
     const code = codeOf(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR') refuse(where, module, `does not exist (the transforms directory ${absDir} is missing)`);
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      refuse(where, module, `does not exist (the transforms directory ${absDir} is missing)`);
     refuse(where, module, `cannot be checked: ${code ?? (err as Error).message}`);
   }
   if (!isWithin(realRoot, realDir)) {
-    refuse(where, module, 'lies in a transforms directory that resolves (through a symlink) outside the transforms root');
+    refuse(
+      where,
+      module,
+      'lies in a transforms directory that resolves (through a symlink) outside the transforms root',
+    );
   }
 
   const candidate = path.join(absDir, module);
@@ -123,7 +134,11 @@ export async function confineModule(root: string, dir: string, module: string, w
   if (!isFile) refuse(where, module, 'is not a regular file');
   const realExt = path.extname(real);
   if (!TRANSFORM_EXTENSIONS.includes(realExt)) {
-    refuse(where, module, `is a symlink to a file with ${realExt ? `the extension "${realExt}"` : 'no extension'}; a transform must be one of ${TRANSFORM_EXTENSIONS.join(' ')}`);
+    refuse(
+      where,
+      module,
+      `is a symlink to a file with ${realExt ? `the extension "${realExt}"` : 'no extension'}; a transform must be one of ${TRANSFORM_EXTENSIONS.join(' ')}`,
+    );
   }
   return real;
 }
@@ -156,7 +171,10 @@ export async function confineDir(root: string, dir: string, where: string): Prom
     const code = codeOf(err);
     if (code === 'ENOENT') {
       // A dangling symlink is not "missing": say what it is.
-      const dangling = await fsp.lstat(absDir).then((s) => s.isSymbolicLink(), () => false);
+      const dangling = await fsp.lstat(absDir).then(
+        (s) => s.isSymbolicLink(),
+        () => false,
+      );
       if (dangling) refuse(where, dir, 'is a symlink whose target does not exist');
       refuse(where, dir, 'does not exist');
     }

@@ -9,7 +9,11 @@ export function indexMappings(mappings: readonly CompiledMapping[]): MappingInde
     if (name === undefined || byName.has(name)) continue;
     // A signed name is its mapping's alone: mappings for any name do not answer it.
     if (m.verifier) byName.set(name, [m]);
-    else byName.set(name, mappings.filter((x) => x.matchPath === undefined || x.matchPath === name));
+    else
+      byName.set(
+        name,
+        mappings.filter((x) => x.matchPath === undefined || x.matchPath === name),
+      );
   }
   return { byName, anyName: mappings.filter((m) => m.matchPath === undefined) };
 }

@@ -71,7 +71,8 @@ function getter(expr: string, hidden: ReadonlySet<string>): (ctx: TemplateContex
   if (root === 'path' && rest.length === 0) return (ctx) => ctx.path;
   if (root === 'now' && rest.length === 0) return () => new Date().toISOString();
   // Outside a forEach, item and index are payload fields like any other.
-  if (root === 'index' && rest.length === 0) return (ctx) => (ctx.index === undefined ? lookup(ctx.payload, path) : ctx.index);
+  if (root === 'index' && rest.length === 0)
+    return (ctx) => (ctx.index === undefined ? lookup(ctx.payload, path) : ctx.index);
   if (root === 'item') return (ctx) => (ctx.index === undefined ? lookup(ctx.payload, path) : lookup(ctx.item, rest));
   if (root === 'headers' && rest.length === 1 && typeof rest[0] === 'string') {
     const name = rest[0].toLowerCase();

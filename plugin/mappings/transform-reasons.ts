@@ -88,12 +88,15 @@ export function workerFailure(code: unknown, exportName: string, kind: unknown, 
 
 /** Why a worker ended on its own, and what it said (kept as detail: an uncaught error is the transform's text). */
 export function workerCrash(err: Error | undefined, exitCode?: number): { reason: string; detail: string } {
-  if (!err) return { reason: 'the transform worker stopped unexpectedly', detail: `worker exited with code ${exitCode}` };
+  if (!err)
+    return { reason: 'the transform worker stopped unexpectedly', detail: `worker exited with code ${exitCode}` };
   const code = (err as { code?: unknown }).code;
   if (code === 'ERR_WORKER_OUT_OF_MEMORY') return { reason: MEMORY_REASON, detail: 'the worker ran out of heap' };
   const message = typeof err.message === 'string' ? err.message.slice(0, 10_000) : '';
-  const line = message
-    .split(/\r\n|\r|\n|\u2028|\u2029/)
-    .map((l) => l.replace(/[\u0000-\u001f\u007f]/g, ' ').trim()).find((l) => l !== '') ?? String(code ?? 'unknown error');
+  const line =
+    message
+      .split(/\r\n|\r|\n|\u2028|\u2029/)
+      .map((l) => l.replace(/[\u0000-\u001f\u007f]/g, ' ').trim())
+      .find((l) => l !== '') ?? String(code ?? 'unknown error');
   return { reason: 'the transform crashed its worker', detail: line.length > 200 ? `${line.slice(0, 199)}…` : line };
 }

@@ -42,7 +42,14 @@ export interface TransformCall {
   /** Export to call; 'default' unless the mapping says otherwise. */
   exportName: string;
   /** What the transform function is given; item and index for a forEach item. */
-  ctx: { payload: unknown; headers: Record<string, string>; query: Record<string, string>; path: string; item?: unknown; index?: number };
+  ctx: {
+    payload: unknown;
+    headers: Record<string, string>;
+    query: Record<string, string>;
+    path: string;
+    item?: unknown;
+    index?: number;
+  };
   /** Most bytes the returned action may take as JSON: the mapping's body limit. Default 262144. */
   maxOutputBytes?: number;
 }
@@ -137,7 +144,11 @@ function positive(value: number | undefined, fallback: number): number {
 }
 
 function oneLine(text: string, max = 300): string {
-  const line = text.split(/\r\n|\r|\n/).map((l) => l.trim()).find((l) => l !== '') ?? '';
+  const line =
+    text
+      .split(/\r\n|\r|\n/)
+      .map((l) => l.trim())
+      .find((l) => l !== '') ?? '';
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
@@ -187,7 +198,8 @@ export class TransformRunner {
     this.rssGuardBytes = this.offHeapBytes + Math.floor((this.oldGenMb + 4 * YOUNG_GEN_MB) * MB);
     this.maxQueue = Math.max(0, Math.floor(opts.maxQueue ?? DEFAULT_MAX_QUEUE));
     this.pipeline = Math.max(1, Math.floor(positive(opts.pipeline, DEFAULT_PIPELINE)));
-    this.loadTimeoutMs = opts.loadTimeoutMs !== undefined ? positive(opts.loadTimeoutMs, DEFAULT_LOAD_TIMEOUT_MS) : undefined;
+    this.loadTimeoutMs =
+      opts.loadTimeoutMs !== undefined ? positive(opts.loadTimeoutMs, DEFAULT_LOAD_TIMEOUT_MS) : undefined;
     this.idleRetireMs = positive(opts.idleRetireMs, DEFAULT_IDLE_RETIRE_MS);
     this.logger = opts.logger;
   }
@@ -249,11 +261,13 @@ export class TransformRunner {
     this.closed = true;
     clearInterval(this.rssTimer);
     this.rssTimer = undefined;
-    for (const pending of this.queue.splice(0)) this.settle(pending, { ok: false, reason: 'transform runner is closed' });
+    for (const pending of this.queue.splice(0))
+      this.settle(pending, { ok: false, reason: 'transform runner is closed' });
     const exits: Promise<unknown>[] = [];
     for (const slot of [...this.slots]) {
       exits.push(this.retire(slot));
-      for (const pending of slot.calls.values()) this.settle(pending, { ok: false, reason: 'transform runner is closed' });
+      for (const pending of slot.calls.values())
+        this.settle(pending, { ok: false, reason: 'transform runner is closed' });
     }
     await Promise.all(exits);
   }
@@ -292,14 +306,25 @@ export class TransformRunner {
       worker = new Worker(WORKER_URL, {
         // Bare Node: no tsx hooks, no test-runner flags; the worker is plain JavaScript.
         execArgv: [],
-        resourceLimits: { maxOldGenerationSizeMb: this.oldGenMb, maxYoungGenerationSizeMb: Math.min(YOUNG_GEN_MB, this.oldGenMb) },
+        resourceLimits: {
+          maxOldGenerationSizeMb: this.oldGenMb,
+          maxYoungGenerationSizeMb: Math.min(YOUNG_GEN_MB, this.oldGenMb),
+        },
         workerData: { maxOffHeapBytes: this.offHeapBytes },
       });
     } catch (err) {
-      this.logger?.warn('transform worker could not be started', { error: oneLine(String((err as Error)?.message ?? err)) });
+      this.logger?.warn('transform worker could not be started', {
+        error: oneLine(String((err as Error)?.message ?? err)),
+      });
       throw err;
     }
-    const slot: Slot = { worker, generation: this.generation, calls: new Map(), heardAt: performance.now(), dead: false };
+    const slot: Slot = {
+      worker,
+      generation: this.generation,
+      calls: new Map(),
+      heardAt: performance.now(),
+      dead: false,
+    };
     this.slots.add(slot);
     worker.on('message', (msg: unknown) => this.onMessage(slot, msg));
     worker.on('error', (err: Error) => this.onDeath(slot, workerCrash(err)));
@@ -311,7 +336,14 @@ export class TransformRunner {
   private dispatch(slot: Slot, pending: PendingCall): void {
     const { file, exportName, ctx, maxOutputBytes } = pending.call;
     try {
-      slot.worker.postMessage({ type: 'call', id: pending.id, file, exportName, ctx, maxOutputBytes: outputLimit(maxOutputBytes) });
+      slot.worker.postMessage({
+        type: 'call',
+        id: pending.id,
+        file,
+        exportName,
+        ctx,
+        maxOutputBytes: outputLimit(maxOutputBytes),
+      });
     } catch {
       // The context could not be cloned: nothing reached the worker, which stays usable.
       this.settle(pending, { ok: false, reason: 'transform input could not be passed to the worker' });
@@ -343,7 +375,12 @@ export class TransformRunner {
     if (msg.ok) {
       this.settle(pending, { ok: true, value: msg.value });
     } else {
-      const reason = workerFailure(msg.code, pending.call.exportName, msg.kind, outputLimit(pending.call.maxOutputBytes));
+      const reason = workerFailure(
+        msg.code,
+        pending.call.exportName,
+        msg.kind,
+        outputLimit(pending.call.maxOutputBytes),
+      );
       const detail = typeof msg.detail === 'string' ? oneLine(msg.detail) : undefined;
       this.settle(pending, detail ? { ok: false, reason, detail } : { ok: false, reason });
       if (msg.code === 'memory') {
@@ -513,7 +550,8 @@ export class TransformRunner {
         // No worker can be started; fail what waits rather than letting it hang (busy workers, if
         // any, keep serving: only calls that no worker will ever take are failed).
         if (this.slots.size === 0) {
-          for (const pending of this.queue.splice(0)) this.settle(pending, { ok: false, reason: 'transform worker could not be started' });
+          for (const pending of this.queue.splice(0))
+            this.settle(pending, { ok: false, reason: 'transform worker could not be started' });
         }
         return;
       }

@@ -29,7 +29,9 @@ const port = parentPort;
 
 /** While the worker waits between calls (or an async call waits), its off-heap memory is read this often. */
 const MEMORY_TICK_MS = 50;
-const memory = offHeapWatch(Number(workerData?.maxOffHeapBytes) > 0 ? Number(workerData.maxOffHeapBytes) : 64 * 1024 * 1024);
+const memory = offHeapWatch(
+  Number(workerData?.maxOffHeapBytes) > 0 ? Number(workerData.maxOffHeapBytes) : 64 * 1024 * 1024,
+);
 let overMemory = false;
 let ticking = false;
 const memoryTimer = setInterval(() => {
@@ -136,12 +138,21 @@ function pickExport(ns, name) {
   let value = hasOwn(ns, name) ? ns[name] : undefined;
   const def = hasOwn(ns, 'default') ? ns.default : undefined;
   if (value === undefined && name !== 'default' && def !== null && def !== undefined) {
-    if ((typeof def === 'object' && hasOwn(def, name)) || (typeof def === 'function' && !FUNCTION_OWN_KEYS.has(name) && hasOwn(def, name))) {
+    if (
+      (typeof def === 'object' && hasOwn(def, name)) ||
+      (typeof def === 'function' && !FUNCTION_OWN_KEYS.has(name) && hasOwn(def, name))
+    ) {
       value = def[name];
     }
   }
   // CommonJS without __esModule: `exports.default = fn` arrives as { default: { default: fn } }.
-  if (name === 'default' && value !== null && typeof value === 'object' && hasOwn(value, 'default') && typeof value.default === 'function') {
+  if (
+    name === 'default' &&
+    value !== null &&
+    typeof value === 'object' &&
+    hasOwn(value, 'default') &&
+    typeof value.default === 'function'
+  ) {
     value = value.default;
   }
   return value;

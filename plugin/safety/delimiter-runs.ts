@@ -55,7 +55,7 @@ function findRuns(s: string): Run[] {
   let previous = -1; // the last bracket's code point
   let referenced = false; // whether the open run is made of character references
   const n = s.length;
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     let cp = s.charCodeAt(i);
     if (start < 0 && cp < 128 && cp !== 60 && cp !== 62 && cp !== 38) {
       i++;

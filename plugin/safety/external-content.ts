@@ -59,7 +59,10 @@ function cleanMeta(value: unknown, fallback: string): string {
 function cleanKind(kind: string | undefined): string {
   if (typeof kind !== 'string') return 'webhook';
   // Sanitized first: squeezing the characters out of a marker would leave its words behind.
-  const k = sanitizeMarkers(kind).toLowerCase().replace(/[^a-z0-9_-]/g, '').slice(0, 32);
+  const k = sanitizeMarkers(kind)
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, '')
+    .slice(0, 32);
   return k.length > 0 ? k : 'webhook';
 }
 

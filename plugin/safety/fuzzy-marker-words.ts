@@ -34,7 +34,8 @@ function readingMasks(pattern: string): Int32Array {
   for (let i = 0; i < pattern.length; i++) {
     const letter = pattern[i]!;
     masks[letter.charCodeAt(0)]! |= 1 << i;
-    for (const [digit, reads] of Object.entries(DIGIT_READS)) if (reads === letter) masks[digit.charCodeAt(0)]! |= 1 << i;
+    for (const [digit, reads] of Object.entries(DIGIT_READS))
+      if (reads === letter) masks[digit.charCodeAt(0)]! |= 1 << i;
   }
   masks[42] = (1 << pattern.length) - 1; // '*': a Latin letter of unknown reading
   return masks;
@@ -153,7 +154,8 @@ export function findMarkerWords(onHit: (start: number, end: number) => void): vo
   };
   for (let j = 0; j < length; j++) {
     const code = codes[j]!;
-    const zoneOver = zone > 0 && (zone === MAX_CANDIDATES || (score > MAX_EDITS && j - candidates[zone - 1]! > MAX_EDITS));
+    const zoneOver =
+      zone > 0 && (zone === MAX_CANDIDATES || (score > MAX_EDITS && j - candidates[zone - 1]! > MAX_EDITS));
     if (zoneOver || code === BREAK) {
       const end = zone > 0 ? settle() : -1;
       if (end >= 0 || code === BREAK) {

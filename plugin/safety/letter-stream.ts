@@ -122,7 +122,7 @@ export function buildStream(s: string, skipMarkup: boolean): void {
   const n = s.length;
   length = 0;
   gap = 0;
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     const c = s.charCodeAt(i);
     if (c < 128) {
       if (c === 38) {

@@ -72,7 +72,7 @@ const LINE_BREAK_RE = /[\n\r\v\f\u0085\u2028\u2029]/;
 
 /** Is there an opening bracket or "/" just before `i` (spaces between allowed)? */
 function opensWithBracket(s: string, i: number): boolean {
-  for (let p = i; p > 0 && i - p < MAX_PREFIX; ) {
+  for (let p = i; p > 0 && i - p < MAX_PREFIX;) {
     if (bracketReferenceBefore(s, p) > 0) return true;
     const cp = codePointBefore(s, p);
     if (cp === 47 || cp === 0xff0f || angleOf(cp) !== 0) return true;
@@ -88,7 +88,7 @@ let closingSlash = false;
 function extendBack(s: string, i: number, floor: number): number {
   let start = i;
   closingSlash = false;
-  for (let p = i; p > floor && i - p < MAX_PREFIX; ) {
+  for (let p = i; p > floor && i - p < MAX_PREFIX;) {
     const reference = bracketReferenceBefore(s, p);
     if (reference > 0 && p - reference >= floor) {
       p -= reference;
@@ -118,7 +118,7 @@ function extendForward(s: string, i: number): number {
     if (!ATTRIBUTE_RE.test(s)) break;
     end = ATTRIBUTE_RE.lastIndex;
   }
-  for (let p = end; p < s.length && p - end < MAX_SUFFIX; ) {
+  for (let p = end; p < s.length && p - end < MAX_SUFFIX;) {
     const referenceEnd = bracketReferenceAt(s, p);
     if (referenceEnd > 0) {
       p = end = referenceEnd;

@@ -66,7 +66,8 @@ export function sanitizeMarkers(content: string): string {
   let s = typeof content === 'string' ? content : String(content);
   if (PRINTABLE_ASCII_RE.test(s)) {
     // Plain ASCII: cheap native pre-checks first.
-    if (s.includes('<<<')) s = s.replace(EXACT_MARKER_RE, (_m, end: string | undefined) => (end ? END_TOKEN : START_TOKEN));
+    if (s.includes('<<<'))
+      s = s.replace(EXACT_MARKER_RE, (_m, end: string | undefined) => (end ? END_TOKEN : START_TOKEN));
     const mightHold = asciiMightHoldWords(s);
     if (mightHold !== null) {
       if (mightHold) s = neutraliseWords(s);

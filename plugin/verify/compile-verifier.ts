@@ -37,7 +37,8 @@ export function compileVerifier(
   const given = [v.secret, v.secrets, v.secretFile].filter((x) => x !== undefined).length;
   if (given !== 1) problems.push(`${key} needs exactly one of secret, secrets or secretFile`);
   if (v.scheme === 'basic' && !v.username) problems.push(`${key}.username is required by the basic scheme`);
-  if (v.scheme !== 'basic' && v.username !== undefined) problems.push(`${key}.username belongs to the basic scheme only`);
+  if (v.scheme !== 'basic' && v.username !== undefined)
+    problems.push(`${key}.username belongs to the basic scheme only`);
   if (v.scheme === 'hmac' && !v.header) problems.push(`${key}.header is required by the hmac scheme`);
   for (const k of HMAC_ONLY) {
     if (v.scheme !== 'hmac' && v[k] !== undefined) problems.push(`${key}.${k} belongs to the hmac scheme only`);
@@ -46,7 +47,8 @@ export function compileVerifier(
   const secrets: string[] = [];
   if (v.secret !== undefined) pushResolved(secrets, resolveSecret(v.secret, `${key}.secret`, problems));
   v.secrets?.forEach((s, i) => pushResolved(secrets, resolveSecret(s, `${key}.secrets[${i}]`, problems)));
-  if (v.secretFile !== undefined) pushResolved(secrets, readSecretFile(v.secretFile, ctx.configDir, `${key}.secretFile`, problems));
+  if (v.secretFile !== undefined)
+    pushResolved(secrets, readSecretFile(v.secretFile, ctx.configDir, `${key}.secretFile`, problems));
   const gateway = ctx.gatewayToken?.trim();
   if (gateway && secrets.includes(gateway)) problems.push(`${key}: a secret must differ from gateway.auth.token`);
 
@@ -54,7 +56,8 @@ export function compileVerifier(
   if (problems.length > before) return undefined;
   return createVerifier(v.scheme, {
     keys: keys as Buffer[],
-    toleranceSeconds: v.toleranceSeconds ?? (v.scheme === 'linear' ? LINEAR_TOLERANCE_SECONDS : DEFAULT_TOLERANCE_SECONDS),
+    toleranceSeconds:
+      v.toleranceSeconds ?? (v.scheme === 'linear' ? LINEAR_TOLERANCE_SECONDS : DEFAULT_TOLERANCE_SECONDS),
     username: v.username,
     header: v.header,
     algorithm: v.algorithm,

@@ -38,7 +38,11 @@ export function sameSecret(candidate: string, secret: Buffer): boolean {
 }
 
 /** True when one of the keys gives the expected digest (every key is tried: no early exit per key). */
-export function anyKeyMatches(keys: readonly Buffer[], provided: readonly Buffer[], digest: (key: Buffer) => Buffer): boolean {
+export function anyKeyMatches(
+  keys: readonly Buffer[],
+  provided: readonly Buffer[],
+  digest: (key: Buffer) => Buffer,
+): boolean {
   let matched = false;
   for (const key of keys) {
     const expected = digest(key);

@@ -2,16 +2,7 @@
 // timestamp is checked only once the signature is authentic, so a forgery is never reported as late.
 import type { IncomingHttpHeaders } from 'node:http';
 import { bearerToken } from '../auth/token.ts';
-import {
-  anyKeyMatches,
-  decode,
-  header,
-  hmac,
-  sameSecret,
-  seconds,
-  withinWindow,
-  type Algorithm,
-} from './proof.ts';
+import { anyKeyMatches, decode, header, hmac, sameSecret, seconds, withinWindow, type Algorithm } from './proof.ts';
 import type { Scheme, SignedRequest, Verifier, VerifyOutcome } from './verifier.ts';
 
 /** The generic hmac scheme's own keys, as configured. */
@@ -31,7 +22,11 @@ export interface SchemeOptions extends HmacSettings {
 }
 
 const OK: VerifyOutcome = Object.freeze({ ok: true });
-const invalid = (attempt: string | undefined): VerifyOutcome => ({ ok: false, expired: false, attempt: attempt ?? null });
+const invalid = (attempt: string | undefined): VerifyOutcome => ({
+  ok: false,
+  expired: false,
+  attempt: attempt ?? null,
+});
 const expired = (attempt: string): VerifyOutcome => ({ ok: false, expired: true, attempt });
 
 const noDeliveryId = (): undefined => undefined;
@@ -105,7 +100,8 @@ function slack(o: SchemeOptions): Verifier {
       const sentAt = seconds(ts);
       if (value === undefined || !value.startsWith('v0=') || sentAt === undefined) return invalid(value);
       const provided = [decode(value.slice(3), 'hex')];
-      if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `v0:${ts!.trim()}:`, body))) return invalid(value);
+      if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `v0:${ts!.trim()}:`, body)))
+        return invalid(value);
       return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : expired(value);
     },
     deliveryId: payloadId('event_id'),
@@ -127,7 +123,8 @@ function standardWebhooks(o: SchemeOptions): Verifier {
       for (const entry of value.split(' ')) {
         if (entry.startsWith('v1,')) provided.push(decode(entry.slice(3), 'base64'));
       }
-      if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `${id}.${ts!.trim()}.`, body))) return invalid(value);
+      if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `${id}.${ts!.trim()}.`, body)))
+        return invalid(value);
       return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : expired(value);
     },
     deliveryId: headerId('webhook-id', 'svix-id'),

@@ -23,11 +23,21 @@ export async function startFakeProvider(
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
     req.on('end', () => {
-      const r: ProviderRequest = { path: req.url ?? '', authorization: req.headers.authorization, body: JSON.parse(raw || '{}') };
+      const r: ProviderRequest = {
+        path: req.url ?? '',
+        authorization: req.headers.authorization,
+        body: JSON.parse(raw || '{}'),
+      };
       requests.push(r);
       if (answer) return answer(r, res);
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: `fake: ${r.body.messages?.[0]?.content?.length ?? 0} chars` } }] }));
+      res.end(
+        JSON.stringify({
+          choices: [
+            { message: { role: 'assistant', content: `fake: ${r.body.messages?.[0]?.content?.length ?? 0} chars` } },
+          ],
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

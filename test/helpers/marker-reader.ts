@@ -34,7 +34,7 @@ function readLetters(text: string): string {
   for (const ch of text) {
     if (INVISIBLE_RE.test(ch)) continue;
     for (const c of fold(ch)) {
-      const letter = /[a-z]/.test(c) ? c : DIGITS[c] ?? (/[\p{L}\p{N}]/u.test(c) ? '?' : '');
+      const letter = /[a-z]/.test(c) ? c : (DIGITS[c] ?? (/[\p{L}\p{N}]/u.test(c) ? '?' : ''));
       if (letter === '') {
         gap++;
         continue;
@@ -100,7 +100,10 @@ export function hasDelimiterLookAlike(text: string): boolean {
       while (a < chars.length && a - end < 4 && /[\s\p{Cf}\p{Default_Ignorable_Code_Point}/]/u.test(chars[a]!)) a++;
       let b = i;
       while (b > 0 && i - b < 4 && /[\s\p{Cf}\p{Default_Ignorable_Code_Point}]/u.test(chars[b - 1]!)) b--;
-      const touches = side === OPEN ? /[\p{L}\p{N}_]/u.test(chars[a] ?? '') : /[\p{L}\p{N}_"'\p{Pi}\p{Pf}/]/u.test(chars[b - 1] ?? '');
+      const touches =
+        side === OPEN
+          ? /[\p{L}\p{N}_]/u.test(chars[a] ?? '')
+          : /[\p{L}\p{N}_"'\p{Pi}\p{Pf}/]/u.test(chars[b - 1] ?? '');
       if (total >= 3 && !plain && touches) return true;
       i = end - 1;
     }

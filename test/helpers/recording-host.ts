@@ -144,7 +144,10 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
     configPath,
     finalRuns(count, timeoutMs = 5000) {
       return new Promise((resolve, reject) => {
-        const deadline = setTimeout(() => reject(new Error(`only ${done().length} of ${count} runs finished`)), timeoutMs);
+        const deadline = setTimeout(
+          () => reject(new Error(`only ${done().length} of ${count} runs finished`)),
+          timeoutMs,
+        );
         const done = () => rec.runUpdates.filter((r) => FINAL.has(r.status));
         const check = () => {
           if (done().length >= count) {

@@ -91,7 +91,11 @@ export async function spawnGateway(
       return body;
     },
     async hook(p, body, token = HOOK_TOKEN) {
-      const res = await fetch(url + p, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+      const res = await fetch(url + p, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      });
       return { status: res.status, body: await res.json() };
     },
     async stop(signal = 'SIGTERM') {

@@ -3,11 +3,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { REFUSALS_LOGGED_PER_SECOND } from '../../plugin/http/refusal-log.ts';
-import { HOOK_TOKEN, post, type JsonResponse, type TestGateway, type TestHostOptions, withGateway } from '../helpers/recording-host.ts';
+import {
+  HOOK_TOKEN,
+  post,
+  type JsonResponse,
+  type TestGateway,
+  type TestHostOptions,
+  withGateway,
+} from '../helpers/recording-host.ts';
 import { sleep } from '../helpers/common.ts';
 
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 2 };
-
 
 /** A gateway that trusts loopback as a proxy, so X-Forwarded-For picks the client address. */
 function behindProxy(limit: Record<string, number> = LIMIT): TestHostOptions {
@@ -15,7 +21,12 @@ function behindProxy(limit: Record<string, number> = LIMIT): TestHostOptions {
 }
 
 function wake(gw: TestGateway, token: string | null, xff?: string): Promise<JsonResponse> {
-  return post(gw.url, '/hooks/wake', { text: 'ping' }, { token, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } });
+  return post(
+    gw.url,
+    '/hooks/wake',
+    { text: 'ping' },
+    { token, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } },
+  );
 }
 
 function assertStatus(r: JsonResponse, status: number, code?: string): void {
@@ -32,19 +43,22 @@ async function fail(gw: TestGateway, n: number, xff?: string): Promise<void> {
 }
 
 test('threshold: maxFailures wrong tokens are each 401, the next request is 429 with Retry-After', async () => {
-  await withGateway({ hooks: { authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 30 } } }, async (gw) => {
-    await fail(gw, 2);
-    // The third failure (a missing token counts too) is still answered 401, and locks.
-    assertStatus(await wake(gw, null), 401, 'unauthorized');
-    const locked = await wake(gw, 'wrong-again');
-    assertStatus(locked, 429, 'rate_limited');
-    assert.equal(locked.headers.get('retry-after'), '30');
-    assert.match(locked.headers.get('content-type') ?? '', /^application\/json/);
-    assert.equal(locked.body.ok, false);
-    const again = await wake(gw, 'wrong');
-    assertStatus(again, 429, 'rate_limited');
-    assert.match(again.headers.get('retry-after') ?? '', /^(29|30)$/);
-  });
+  await withGateway(
+    { hooks: { authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 30 } } },
+    async (gw) => {
+      await fail(gw, 2);
+      // The third failure (a missing token counts too) is still answered 401, and locks.
+      assertStatus(await wake(gw, null), 401, 'unauthorized');
+      const locked = await wake(gw, 'wrong-again');
+      assertStatus(locked, 429, 'rate_limited');
+      assert.equal(locked.headers.get('retry-after'), '30');
+      assert.match(locked.headers.get('content-type') ?? '', /^application\/json/);
+      assert.equal(locked.body.ok, false);
+      const again = await wake(gw, 'wrong');
+      assertStatus(again, 429, 'rate_limited');
+      assert.match(again.headers.get('retry-after') ?? '', /^(29|30)$/);
+    },
+  );
 });
 
 test('exactly maxFailures-1 failures leave the address usable', async () => {
@@ -74,7 +88,10 @@ test('a lock blocks a correct token too, and the host sees nothing', async () =>
     const agent = await post(gw.url, '/hooks/agent', { message: 'x' });
     assertStatus(agent, 429, 'rate_limited');
     // Both carriers are blocked.
-    assertStatus(await post(gw.url, '/hooks/wake', { text: 'x' }, { token: null, headers: { 'x-service-token': HOOK_TOKEN } }), 429);
+    assertStatus(
+      await post(gw.url, '/hooks/wake', { text: 'x' }, { token: null, headers: { 'x-service-token': HOOK_TOKEN } }),
+      429,
+    );
     assert.equal(gw.rec.events.length, 0);
     assert.equal(gw.rec.heartbeats.length, 0);
     assert.equal(gw.rec.runUpdates.length, 0);
@@ -210,26 +227,35 @@ test('token comparison: near misses are all 401', async () => {
 });
 
 test('a flood of refusals is counted, not logged line by line; accepted requests are still logged each', async () => {
-  await withGateway({ hooks: { authRateLimit: { maxFailures: 1_000_000, windowSeconds: 60, lockoutSeconds: 60 } } }, async (gw) => {
-    const FLOOD = 120;
-    const answers = await Promise.all(Array.from({ length: FLOOD }, (_, i) => wake(gw, `wrong-${i}`)));
-    for (const r of answers) assertStatus(r, 401, 'unauthorized');
-    for (let i = 0; i < 3; i++) assertStatus(await wake(gw, HOOK_TOKEN), 200);
+  await withGateway(
+    { hooks: { authRateLimit: { maxFailures: 1_000_000, windowSeconds: 60, lockoutSeconds: 60 } } },
+    async (gw) => {
+      const FLOOD = 120;
+      const answers = await Promise.all(Array.from({ length: FLOOD }, (_, i) => wake(gw, `wrong-${i}`)));
+      for (const r of answers) assertStatus(r, 401, 'unauthorized');
+      for (let i = 0; i < 3; i++) assertStatus(await wake(gw, HOOK_TOKEN), 200);
 
-    const lines = () => gw.rec.logs.filter((l) => l.msg === 'hook request');
-    const counted = () => gw.rec.logs.filter((l) => l.msg.startsWith('hook requests refused before authentication'));
-    // The flood took at most a few seconds, each allowing REFUSALS_LOGGED_PER_SECOND lines.
-    const logged401 = lines().filter((l) => l.fields?.status === 401).length;
-    assert.ok(logged401 >= REFUSALS_LOGGED_PER_SECOND && logged401 < FLOOD / 2, `${logged401} refusals logged one by one`);
-    assert.equal(lines().filter((l) => l.fields?.status === 200).length, 3);
-    // The rest are reported within about a second, with their count: nothing is lost.
-    const deadline = Date.now() + 3000;
-    const total = () => counted().reduce((n, l) => n + Number(l.fields?.count), 0);
-    while (logged401 + total() < FLOOD && Date.now() < deadline) await sleep(50);
-    assert.equal(logged401 + total(), FLOOD);
-    assert.equal(counted().reduce((n, l) => n + Number(l.fields?.unauthorized), 0), total());
-    assert.equal(counted()[0]!.level, 'warn');
-  });
+      const lines = () => gw.rec.logs.filter((l) => l.msg === 'hook request');
+      const counted = () => gw.rec.logs.filter((l) => l.msg.startsWith('hook requests refused before authentication'));
+      // The flood took at most a few seconds, each allowing REFUSALS_LOGGED_PER_SECOND lines.
+      const logged401 = lines().filter((l) => l.fields?.status === 401).length;
+      assert.ok(
+        logged401 >= REFUSALS_LOGGED_PER_SECOND && logged401 < FLOOD / 2,
+        `${logged401} refusals logged one by one`,
+      );
+      assert.equal(lines().filter((l) => l.fields?.status === 200).length, 3);
+      // The rest are reported within about a second, with their count: nothing is lost.
+      const deadline = Date.now() + 3000;
+      const total = () => counted().reduce((n, l) => n + Number(l.fields?.count), 0);
+      while (logged401 + total() < FLOOD && Date.now() < deadline) await sleep(50);
+      assert.equal(logged401 + total(), FLOOD);
+      assert.equal(
+        counted().reduce((n, l) => n + Number(l.fields?.unauthorized), 0),
+        total(),
+      );
+      assert.equal(counted()[0]!.level, 'warn');
+    },
+  );
 });
 
 test('a lock is logged once, with the address and its length', async () => {
@@ -237,14 +263,18 @@ test('a lock is logged once, with the address and its length', async () => {
     await fail(gw, LIMIT.maxFailures, '203.0.113.44');
     assertStatus(await wake(gw, HOOK_TOKEN, '203.0.113.44'), 429, 'rate_limited');
     const locks = gw.rec.logs.filter((l) => l.msg === 'client address locked after repeated authentication failures');
-    assert.deepEqual(locks.map((l) => [l.level, l.fields?.client, l.fields?.seconds]), [['warn', '203.0.113.44', LIMIT.lockoutSeconds]]);
+    assert.deepEqual(
+      locks.map((l) => [l.level, l.fields?.client, l.fields?.seconds]),
+      [['warn', '203.0.113.44', LIMIT.lockoutSeconds]],
+    );
   });
 });
 
 test('rotation without lockout: one wrong token repeated is one failure; varied guesses still lock', async () => {
   await withGateway({ hooks: { authRateLimit: LIMIT } }, async (gw) => {
     // A sender that switched tokens a moment early, or late, repeats the same one.
-    for (let i = 0; i < LIMIT.maxFailures * 5; i++) assertStatus(await wake(gw, 'the-token-of-tomorrow'), 401, 'unauthorized');
+    for (let i = 0; i < LIMIT.maxFailures * 5; i++)
+      assertStatus(await wake(gw, 'the-token-of-tomorrow'), 401, 'unauthorized');
     assertStatus(await wake(gw, HOOK_TOKEN), 200);
     // Sending no token at all, repeatedly, is one failure too.
     for (let i = 0; i < LIMIT.maxFailures * 2; i++) assertStatus(await wake(gw, null), 401, 'unauthorized');

@@ -97,7 +97,12 @@ class RawClient {
 }
 
 function head(path: string, headers: Record<string, string | number>): string {
-  const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${HOOK_TOKEN}`, 'Content-Type: application/json'];
+  const lines = [
+    `POST ${path} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    `Authorization: Bearer ${HOOK_TOKEN}`,
+    'Content-Type: application/json',
+  ];
   for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
@@ -191,7 +196,10 @@ test('a body that stalls: 408 body_timeout, while other clients are served', asy
   await c.write('{"text":"only the begin');
   const pending = c.response();
   let slowAnswered = false;
-  void pending.then(() => (slowAnswered = true), () => {});
+  void pending.then(
+    () => (slowAnswered = true),
+    () => {},
+  );
   // Another connection is served while the slow one waits.
   await stillServing();
   assert.equal(slowAnswered, false, 'the stalled request was answered before its body timed out');
@@ -245,7 +253,10 @@ test('a body read to its end is not kept alive by the request that carried it', 
     await new Promise((resolve) => setImmediate(resolve));
     gc();
     assert.equal(held.length, 1);
-    assert.deepEqual(chunks.map((ref) => ref.deref() === undefined), chunks.map(() => true));
+    assert.deepEqual(
+      chunks.map((ref) => ref.deref() === undefined),
+      chunks.map(() => true),
+    );
     c.socket.destroy();
   } finally {
     server.closeAllConnections();
@@ -260,12 +271,21 @@ test('a client that aborts mid-body does not crash the server', async () => {
   await c.write('{"message":"half of it');
   c.socket.destroy();
   await c.done;
-  await waitUntil(() => gw.rec.logs.filter((l) => l.msg === 'hook request').length > logsBefore, 'the aborted request is logged');
+  await waitUntil(
+    () => gw.rec.logs.filter((l) => l.msg === 'hook request').length > logsBefore,
+    'the aborted request is logged',
+  );
   assert.equal(gw.rec.logs.filter((l) => l.msg === 'hook request failed').length, 0, 'no internal error');
 
   // The same through node:http, aborted after part of a chunked body.
   await new Promise<void>((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/hooks/wake', method: 'POST', headers: { authorization: `Bearer ${HOOK_TOKEN}` } });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: '/hooks/wake',
+      method: 'POST',
+      headers: { authorization: `Bearer ${HOOK_TOKEN}` },
+    });
     req.on('error', () => resolve());
     req.on('close', () => resolve());
     req.write('{"text":"par', () => setTimeout(() => req.destroy(), 20));

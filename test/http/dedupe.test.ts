@@ -33,7 +33,9 @@ test('wake: the same key twice is one event; the second gets the first answer, m
 test('agent: 100 concurrent requests with one key start one run, and all answer its runId', async () => {
   await withGateway({}, async (gw) => {
     const answers = await Promise.all(
-      Array.from({ length: 100 }, () => post(gw.url, '/hooks/agent', { message: 'summarise', deliver: false }, key('agent-1'))),
+      Array.from({ length: 100 }, () =>
+        post(gw.url, '/hooks/agent', { message: 'summarise', deliver: false }, key('agent-1')),
+      ),
     );
     assert.ok(answers.every((a) => a.status === 202));
     const runIds = new Set(answers.map((a) => a.body.runId));
@@ -50,7 +52,10 @@ test('agent: 100 concurrent requests with one key start one run, and all answer 
 test('keys are scoped: the same key on wake and on agent are two deliveries', async () => {
   await withGateway({}, async (gw) => {
     assert.equal((await post(gw.url, '/hooks/wake', { text: 'x' }, key('shared'))).body.duplicate, undefined);
-    assert.equal((await post(gw.url, '/hooks/agent', { message: 'x', deliver: false }, key('shared'))).body.duplicate, undefined);
+    assert.equal(
+      (await post(gw.url, '/hooks/agent', { message: 'x', deliver: false }, key('shared'))).body.duplicate,
+      undefined,
+    );
   });
 });
 
@@ -104,9 +109,28 @@ test('senders retry with the same delivery id: a GitHub redelivery, a Stripe ret
     {
       hooks: {
         mappings: [
-          { id: 'gh', match: { path: 'gh' }, action: 'wake', textTemplate: 'gh', verify: { scheme: 'github', secret: GH } },
-          { id: 'st', match: { path: 'st' }, action: 'wake', textTemplate: 'st', verify: { scheme: 'stripe', secret: ST } },
-          { id: 'sw', match: { path: 'sw' }, action: 'agent', deliver: false, messageTemplate: 'sw', verify: { scheme: 'standard-webhooks', secret: SW } },
+          {
+            id: 'gh',
+            match: { path: 'gh' },
+            action: 'wake',
+            textTemplate: 'gh',
+            verify: { scheme: 'github', secret: GH },
+          },
+          {
+            id: 'st',
+            match: { path: 'st' },
+            action: 'wake',
+            textTemplate: 'st',
+            verify: { scheme: 'stripe', secret: ST },
+          },
+          {
+            id: 'sw',
+            match: { path: 'sw' },
+            action: 'agent',
+            deliver: false,
+            messageTemplate: 'sw',
+            verify: { scheme: 'standard-webhooks', secret: SW },
+          },
         ],
       },
     },
@@ -126,7 +150,13 @@ test('senders retry with the same delivery id: a GitHub redelivery, a Stripe ret
         post(gw.url, '/hooks/st', undefined, {
           rawBody: stBody,
           token: null,
-          headers: { 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: stBody, secret: ST, timestamp: ts }) },
+          headers: {
+            'stripe-signature': stripe.webhooks.generateTestHeaderString({
+              payload: stBody,
+              secret: ST,
+              timestamp: ts,
+            }),
+          },
         });
       const now = Math.floor(Date.now() / 1000);
       assert.equal((await st(now - 60)).body.duplicate, undefined);
@@ -159,7 +189,19 @@ test('senders retry with the same delivery id: a GitHub redelivery, a Stripe ret
 
 test("a mapping's dedupe.key template names the key; a blank render means no dedupe", async () => {
   await withGateway(
-    { hooks: { mappings: [{ id: 'ci', match: { path: 'ci' }, action: 'wake', textTemplate: 'build {{build.id}}', dedupe: { key: '{{build.id}}' } }] } },
+    {
+      hooks: {
+        mappings: [
+          {
+            id: 'ci',
+            match: { path: 'ci' },
+            action: 'wake',
+            textTemplate: 'build {{build.id}}',
+            dedupe: { key: '{{build.id}}' },
+          },
+        ],
+      },
+    },
     async (gw) => {
       assert.equal((await post(gw.url, '/hooks/ci', { build: { id: 'b-7' } })).body.duplicate, undefined);
       assert.equal((await post(gw.url, '/hooks/ci', { build: { id: 'b-7' } })).body.duplicate, true);

@@ -11,19 +11,33 @@ test('forEach over 3 items: 3 runs with 3 runIds, each message built from its it
     {
       hooks: {
         mappings: [
-          { id: 'alerts', match: { path: 'alerts' }, action: 'agent', deliver: false, forEach: 'alerts', messageTemplate: '#{{index}} {{item.name}} in {{cluster}}' },
+          {
+            id: 'alerts',
+            match: { path: 'alerts' },
+            action: 'agent',
+            deliver: false,
+            forEach: 'alerts',
+            messageTemplate: '#{{index}} {{item.name}} in {{cluster}}',
+          },
         ],
       },
     },
     async (gw) => {
-      const r = await post(gw.url, '/hooks/alerts', { cluster: 'eu-1', alerts: [{ name: 'disk' }, { name: 'cpu' }, { name: 'oom' }] });
+      const r = await post(gw.url, '/hooks/alerts', {
+        cluster: 'eu-1',
+        alerts: [{ name: 'disk' }, { name: 'cpu' }, { name: 'oom' }],
+      });
       assert.equal(r.status, 202, JSON.stringify(r.body));
       assert.equal(r.body.runIds.length, 3);
       assert.equal(new Set(r.body.runIds).size, 3);
       assert.equal(r.body.runId, r.body.runIds[0]);
       await gw.finalRuns(3);
       const prompts = gw.rec.turns.map((t) => t.prompt);
-      for (const [i, name] of ['disk', 'cpu', 'oom'].entries()) assert.ok(prompts.some((p) => p.includes(`#${i} ${name} in eu-1`)), name);
+      for (const [i, name] of ['disk', 'cpu', 'oom'].entries())
+        assert.ok(
+          prompts.some((p) => p.includes(`#${i} ${name} in eu-1`)),
+          name,
+        );
     },
   );
 });
@@ -33,15 +47,33 @@ test('forEach with wakes answers 200 with the count; more than maxItems is 400 t
     {
       hooks: {
         mappings: [
-          { id: 'w', match: { path: 'w' }, action: 'wake', forEach: 'payload.events', maxItems: 3, allowUnsafeExternalContent: true, textTemplate: '{{item}}' },
-          { id: 'r', match: { path: 'r' }, action: 'agent', deliver: false, forEach: 'items', messageTemplate: '{{item}}' },
+          {
+            id: 'w',
+            match: { path: 'w' },
+            action: 'wake',
+            forEach: 'payload.events',
+            maxItems: 3,
+            allowUnsafeExternalContent: true,
+            textTemplate: '{{item}}',
+          },
+          {
+            id: 'r',
+            match: { path: 'r' },
+            action: 'agent',
+            deliver: false,
+            forEach: 'items',
+            messageTemplate: '{{item}}',
+          },
         ],
       },
     },
     async (gw) => {
       const ok = await post(gw.url, '/hooks/w', { events: ['a', 'b', 'c'] });
       assert.deepEqual(ok.body, { ok: true, mode: 'now', count: 3 });
-      assert.deepEqual(gw.rec.events.map((e) => e.text), ['a', 'b', 'c']);
+      assert.deepEqual(
+        gw.rec.events.map((e) => e.text),
+        ['a', 'b', 'c'],
+      );
       const tooMany = await post(gw.url, '/hooks/w', { events: ['a', 'b', 'c', 'd'] });
       assert.equal(tooMany.status, 400);
       assert.equal(tooMany.body.code, 'too_many_items');
@@ -60,15 +92,32 @@ test('forEach with wakes answers 200 with the count; more than maxItems is 400 t
 test('a transform sees item and index, and may skip an item', async () => {
   await withGateway(
     {
-      files: { [`${T}/each.js`]: `export default (ctx) => ctx.item.skip ? null : { text: ctx.index + ':' + ctx.item.name + '/' + ctx.payload.batch };` },
+      files: {
+        [`${T}/each.js`]: `export default (ctx) => ctx.item.skip ? null : { text: ctx.index + ':' + ctx.item.name + '/' + ctx.payload.batch };`,
+      },
       hooks: {
-        mappings: [{ id: 'each', match: { path: 'each' }, action: 'wake', allowUnsafeExternalContent: true, forEach: 'rows', transform: { module: 'each.js' } }],
+        mappings: [
+          {
+            id: 'each',
+            match: { path: 'each' },
+            action: 'wake',
+            allowUnsafeExternalContent: true,
+            forEach: 'rows',
+            transform: { module: 'each.js' },
+          },
+        ],
       },
     },
     async (gw) => {
-      const r = await post(gw.url, '/hooks/each', { batch: 'b1', rows: [{ name: 'x' }, { name: 'y', skip: true }, { name: 'z' }] });
+      const r = await post(gw.url, '/hooks/each', {
+        batch: 'b1',
+        rows: [{ name: 'x' }, { name: 'y', skip: true }, { name: 'z' }],
+      });
       assert.deepEqual(r.body, { ok: true, mode: 'now', count: 2 });
-      assert.deepEqual(gw.rec.events.map((e) => e.text), ['0:x/b1', '2:z/b1']);
+      assert.deepEqual(
+        gw.rec.events.map((e) => e.text),
+        ['0:x/b1', '2:z/b1'],
+      );
     },
   );
 });
@@ -78,7 +127,15 @@ test('per-item keys: an item already delivered is not acted on again; a request 
     {
       hooks: {
         mappings: [
-          { id: 'mail', match: { path: 'mail' }, action: 'agent', deliver: false, forEach: 'messages', messageTemplate: 'mail {{item.id}}', dedupe: { key: '{{item.id}}' } },
+          {
+            id: 'mail',
+            match: { path: 'mail' },
+            action: 'agent',
+            deliver: false,
+            forEach: 'messages',
+            messageTemplate: 'mail {{item.id}}',
+            dedupe: { key: '{{item.id}}' },
+          },
         ],
       },
     },
@@ -103,7 +160,19 @@ test('per-item keys: an item already delivered is not acted on again; a request 
 
 test('outside a forEach, item and index are payload fields like any other', async () => {
   await withGateway(
-    { hooks: { mappings: [{ id: 'p', match: { path: 'p' }, action: 'wake', allowUnsafeExternalContent: true, textTemplate: '{{item.name}}/{{index}}' }] } },
+    {
+      hooks: {
+        mappings: [
+          {
+            id: 'p',
+            match: { path: 'p' },
+            action: 'wake',
+            allowUnsafeExternalContent: true,
+            textTemplate: '{{item.name}}/{{index}}',
+          },
+        ],
+      },
+    },
     async (gw) => {
       await post(gw.url, '/hooks/p', { item: { name: 'n' }, index: 7 });
       assert.equal(gw.rec.events.at(-1)!.text, 'n/7');

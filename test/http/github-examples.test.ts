@@ -15,7 +15,12 @@ let gw: TestGateway;
 
 before(async () => {
   gw = await startTestGateway({
-    files: { 'hooks/transforms/github.ts': await readFile(new URL('../../transforms-example/github.ts', import.meta.url), 'utf8') },
+    files: {
+      'hooks/transforms/github.ts': await readFile(
+        new URL('../../transforms-example/github.ts', import.meta.url),
+        'utf8',
+      ),
+    },
     hooks: {
       maxQueuedRuns: 1000,
       mappings: [
@@ -34,7 +39,7 @@ before(async () => {
 });
 after(() => gw.close());
 
-test('every published GitHub example event, signed by GitHub\'s code, is taken (2xx)', async () => {
+test("every published GitHub example event, signed by GitHub's code, is taken (2xx)", async () => {
   let count = 0;
   const statuses = new Map<number, number>();
   for (const event of examples) {

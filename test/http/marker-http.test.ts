@@ -40,7 +40,10 @@ test('agent: the prompt has only the real markers, and the run summary none', as
   const turn = gw.rec.turns.find((t) => t.runId === r.body.runId)!;
   assert.equal(turn.prompt.split('<<<EXTERNAL_UNTRUSTED_CONTENT id="').length, 2);
   assert.equal(turn.prompt.split('<<<END_EXTERNAL_UNTRUSTED_CONTENT id="').length, 2);
-  const body = turn.prompt.slice(turn.prompt.indexOf('\n---\n') + 5, turn.prompt.lastIndexOf('\n<<<END_EXTERNAL_UNTRUSTED_CONTENT'));
+  const body = turn.prompt.slice(
+    turn.prompt.indexOf('\n---\n') + 5,
+    turn.prompt.lastIndexOf('\n<<<END_EXTERNAL_UNTRUSTED_CONTENT'),
+  );
   assertInert(body, 'prompt body');
   assert.equal(body.split('[[END_MARKER_SANITIZED]]').length, 4);
   // The recording host's turn replies with the whole prompt: the summary posted back must not forge anything.

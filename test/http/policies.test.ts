@@ -8,7 +8,6 @@ import { assertError } from '../helpers/common.ts';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
-
 /** POSTs an agent payload that must be accepted; resolves once its run finished, with its turn and summary. */
 async function runAgent(gw: TestGateway, body: Record<string, unknown>) {
   const r = await post(gw.url, '/hooks/agent', body);
@@ -48,7 +47,12 @@ test('allowedAgentIds containing "*": any explicit agentId is allowed', async ()
 test('allowedAgentIds []: every explicit agentId is refused, no agentId uses the default agent', async () => {
   await withGateway({ hooks: { allowedAgentIds: [] } }, async (gw) => {
     for (const agentId of ['ops', 'main', 'unknown-agent']) {
-      assertError(await post(gw.url, '/hooks/agent', { message: 'x', agentId }), 400, 'agent_not_allowed', /allowedAgentIds/);
+      assertError(
+        await post(gw.url, '/hooks/agent', { message: 'x', agentId }),
+        400,
+        'agent_not_allowed',
+        /allowedAgentIds/,
+      );
     }
     assert.equal(gw.rec.turns.length, 0);
     assert.equal(gw.rec.runUpdates.length, 0);
@@ -60,7 +64,10 @@ test('allowedAgentIds []: every explicit agentId is refused, no agentId uses the
 
 test('allowedAgentIds list: listed agents pass, unlisted ones get 400 agent_not_allowed', async () => {
   await withGateway(
-    { agents: [{ id: 'main', default: true }, { id: 'ops' }, { id: 'sales' }], hooks: { allowedAgentIds: ['ops', 'main'] } },
+    {
+      agents: [{ id: 'main', default: true }, { id: 'ops' }, { id: 'sales' }],
+      hooks: { allowedAgentIds: ['ops', 'main'] },
+    },
     async (gw) => {
       const r = await post(gw.url, '/hooks/agent', { message: 'x', agentId: 'sales' });
       assertError(r, 400, 'agent_not_allowed', /"sales"/);
@@ -89,7 +96,12 @@ test('the allowlist is checked on the resolved agent, not on the requested id', 
   });
   // Unknown id resolves to "main": refused when only ops is listed, and the message names main.
   await withGateway({ hooks: { allowedAgentIds: ['ops'] } }, async (gw) => {
-    assertError(await post(gw.url, '/hooks/agent', { message: 'x', agentId: 'ghost' }), 400, 'agent_not_allowed', /"main"/);
+    assertError(
+      await post(gw.url, '/hooks/agent', { message: 'x', agentId: 'ghost' }),
+      400,
+      'agent_not_allowed',
+      /"main"/,
+    );
     assert.equal(gw.rec.turns.length, 0);
   });
 });
@@ -99,7 +111,11 @@ test('the allowlist is checked on the resolved agent, not on the requested id', 
 
 test('request sessionKey while allowRequestSessionKey is false: 400 session_key_disabled', async () => {
   await withGateway({ hooks: { defaultSessionKey: 'hook:default' } }, async (gw) => {
-    assertError(await post(gw.url, '/hooks/agent', { message: 'x', sessionKey: 'hook:mine' }), 400, 'session_key_disabled');
+    assertError(
+      await post(gw.url, '/hooks/agent', { message: 'x', sessionKey: 'hook:mine' }),
+      400,
+      'session_key_disabled',
+    );
     assertError(
       await post(gw.url, '/hooks/agent', { message: 'x', sessionKey: 'hook:default' }),
       400,
@@ -133,7 +149,10 @@ test('allowRequestSessionKey true with prefixes: a miss is 400 session_key_not_a
         );
       }
       assert.equal(gw.rec.turns.length, 0);
-      assert.equal((await runAgent(gw, { message: 'x', sessionKey: 'ci:build-9' })).turn.sessionKey, 'agent:main:ci:build-9');
+      assert.equal(
+        (await runAgent(gw, { message: 'x', sessionKey: 'ci:build-9' })).turn.sessionKey,
+        'agent:main:ci:build-9',
+      );
     },
   );
 });
@@ -145,8 +164,15 @@ test('prefix match is case-insensitive and configured prefixes are trimmed', asy
       assert.equal((await runAgent(gw, { message: 'x', sessionKey: 'hook:a' })).turn.sessionKey, 'agent:main:hook:a');
       // The key itself keeps its case.
       assert.equal((await runAgent(gw, { message: 'x', sessionKey: 'Hook:B' })).turn.sessionKey, 'agent:main:Hook:B');
-      assert.equal((await runAgent(gw, { message: 'x', sessionKey: 'TEAM-red' })).turn.sessionKey, 'agent:main:TEAM-red');
-      assertError(await post(gw.url, '/hooks/agent', { message: 'x', sessionKey: 'team:red' }), 400, 'session_key_not_allowed');
+      assert.equal(
+        (await runAgent(gw, { message: 'x', sessionKey: 'TEAM-red' })).turn.sessionKey,
+        'agent:main:TEAM-red',
+      );
+      assertError(
+        await post(gw.url, '/hooks/agent', { message: 'x', sessionKey: 'team:red' }),
+        400,
+        'session_key_not_allowed',
+      );
     },
   );
 });
@@ -189,7 +215,12 @@ test('no model allowlist: any model is passed to the turn', async () => {
 test('model allowlist: allowed models pass, others get 400 model_not_allowed', async () => {
   await withGateway({ models: ['echo/echo', 'openai/gpt-small'] }, async (gw) => {
     assert.equal((await runAgent(gw, { message: 'x', model: 'openai/gpt-small' })).turn.model, 'openai/gpt-small');
-    assertError(await post(gw.url, '/hooks/agent', { message: 'x', model: 'openai/gpt-big' }), 400, 'model_not_allowed', /openai\/gpt-big/);
+    assertError(
+      await post(gw.url, '/hooks/agent', { message: 'x', model: 'openai/gpt-big' }),
+      400,
+      'model_not_allowed',
+      /openai\/gpt-big/,
+    );
     assertError(await post(gw.url, '/hooks/agent', { message: 'x', model: 'ECHO/ECHO' }), 400, 'model_not_allowed');
     assert.equal(gw.rec.turns.length, 1);
     // No model requested: nothing to check.
@@ -201,19 +232,22 @@ test('model allowlist: allowed models pass, others get 400 model_not_allowed', a
 // Channel
 
 test('every channel of the spec is accepted and delivered on that channel', async () => {
-  await withGateway({ channels: [...CHANNEL_ORDER], turn: async () => ({ status: 'ok', reply: 'the reply' }) }, async (gw) => {
-    const names: ('last' | ChannelName)[] = ['last', ...CHANNEL_ORDER];
-    assert.equal(names.length, 9);
-    for (const channel of names) {
-      const { deliveries, final } = await runAgent(gw, { message: 'x', channel, to: `to-${channel}` });
-      assert.equal(final.status, 'ok');
-      assert.equal(deliveries.length, 1, channel);
-      // `last` without a last route: the first available channel in the spec's order.
-      assert.equal(deliveries[0]!.channel, channel === 'last' ? 'whatsapp' : channel);
-      assert.equal(deliveries[0]!.to, `to-${channel}`);
-      assert.equal(deliveries[0]!.text, 'the reply');
-    }
-  });
+  await withGateway(
+    { channels: [...CHANNEL_ORDER], turn: async () => ({ status: 'ok', reply: 'the reply' }) },
+    async (gw) => {
+      const names: ('last' | ChannelName)[] = ['last', ...CHANNEL_ORDER];
+      assert.equal(names.length, 9);
+      for (const channel of names) {
+        const { deliveries, final } = await runAgent(gw, { message: 'x', channel, to: `to-${channel}` });
+        assert.equal(final.status, 'ok');
+        assert.equal(deliveries.length, 1, channel);
+        // `last` without a last route: the first available channel in the spec's order.
+        assert.equal(deliveries[0]!.channel, channel === 'last' ? 'whatsapp' : channel);
+        assert.equal(deliveries[0]!.to, `to-${channel}`);
+        assert.equal(deliveries[0]!.text, 'the reply');
+      }
+    },
+  );
 });
 
 test('a channel the host does not have: 400 invalid_payload naming it when deliver is true, accepted when false', async () => {
@@ -233,8 +267,17 @@ test('a channel the host does not have: 400 invalid_payload naming it when deliv
 test('an unknown channel name: 400 invalid_payload, whatever deliver is', async () => {
   await withGateway({ channels: [...CHANNEL_ORDER] }, async (gw) => {
     for (const channel of ['irc', 'WhatsApp', '', 'email']) {
-      assertError(await post(gw.url, '/hooks/agent', { message: 'x', channel }), 400, 'invalid_payload', /channel must be one of/);
-      assertError(await post(gw.url, '/hooks/agent', { message: 'x', channel, deliver: false }), 400, 'invalid_payload');
+      assertError(
+        await post(gw.url, '/hooks/agent', { message: 'x', channel }),
+        400,
+        'invalid_payload',
+        /channel must be one of/,
+      );
+      assertError(
+        await post(gw.url, '/hooks/agent', { message: 'x', channel, deliver: false }),
+        400,
+        'invalid_payload',
+      );
     }
     assert.equal(gw.rec.turns.length, 0);
   });

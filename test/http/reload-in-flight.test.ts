@@ -12,7 +12,15 @@ const config = (version: string) =>
     hooks: {
       enabled: true,
       token: HOOK_TOKEN,
-      mappings: [{ id: 'ci', match: { path: 'ci' }, action: 'wake', allowUnsafeExternalContent: true, textTemplate: `${version} {{n}}` }],
+      mappings: [
+        {
+          id: 'ci',
+          match: { path: 'ci' },
+          action: 'wake',
+          allowUnsafeExternalContent: true,
+          textTemplate: `${version} {{n}}`,
+        },
+      ],
     },
   });
 

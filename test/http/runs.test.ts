@@ -9,7 +9,6 @@ import { waitUntil } from '../helpers/common.ts';
 const START_MARKER = '<<<EXTERNAL_UNTRUSTED_CONTENT id="';
 const END_MARKER = '<<<END_EXTERNAL_UNTRUSTED_CONTENT id="';
 
-
 async function submit(gw: TestGateway, body: Record<string, unknown>): Promise<string> {
   const r = await post(gw.url, '/hooks/agent', body);
   assert.equal(r.status, 202, JSON.stringify(r.body));
@@ -81,7 +80,7 @@ test('summary "Hook <name>: <reply>" goes to agent:main:main with the runId; hea
   });
 });
 
-test('a run for another agent posts its summary to that agent\'s main session', async () => {
+test("a run for another agent posts its summary to that agent's main session", async () => {
   await withGateway({ turn: reply('done') }, async (gw) => {
     const { summaries } = await run(gw, { message: 'x', agentId: 'ops', name: 'Ops' });
     assert.equal(summaries[0]!.sessionKey, 'agent:ops:main');
@@ -152,7 +151,12 @@ test('channel last without a last route: the first available channel in the spec
 
 test('deliver false: nothing is delivered, the summary is still posted', async () => {
   await withGateway({ turn: reply('private answer') }, async (gw) => {
-    const { deliveries, summaries, final } = await run(gw, { message: 'x', deliver: false, channel: 'telegram', to: '1' });
+    const { deliveries, summaries, final } = await run(gw, {
+      message: 'x',
+      deliver: false,
+      channel: 'telegram',
+      to: '1',
+    });
     assert.equal(deliveries.length, 0);
     assert.equal(gw.rec.deliveries.length, 0);
     assert.equal(summaries[0]!.text, 'Hook agent: private answer');
@@ -189,11 +193,14 @@ test('an empty reply is not delivered; the summary says so', async () => {
   });
 });
 
-test('run updates go queued, running, ok in that order, with the run\'s agent and session', async () => {
+test("run updates go queued, running, ok in that order, with the run's agent and session", async () => {
   await withGateway({ hooks: { defaultSessionKey: 'hook:ci' }, turn: reply('r') }, async (gw) => {
     const { runId } = await run(gw, { message: 'x', name: 'CI' });
     const updates = gw.rec.runUpdates.filter((u) => u.runId === runId);
-    assert.deepEqual(updates.map((u) => u.status), ['queued', 'running', 'ok']);
+    assert.deepEqual(
+      updates.map((u) => u.status),
+      ['queued', 'running', 'ok'],
+    );
     for (const u of updates) {
       assert.equal(u.name, 'CI');
       assert.equal(u.agentId, 'main');
@@ -227,14 +234,17 @@ test('a turn that throws: error summary, status error, the server keeps serving'
 });
 
 test('a turn that returns status error: error summary with its reason, nothing delivered', async () => {
-  await withGateway({ turn: async () => ({ status: 'error', error: 'quota exceeded', reply: 'partial' }) }, async (gw) => {
-    const { summaries, final, deliveries } = await run(gw, { message: 'x', name: 'Quota' });
-    assert.equal(summaries[0]!.text, 'Hook Quota (error): quota exceeded');
-    assert.equal(final.status, 'error');
-    assert.equal(final.error, 'quota exceeded');
-    assert.equal(deliveries.length, 0);
-    assert.equal(gw.rec.heartbeats.length, 1, 'the main session is still woken');
-  });
+  await withGateway(
+    { turn: async () => ({ status: 'error', error: 'quota exceeded', reply: 'partial' }) },
+    async (gw) => {
+      const { summaries, final, deliveries } = await run(gw, { message: 'x', name: 'Quota' });
+      assert.equal(summaries[0]!.text, 'Hook Quota (error): quota exceeded');
+      assert.equal(final.status, 'error');
+      assert.equal(final.error, 'quota exceeded');
+      assert.equal(deliveries.length, 0);
+      assert.equal(gw.rec.heartbeats.length, 1, 'the main session is still woken');
+    },
+  );
 });
 
 test('a host listening on the signal during the turn is told of the deadline', async () => {
@@ -315,7 +325,11 @@ test('queue overflow: 503 overloaded past maxQueuedRuns, the accepted runs all r
       },
     },
     async (gw) => {
-      const ids = [await submit(gw, { message: 'one' }), await submit(gw, { message: 'two' }), await submit(gw, { message: 'three' })];
+      const ids = [
+        await submit(gw, { message: 'one' }),
+        await submit(gw, { message: 'two' }),
+        await submit(gw, { message: 'three' }),
+      ];
       assert.equal(gw.plugin.runs.running, 1);
       assert.equal(gw.plugin.runs.queued, 2);
       const fourth = await post(gw.url, '/hooks/agent', { message: 'four' });
@@ -339,17 +353,26 @@ test('plugin.close(graceMs) interrupts a hanging run: error "interrupted…" and
   try {
     const runningId = await submit(gw, { message: 'forever', name: 'Stuck' });
     const queuedId = await submit(gw, { message: 'waiting', name: 'Behind' });
-    await waitUntil(() => gw.rec.runUpdates.some((u) => u.runId === runningId && u.status === 'running'), 'run started');
+    await waitUntil(
+      () => gw.rec.runUpdates.some((u) => u.runId === runningId && u.status === 'running'),
+      'run started',
+    );
     await gw.plugin.close(200);
     const stuck = gw.rec.runUpdates.find((u) => u.runId === runningId && u.status === 'error');
     assert.ok(stuck, 'the running run ended as error');
     assert.match(stuck.error ?? '', /^interrupted/);
-    assert.match(gw.rec.events.find((e) => e.meta.runId === runningId)?.text ?? '', /^Hook Stuck \(error\): interrupted/);
+    assert.match(
+      gw.rec.events.find((e) => e.meta.runId === runningId)?.text ?? '',
+      /^Hook Stuck \(error\): interrupted/,
+    );
     assert.equal(gw.rec.turns.find((t) => t.runId === runningId)?.signal.aborted, true);
     // The queued run never started, and is reported and summarised as interrupted too.
     const behind = gw.rec.runUpdates.find((u) => u.runId === queuedId && u.status === 'error');
     assert.match(behind?.error ?? '', /^interrupted/);
-    assert.match(gw.rec.events.find((e) => e.meta.runId === queuedId)?.text ?? '', /^Hook Behind \(error\): interrupted/);
+    assert.match(
+      gw.rec.events.find((e) => e.meta.runId === queuedId)?.text ?? '',
+      /^Hook Behind \(error\): interrupted/,
+    );
     assert.equal(gw.rec.turns.length, 1);
     // After close no new run is taken.
     const late = await post(gw.url, '/hooks/agent', { message: 'too late' });
@@ -394,7 +417,10 @@ test('a host that records acceptances durably: the 202 and the run wait for the 
     async (gw) => {
       const answer = post(gw.url, '/hooks/agent', { message: 'keep me', name: 'Durable' });
       await waitUntil(() => gw.rec.runUpdates.length === 1, 'the queued update');
-      const early = await Promise.race([answer.then(() => 'answered'), new Promise((r) => setTimeout(() => r('waiting'), 150))]);
+      const early = await Promise.race([
+        answer.then(() => 'answered'),
+        new Promise((r) => setTimeout(() => r('waiting'), 150)),
+      ]);
       assert.equal(early, 'waiting', 'no 202 before the acceptance is recorded');
       assert.equal(gw.rec.turns.length, 0, 'the run did not start');
       recorded();

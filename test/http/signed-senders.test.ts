@@ -24,7 +24,8 @@ const BASIC_SECRET = 'home-assistant-password-0123';
 const HMAC_SECRET = 'generic-hmac-secret-0123456789';
 
 const stripe = new Stripe('sk_test_unused');
-const hex = (key: string, ...parts: string[]): string => parts.reduce((h, p) => h.update(p), createHmac('sha256', key)).digest('hex');
+const hex = (key: string, ...parts: string[]): string =>
+  parts.reduce((h, p) => h.update(p), createHmac('sha256', key)).digest('hex');
 const now = (): number => Math.floor(Date.now() / 1000);
 
 type Headers = Record<string, string>;
@@ -49,7 +50,10 @@ const schemes: Scheme[] = [
     secret: GITHUB_OLD,
     other: GITHUB_NEW,
     timestamped: false,
-    sign: async (body, secret) => ({ 'x-hub-signature-256': await githubSign(secret, body), 'x-github-delivery': 'd-1' }),
+    sign: async (body, secret) => ({
+      'x-hub-signature-256': await githubSign(secret, body),
+      'x-github-delivery': 'd-1',
+    }),
     malformed: { 'x-hub-signature-256': 'sha1=abc' },
   },
   {
@@ -93,7 +97,8 @@ const schemes: Scheme[] = [
     name: 'linear',
     secret: LINEAR_SECRET,
     timestamped: true,
-    body: (ts) => JSON.stringify({ action: 'create', type: 'Issue', data: { title: 'Bug' }, webhookTimestamp: ts * 1000 }),
+    body: (ts) =>
+      JSON.stringify({ action: 'create', type: 'Issue', data: { title: 'Bug' }, webhookTimestamp: ts * 1000 }),
     sign: (body, secret) => ({ 'linear-signature': hex(secret, body), 'linear-delivery': 'lin-1' }),
     malformed: { 'linear-signature': 'not-hex' },
   },
@@ -134,7 +139,15 @@ function verifyFor(s: Scheme): Record<string, unknown> {
   const secrets = s.other ? { secrets: [s.secret, s.other] } : { secret: s.secret };
   if (s.name === 'basic') return { scheme: 'basic', username: 'alertmanager', ...secrets };
   if (s.name === 'hmac') {
-    return { scheme: 'hmac', header: 'X-Signature', algorithm: 'sha512', encoding: 'base64', prefix: 'sha512=', timestampHeader: 'X-Timestamp', ...secrets };
+    return {
+      scheme: 'hmac',
+      header: 'X-Signature',
+      algorithm: 'sha512',
+      encoding: 'base64',
+      prefix: 'sha512=',
+      timestampHeader: 'X-Timestamp',
+      ...secrets,
+    };
   }
   return { scheme: s.name, ...secrets };
 }
@@ -165,7 +178,8 @@ async function send(path: string, body: string, headers: Headers): Promise<{ sta
 
 for (const s of schemes) {
   describe(`verify: ${s.name}`, () => {
-    const bodyAt = (ts: number): string => s.body?.(ts) ?? JSON.stringify({ data: { title: 'Deploy' }, id: 'evt_1', event_id: 'Ev1' });
+    const bodyAt = (ts: number): string =>
+      s.body?.(ts) ?? JSON.stringify({ data: { title: 'Deploy' }, id: 'evt_1', event_id: 'Ev1' });
     const expectInvalid = (r: { status: number; body: any }, why: string): void => {
       assert.equal(r.status, 401, `${why}: ${JSON.stringify(r.body)}`);
       assert.equal(r.body.code, 'signature_invalid', why);
@@ -190,7 +204,10 @@ for (const s of schemes) {
         // The same JSON with other whitespace is other bytes: the signature covers the bytes.
         expectInvalid(await send(s.name, JSON.stringify(JSON.parse(body), null, 1), signed), 're-serialised');
       }
-      const wrong = s.name === 'standard-webhooks' ? `whsec_${Buffer.from('another-key').toString('base64')}` : 'not-the-secret-at-all';
+      const wrong =
+        s.name === 'standard-webhooks'
+          ? `whsec_${Buffer.from('another-key').toString('base64')}`
+          : 'not-the-secret-at-all';
       expectInvalid(await send(s.name, body, await s.sign(body, wrong, ts)), 'wrong secret');
       expectInvalid(await send(s.name, body, {}), 'missing');
       expectInvalid(await send(s.name, body, s.malformed), 'malformed');
@@ -275,13 +292,25 @@ test('repeated bad signatures lock the address: 429 before any verification, eve
     {
       hooks: {
         authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 30 },
-        mappings: [{ id: 'gh', match: { path: 'gh' }, action: 'wake', textTemplate: 'x', verify: { scheme: 'github', secret: GITHUB_OLD } }],
+        mappings: [
+          {
+            id: 'gh',
+            match: { path: 'gh' },
+            action: 'wake',
+            textTemplate: 'x',
+            verify: { scheme: 'github', secret: GITHUB_OLD },
+          },
+        ],
       },
     },
     async (own) => {
       const body = '{"a":1}';
       for (let i = 0; i < 3; i++) {
-        const r = await post(own.url, '/hooks/gh', undefined, { rawBody: body, token: null, headers: { 'x-hub-signature-256': `sha256=${'0'.repeat(63)}${i}` } });
+        const r = await post(own.url, '/hooks/gh', undefined, {
+          rawBody: body,
+          token: null,
+          headers: { 'x-hub-signature-256': `sha256=${'0'.repeat(63)}${i}` },
+        });
         assert.equal(r.status, 401);
       }
       const valid = await post(own.url, '/hooks/gh', undefined, {
@@ -343,7 +372,10 @@ test('form bodies: a signed Slack slash command, and a GitHub form delivery read
       const g = await post(own.url, '/hooks/ghform', undefined, {
         rawBody: ghForm,
         token: null,
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-hub-signature-256': await githubSign(GITHUB_OLD, ghForm) },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-hub-signature-256': await githubSign(GITHUB_OLD, ghForm),
+        },
       });
       assert.equal(g.status, 200, JSON.stringify(g.body));
       assert.equal(own.rec.events.at(-1)!.text, 'opened Form delivery');
@@ -357,10 +389,18 @@ test('hook token rotation: an array of tokens, "${ENV}" and tokenFile are all ac
     await withGateway(
       {
         files: { 'hook-token.txt': 'token-from-a-file-0123456789\n' },
-        hooks: { token: [HOOK_TOKEN, 'the-next-hook-token-0123456', '${HOOKGATE_TEST_HOOK_TOKEN}'], tokenFile: 'hook-token.txt' },
+        hooks: {
+          token: [HOOK_TOKEN, 'the-next-hook-token-0123456', '${HOOKGATE_TEST_HOOK_TOKEN}'],
+          tokenFile: 'hook-token.txt',
+        },
       },
       async (own) => {
-        for (const token of [HOOK_TOKEN, 'the-next-hook-token-0123456', 'token-from-the-environment-0123', 'token-from-a-file-0123456789']) {
+        for (const token of [
+          HOOK_TOKEN,
+          'the-next-hook-token-0123456',
+          'token-from-the-environment-0123',
+          'token-from-a-file-0123456789',
+        ]) {
           assert.equal((await post(own.url, '/hooks/wake', { text: 'rotated' }, { token })).status, 200, token);
         }
         assert.equal((await post(own.url, '/hooks/wake', { text: 'x' }, { token: 'none-of-them' })).status, 401);
@@ -387,7 +427,10 @@ test('fuzzed signature headers never give a 5xx', async () => {
     'x-signature',
     'x-timestamp',
   ];
-  const headerValue = fc.string({ maxLength: 200, unit: fc.constantFrom(...'abcdefv0123456789=,.; tsha/+_-'.split('')) });
+  const headerValue = fc.string({
+    maxLength: 200,
+    unit: fc.constantFrom(...'abcdefv0123456789=,.; tsha/+_-'.split('')),
+  });
   await fc.assert(
     fc.asyncProperty(
       fc.constantFrom(...schemes.map((s) => s.name)),

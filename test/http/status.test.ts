@@ -2,7 +2,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { GATEWAY_TOKEN, HOOK_TOKEN, post, startTestGateway, type TestGateway, withGateway } from '../helpers/recording-host.ts';
+import {
+  GATEWAY_TOKEN,
+  HOOK_TOKEN,
+  post,
+  startTestGateway,
+  type TestGateway,
+  withGateway,
+} from '../helpers/recording-host.ts';
 import { assertError } from '../helpers/common.ts';
 
 let gw: TestGateway;
@@ -28,7 +35,11 @@ test('agent accepted: 202 { ok, runId }', async () => {
 });
 
 test('token in the query string: 400 token_in_query, even next to a valid header', async () => {
-  assertError(await post(gw.url, `/hooks/wake?token=${HOOK_TOKEN}`, { text: 'x' }, { token: null }), 400, 'token_in_query');
+  assertError(
+    await post(gw.url, `/hooks/wake?token=${HOOK_TOKEN}`, { text: 'x' }, { token: null }),
+    400,
+    'token_in_query',
+  );
   assertError(await post(gw.url, '/hooks/wake?token=whatever', { text: 'x' }), 400, 'token_in_query');
   assertError(await post(gw.url, '/hooks/wake?a=1&token=', { text: 'x' }), 400, 'token_in_query');
 });
@@ -45,9 +56,19 @@ test('missing or wrong token: 401; both carriers accepted', async () => {
   assertError(await post(gw.url, '/hooks/wake', { text: 'x' }, { token: null }), 401, 'unauthorized');
   assertError(await post(gw.url, '/hooks/wake', { text: 'x' }, { token: 'nope' }), 401, 'unauthorized');
   assertError(await post(gw.url, '/hooks/wake', { text: 'x' }, { token: GATEWAY_TOKEN }), 401, 'unauthorized');
-  const viaHeader = await post(gw.url, '/hooks/wake', { text: 'x' }, { token: null, headers: { 'x-service-token': HOOK_TOKEN } });
+  const viaHeader = await post(
+    gw.url,
+    '/hooks/wake',
+    { text: 'x' },
+    { token: null, headers: { 'x-service-token': HOOK_TOKEN } },
+  );
   assert.equal(viaHeader.status, 200);
-  const lowerScheme = await post(gw.url, '/hooks/wake', { text: 'x' }, { token: null, headers: { authorization: `bearer ${HOOK_TOKEN}` } });
+  const lowerScheme = await post(
+    gw.url,
+    '/hooks/wake',
+    { text: 'x' },
+    { token: null, headers: { authorization: `bearer ${HOOK_TOKEN}` } },
+  );
   assert.equal(lowerScheme.status, 200);
 });
 
@@ -99,7 +120,11 @@ test('payload fails its schema: 400 invalid_payload naming the field', async () 
     ['/hooks/agent', { message: 'x', timeoutSeconds: '10' }, /timeoutSeconds must be a number/],
     ['/hooks/agent', { message: 'x', deliver: 'yes' }, /deliver must be a boolean/],
     ['/hooks/agent', { message: 'x', wakeMode: 'soon' }, /wakeMode must be one of/],
-    ['/hooks/agent', { message: 'x', allowUnsafeExternalContent: true }, /allowUnsafeExternalContent is not a known field/],
+    [
+      '/hooks/agent',
+      { message: 'x', allowUnsafeExternalContent: true },
+      /allowUnsafeExternalContent is not a known field/,
+    ],
   ];
   for (const [p, body, msg] of cases) {
     const r = await post(gw.url, p, body);
@@ -161,8 +186,16 @@ test('hooks disabled: the plugin does not answer at all', async () => {
 });
 
 test('order of checks: query token before method, method before auth, auth before sub-path and body', async () => {
-  assertError(await post(gw.url, '/hooks/nowhere?token=x', undefined, { method: 'GET', token: null }), 400, 'token_in_query');
-  assertError(await post(gw.url, '/hooks/nowhere', undefined, { method: 'GET', token: null }), 405, 'method_not_allowed');
+  assertError(
+    await post(gw.url, '/hooks/nowhere?token=x', undefined, { method: 'GET', token: null }),
+    400,
+    'token_in_query',
+  );
+  assertError(
+    await post(gw.url, '/hooks/nowhere', undefined, { method: 'GET', token: null }),
+    405,
+    'method_not_allowed',
+  );
   assertError(await post(gw.url, '/hooks/wake', undefined, { rawBody: 'garbage', token: 'bad' }), 401, 'unauthorized');
   assertError(await post(gw.url, '/hooks/nowhere', undefined, { rawBody: 'garbage' }), 404, 'not_found');
 });
@@ -195,17 +228,29 @@ test('one log line per request, without token or payload content', async () => {
       assert.ok(!text.includes(secret), 'payload leaked into the log');
       assert.ok(!text.includes(HOOK_TOKEN), 'token leaked into the log');
     }
-    assert.deepEqual(lines.map((l) => l.fields?.status), [200, 400]);
+    assert.deepEqual(
+      lines.map((l) => l.fields?.status),
+      [200, 400],
+    );
   });
 });
 
 test('a raw HTTP/1.1 client gets a well-formed answer', async () => {
   const { port } = new URL(gw.url);
   const status = await new Promise<number>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/hooks/wake', method: 'POST', headers: { authorization: `Bearer ${HOOK_TOKEN}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/hooks/wake',
+        method: 'POST',
+        headers: { authorization: `Bearer ${HOOK_TOKEN}` },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end('{"text":"raw"}');
   });

@@ -27,10 +27,23 @@ before(async () => {
     hooks: {
       // GitHub push payloads can be large (up to 2048 commits listed); the examples README suggests this.
       mappings: [
-        { id: 'github', match: { path: 'github' }, action: 'agent', deliver: false, maxBodyBytes: 5 * 1024 * 1024, transform: { module: 'github.ts' } },
+        {
+          id: 'github',
+          match: { path: 'github' },
+          action: 'agent',
+          deliver: false,
+          maxBodyBytes: 5 * 1024 * 1024,
+          transform: { module: 'github.ts' },
+        },
         { id: 'stripe', match: { path: 'stripe' }, action: 'wake', transform: { module: 'stripe.js' } },
         // deliver: false here; the transform's deliver: true wins (transform fields merge over the mapping's).
-        { id: 'alertmanager', match: { path: 'alertmanager' }, action: 'agent', deliver: false, transform: { module: 'alertmanager.ts' } },
+        {
+          id: 'alertmanager',
+          match: { path: 'alertmanager' },
+          action: 'agent',
+          deliver: false,
+          transform: { module: 'alertmanager.ts' },
+        },
       ],
     },
   });
@@ -49,7 +62,11 @@ async function agentRun(path: string, body: unknown, headers: Record<string, str
   assert.equal(final.status, 'ok', final.error);
   const turn = gw.rec.turns.find((t) => t.runId === runId);
   assert.ok(turn, 'the run reached the agent');
-  assert.match(turn.prompt, /^<<<EXTERNAL_UNTRUSTED_CONTENT id="[0-9a-f]+">>>/, 'the prompt is wrapped as untrusted content');
+  assert.match(
+    turn.prompt,
+    /^<<<EXTERNAL_UNTRUSTED_CONTENT id="[0-9a-f]+">>>/,
+    'the prompt is wrapped as untrusted content',
+  );
   return { runId, prompt: turn.prompt, deliveries: gw.rec.deliveries.filter((d) => d.runId === runId) };
 }
 
@@ -87,7 +104,13 @@ const repository = {
   html_url: 'https://github.com/Codertocat/Hello-World',
   default_branch: 'main',
 };
-const codertocat = { login: 'Codertocat', id: 21031067, node_id: 'MDQ6VXNlcjIxMDMxMDY3', type: 'User', site_admin: false };
+const codertocat = {
+  login: 'Codertocat',
+  id: 21031067,
+  node_id: 'MDQ6VXNlcjIxMDMxMDY3',
+  type: 'User',
+  site_admin: false,
+};
 const octocat = { login: 'octocat', id: 583231, node_id: 'MDQ6VXNlcjU4MzIzMQ==', type: 'User', site_admin: false };
 
 function commit(id: string, message: string) {
@@ -122,9 +145,15 @@ const pushPayload = {
   commits: [
     commit('0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c', 'Fix typo in README'),
     commit('9049f1265b7d61be4a8904a9a27120d2064dab3b', 'Add install section'),
-    commit('a10867b14bb761a232cd80139fbd4c0d33264240', 'Describe the release process\n\nLonger body that the message should not include.'),
+    commit(
+      'a10867b14bb761a232cd80139fbd4c0d33264240',
+      'Describe the release process\n\nLonger body that the message should not include.',
+    ),
   ],
-  head_commit: commit('a10867b14bb761a232cd80139fbd4c0d33264240', 'Describe the release process\n\nLonger body that the message should not include.'),
+  head_commit: commit(
+    'a10867b14bb761a232cd80139fbd4c0d33264240',
+    'Describe the release process\n\nLonger body that the message should not include.',
+  ),
 };
 
 function pullRequestPayload(action: string, extra: Record<string, unknown> = {}, sender = codertocat) {
@@ -155,10 +184,15 @@ function pullRequestPayload(action: string, extra: Record<string, unknown> = {},
 describe('github.ts', () => {
   test('push: repo, pusher, branch, commit count, latest commit (first line) and the compare URL', async () => {
     const { prompt, deliveries } = await agentRun('/hooks/github', pushPayload, ghHeaders('push'));
-    assert.ok(prompt.includes('GitHub push to Codertocat/Hello-World by Codertocat: 3 commits to branch main.'), prompt);
+    assert.ok(
+      prompt.includes('GitHub push to Codertocat/Hello-World by Codertocat: 3 commits to branch main.'),
+      prompt,
+    );
     assert.ok(prompt.includes('Latest commit: Describe the release process'));
     assert.ok(!prompt.includes('Longer body'));
-    assert.ok(prompt.includes('Compare: https://github.com/Codertocat/Hello-World/compare/6113728f27ae...a10867b14bb7'));
+    assert.ok(
+      prompt.includes('Compare: https://github.com/Codertocat/Hello-World/compare/6113728f27ae...a10867b14bb7'),
+    );
     assert.deepEqual(deliveries, [], 'the mapping says deliver: false');
     assert.ok(gw.rec.events.some((e) => e.meta.hook === 'GitHub' && e.text.startsWith('Hook GitHub: ')));
   });
@@ -172,7 +206,14 @@ describe('github.ts', () => {
     assert.ok(tag.prompt.includes('created tag v1.2.0 with 0 commits'), tag.prompt);
     const deleted = await agentRun(
       '/hooks/github',
-      { ...pushPayload, ref: 'refs/heads/old-feature', after: '0'.repeat(40), deleted: true, commits: [], head_commit: null },
+      {
+        ...pushPayload,
+        ref: 'refs/heads/old-feature',
+        after: '0'.repeat(40),
+        deleted: true,
+        commits: [],
+        head_commit: null,
+      },
       ghHeaders('push'),
     );
     assert.ok(deleted.prompt.includes('by Codertocat: deleted branch old-feature.'), deleted.prompt);
@@ -191,7 +232,10 @@ describe('github.ts', () => {
       pullRequestPayload('closed', { merged: true, merged_at: '2024-05-16T09:00:00Z' }, octocat),
       ghHeaders('pull_request'),
     );
-    assert.ok(merged.prompt.includes('GitHub pull request #2 merged in Codertocat/Hello-World (merged by octocat)'), merged.prompt);
+    assert.ok(
+      merged.prompt.includes('GitHub pull request #2 merged in Codertocat/Hello-World (merged by octocat)'),
+      merged.prompt,
+    );
     assert.ok(merged.prompt.includes('Author: Codertocat'));
   });
 
@@ -228,7 +272,20 @@ describe('github.ts', () => {
   test('ping is skipped (204); other events get a one-line message', async () => {
     await expectSkipped(
       '/hooks/github',
-      { zen: 'Anything added dilutes everything else.', hook_id: 109948940, hook: { type: 'Repository', id: 109948940, name: 'web', active: true, events: ['push'], config: { content_type: 'json', insecure_ssl: '0', url: 'https://example.com/hooks/github' } }, repository, sender: codertocat },
+      {
+        zen: 'Anything added dilutes everything else.',
+        hook_id: 109948940,
+        hook: {
+          type: 'Repository',
+          id: 109948940,
+          name: 'web',
+          active: true,
+          events: ['push'],
+          config: { content_type: 'json', insecure_ssl: '0', url: 'https://example.com/hooks/github' },
+        },
+        repository,
+        sender: codertocat,
+      },
       ghHeaders('ping'),
     );
     const { prompt } = await agentRun(
@@ -241,9 +298,16 @@ describe('github.ts', () => {
 
   test('partial payloads never throw: every missing field reads "unknown"', async () => {
     const push = await agentRun('/hooks/github', {}, ghHeaders('push'));
-    assert.ok(push.prompt.includes('GitHub push to unknown by unknown: unknown commits to branch unknown.'), push.prompt);
+    assert.ok(
+      push.prompt.includes('GitHub push to unknown by unknown: unknown commits to branch unknown.'),
+      push.prompt,
+    );
     assert.ok(push.prompt.includes('Compare: unknown'));
-    const pr = await agentRun('/hooks/github', { action: 'opened', pull_request: null, repository: 'not an object' }, ghHeaders('pull_request'));
+    const pr = await agentRun(
+      '/hooks/github',
+      { action: 'opened', pull_request: null, repository: 'not an object' },
+      ghHeaders('pull_request'),
+    );
     assert.ok(pr.prompt.includes('GitHub pull request #unknown opened in unknown'), pr.prompt);
     const noHeader = await agentRun('/hooks/github', { commits: [null, 7, 'x'] });
     assert.ok(noHeader.prompt.includes('GitHub event unknown on unknown by unknown.'), noHeader.prompt);
@@ -316,7 +380,10 @@ function paymentIntent(extra: Record<string, unknown>) {
 /** POSTs a Stripe event, expects 200 { ok, mode: 'now' }, returns the wake event's text. */
 async function stripeWake(body: unknown): Promise<string> {
   const r = await post(gw.url, '/hooks/stripe', body, {
-    headers: { 'stripe-signature': 't=1686089970,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd', 'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)' },
+    headers: {
+      'stripe-signature': 't=1686089970,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
+      'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)',
+    },
   });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.deepEqual(r.body, { ok: true, mode: 'now' });
@@ -332,7 +399,9 @@ describe('stripe.js', () => {
     const heartbeats = gw.rec.heartbeats.length;
     const text = await stripeWake(stripeEvent('invoice.paid', invoice({})));
     assert.ok(
-      text.includes('Stripe invoice.paid: customer jennyrosen@example.com, paid 12.50 USD, invoice EE1DF78D-0001, https://invoice.stripe.com/i/'),
+      text.includes(
+        'Stripe invoice.paid: customer jennyrosen@example.com, paid 12.50 USD, invoice EE1DF78D-0001, https://invoice.stripe.com/i/',
+      ),
       text,
     );
     assert.ok(text.includes('(event evt_1NG8Du2eZvKYlo2CUI79vXWy)'));
@@ -343,16 +412,37 @@ describe('stripe.js', () => {
     const text = await stripeWake(
       stripeEvent(
         'invoice.payment_failed',
-        invoice({ currency: 'jpy', amount_due: 1200, amount_paid: 0, amount_remaining: 1200, attempt_count: 2, customer_email: null, paid: false, status: 'open' }),
+        invoice({
+          currency: 'jpy',
+          amount_due: 1200,
+          amount_paid: 0,
+          amount_remaining: 1200,
+          attempt_count: 2,
+          customer_email: null,
+          paid: false,
+          status: 'open',
+        }),
         false,
       ),
     );
-    assert.ok(text.includes('Stripe invoice.payment_failed [test mode]: customer cus_NeZwdNtLEOXuvB, due 1200 JPY, invoice EE1DF78D-0001, attempt 2'), text);
+    assert.ok(
+      text.includes(
+        'Stripe invoice.payment_failed [test mode]: customer cus_NeZwdNtLEOXuvB, due 1200 JPY, invoice EE1DF78D-0001, attempt 2',
+      ),
+      text,
+    );
   });
 
   test('payment_intent.succeeded and payment_failed: amount, receipt email or card email, failure reason', async () => {
-    const ok = await stripeWake(stripeEvent('payment_intent.succeeded', paymentIntent({ receipt_email: 'ada@example.com' })));
-    assert.ok(ok.includes('Stripe payment_intent.succeeded: customer ada@example.com, 20.00 EUR, payment pi_3MtwBwLkdIwHu7ix28a3tqPa'), ok);
+    const ok = await stripeWake(
+      stripeEvent('payment_intent.succeeded', paymentIntent({ receipt_email: 'ada@example.com' })),
+    );
+    assert.ok(
+      ok.includes(
+        'Stripe payment_intent.succeeded: customer ada@example.com, 20.00 EUR, payment pi_3MtwBwLkdIwHu7ix28a3tqPa',
+      ),
+      ok,
+    );
 
     const failed = await stripeWake(
       stripeEvent(
@@ -369,14 +459,21 @@ describe('stripe.js', () => {
             decline_code: 'insufficient_funds',
             doc_url: 'https://stripe.com/docs/error-codes/card-declined',
             message: 'Your card has insufficient funds.',
-            payment_method: { id: 'pm_1MtwBwLkdIwHu7ixMoDQ1jVx', object: 'payment_method', billing_details: { email: 'min-jun@example.com', name: 'Kim Min-jun' }, type: 'card' },
+            payment_method: {
+              id: 'pm_1MtwBwLkdIwHu7ixMoDQ1jVx',
+              object: 'payment_method',
+              billing_details: { email: 'min-jun@example.com', name: 'Kim Min-jun' },
+              type: 'card',
+            },
             type: 'card_error',
           },
         }),
       ),
     );
     assert.ok(
-      failed.includes('Stripe payment_intent.payment_failed: customer min-jun@example.com, 500000 KRW, payment pi_3MtwBwLkdIwHu7ix28a3tqPa, reason: Your card has insufficient funds.'),
+      failed.includes(
+        'Stripe payment_intent.payment_failed: customer min-jun@example.com, 500000 KRW, payment pi_3MtwBwLkdIwHu7ix28a3tqPa, reason: Your card has insufficient funds.',
+      ),
       failed,
     );
   });
@@ -389,7 +486,12 @@ describe('stripe.js', () => {
         amount: 1099,
         amount_captured: 1099,
         amount_refunded: 500,
-        billing_details: { address: { country: 'GB', postal_code: 'SW1A 1AA' }, email: 'grace@example.co.uk', name: 'Grace Hopper', phone: null },
+        billing_details: {
+          address: { country: 'GB', postal_code: 'SW1A 1AA' },
+          email: 'grace@example.co.uk',
+          name: 'Grace Hopper',
+          phone: null,
+        },
         captured: true,
         currency: 'gbp',
         customer: 'cus_NffrFeUfNV2Hib',
@@ -400,14 +502,25 @@ describe('stripe.js', () => {
         status: 'succeeded',
       }),
     );
-    assert.ok(text.includes('Stripe charge.refunded: customer grace@example.co.uk, refunded 5.00 GBP of 10.99 GBP, payment pi_3MmlLrLkdIwHu7ix0uke3Ezy'), text);
+    assert.ok(
+      text.includes(
+        'Stripe charge.refunded: customer grace@example.co.uk, refunded 5.00 GBP of 10.99 GBP, payment pi_3MmlLrLkdIwHu7ix0uke3Ezy',
+      ),
+      text,
+    );
   });
 
   test('unknown event types are skipped (204); a partial event never throws', async () => {
-    await expectSkipped('/hooks/stripe', stripeEvent('customer.created', { id: 'cus_NffrFeUfNV2Hib', object: 'customer', email: 'a@example.com' }));
+    await expectSkipped(
+      '/hooks/stripe',
+      stripeEvent('customer.created', { id: 'cus_NffrFeUfNV2Hib', object: 'customer', email: 'a@example.com' }),
+    );
     await expectSkipped('/hooks/stripe', {});
     const text = await stripeWake({ type: 'invoice.paid' });
-    assert.ok(text.includes('Stripe invoice.paid: customer unknown, paid unknown amount, invoice unknown (event unknown)'), text);
+    assert.ok(
+      text.includes('Stripe invoice.paid: customer unknown, paid unknown amount, invoice unknown (event unknown)'),
+      text,
+    );
     const noData = await stripeWake({ type: 'charge.refunded', data: { object: null } });
     assert.ok(noData.includes('customer unknown, refunded unknown amount of unknown amount, payment unknown'), noData);
   });
@@ -420,10 +533,15 @@ function alert(status: 'firing' | 'resolved', alertname: string, instance: strin
   return {
     status,
     labels: { alertname, instance, job: 'api', severity, team: 'platform' },
-    annotations: { summary, description: `${summary} on ${instance}.`, runbook_url: 'https://runbooks.example.com/latency' },
+    annotations: {
+      summary,
+      description: `${summary} on ${instance}.`,
+      runbook_url: 'https://runbooks.example.com/latency',
+    },
     startsAt: '2024-05-15T09:51:03.157Z',
     endsAt: status === 'resolved' ? '2024-05-15T10:06:03.157Z' : '0001-01-01T00:00:00Z',
-    generatorURL: 'http://prometheus.example.com:9090/graph?g0.expr=job%3Aapi_request_latency_seconds%3Amean5m+%3E+0.5&g0.tab=1',
+    generatorURL:
+      'http://prometheus.example.com:9090/graph?g0.expr=job%3Aapi_request_latency_seconds%3Amean5m+%3E+0.5&g0.tab=1',
     fingerprint: '1a30ba71cca2921f',
   };
 }
@@ -457,11 +575,17 @@ describe('alertmanager.ts', () => {
     assert.ok(prompt.includes('Alertmanager notification: group FIRING — 2 firing, 1 resolved\n'), prompt);
     assert.ok(prompt.includes('Group: alertname=HighRequestLatency (receiver hookgate)'));
     assert.ok(
-      prompt.includes('- [FIRING] HighRequestLatency severity=critical instance=api-1:9090: p99 latency above 500ms (since 2024-05-15T09:51:03.157Z)'),
+      prompt.includes(
+        '- [FIRING] HighRequestLatency severity=critical instance=api-1:9090: p99 latency above 500ms (since 2024-05-15T09:51:03.157Z)',
+      ),
     );
-    assert.ok(prompt.includes('- [FIRING] HighRequestLatency severity=warning instance=api-2:9090: p99 latency above 300ms'));
     assert.ok(
-      prompt.includes('- [RESOLVED] HighRequestLatency severity=critical instance=api-3:9090: p99 latency above 500ms (ended 2024-05-15T10:06:03.157Z)'),
+      prompt.includes('- [FIRING] HighRequestLatency severity=warning instance=api-2:9090: p99 latency above 300ms'),
+    );
+    assert.ok(
+      prompt.includes(
+        '- [RESOLVED] HighRequestLatency severity=critical instance=api-3:9090: p99 latency above 500ms (ended 2024-05-15T10:06:03.157Z)',
+      ),
     );
     assert.ok(prompt.includes('Alertmanager: http://alertmanager.example.com:9093'));
     assert.equal(deliveries.length, 1, 'the transform asks for delivery');
@@ -471,11 +595,20 @@ describe('alertmanager.ts', () => {
   });
 
   test('more than 20 alerts: 20 listed, "…and N more"; description used when summary is missing', async () => {
-    const alerts = Array.from({ length: 25 }, (_, i) => alert('firing', 'InstanceDown', `node-${i}:9100`, 'critical', 'down'));
+    const alerts = Array.from({ length: 25 }, (_, i) =>
+      alert('firing', 'InstanceDown', `node-${i}:9100`, 'critical', 'down'),
+    );
     const first = alerts[0]!;
     first.annotations = { description: 'node-0 has been down for more than 5 minutes.' } as typeof first.annotations;
-    const { prompt } = await agentRun('/hooks/alertmanager', { ...notification(alerts), groupLabels: { alertname: 'InstanceDown' }, truncatedAlerts: 4 });
-    assert.ok(prompt.includes('group FIRING — 25 firing, 0 resolved (4 more left out by Alertmanager\'s max_alerts)'), prompt);
+    const { prompt } = await agentRun('/hooks/alertmanager', {
+      ...notification(alerts),
+      groupLabels: { alertname: 'InstanceDown' },
+      truncatedAlerts: 4,
+    });
+    assert.ok(
+      prompt.includes("group FIRING — 25 firing, 0 resolved (4 more left out by Alertmanager's max_alerts)"),
+      prompt,
+    );
     assert.equal(prompt.split('\n').filter((l) => l.startsWith('- [FIRING] InstanceDown')).length, 20);
     assert.ok(prompt.includes('instance=node-19:9100'));
     assert.ok(!prompt.includes('instance=node-20:9100'));
@@ -484,12 +617,18 @@ describe('alertmanager.ts', () => {
   });
 
   test('all resolved, and a partial payload, never throw', async () => {
-    const resolved = await agentRun('/hooks/alertmanager', notification([alert('resolved', 'DiskFull', 'db-1:9100', 'warning', 'disk 95% full')], 'resolved'));
+    const resolved = await agentRun(
+      '/hooks/alertmanager',
+      notification([alert('resolved', 'DiskFull', 'db-1:9100', 'warning', 'disk 95% full')], 'resolved'),
+    );
     assert.ok(resolved.prompt.includes('group RESOLVED — 0 firing, 1 resolved'), resolved.prompt);
     const empty = await agentRun('/hooks/alertmanager', {});
     assert.ok(empty.prompt.includes('group UNKNOWN — 0 firing, 0 resolved'), empty.prompt);
     assert.ok(empty.prompt.includes('Alertmanager: unknown'));
-    const odd = await agentRun('/hooks/alertmanager', { alerts: [null, { labels: 'x', annotations: [] }], status: 'firing' });
+    const odd = await agentRun('/hooks/alertmanager', {
+      alerts: [null, { labels: 'x', annotations: [] }],
+      status: 'firing',
+    });
     assert.ok(odd.prompt.includes('- [UNKNOWN] unknown severity=unknown instance=unknown: unknown'), odd.prompt);
     assert.equal(odd.deliveries.length, 1);
   });

@@ -18,17 +18,34 @@ test('the built gateway serves wake, agent and a TypeScript transform on bare No
   const out = await mkdtemp(path.join(ROOT, '.tmp', 'build-'));
   try {
     const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    await run(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', out, '--tsBuildInfoFile', path.join(out, '.tsbuildinfo')], { cwd: ROOT });
+    await run(
+      process.execPath,
+      [tsc, '-p', 'tsconfig.build.json', '--outDir', out, '--tsBuildInfoFile', path.join(out, '.tsbuildinfo')],
+      { cwd: ROOT },
+    );
 
     const dir = await tempStateDir();
     await mkdir(path.join(dir, 'hooks', 'transforms'), { recursive: true });
-    await writeFile(path.join(dir, 'hooks', 'transforms', 'deploy.ts'), `export default (ctx: { payload: { service: string } }): { text: string } => ({ text: 'deployed ' + ctx.payload.service });\n`);
-    await writeConfig(dir, { hooks: { mappings: [{ id: 'deploy', match: { path: 'deploy' }, action: 'wake', transform: { module: 'deploy.ts' } }] } });
+    await writeFile(
+      path.join(dir, 'hooks', 'transforms', 'deploy.ts'),
+      `export default (ctx: { payload: { service: string } }): { text: string } => ({ text: 'deployed ' + ctx.payload.service });\n`,
+    );
+    await writeConfig(dir, {
+      hooks: {
+        mappings: [{ id: 'deploy', match: { path: 'deploy' }, action: 'wake', transform: { module: 'deploy.ts' } }],
+      },
+    });
     // No tsx: the compiled CLI on bare Node, as `npm start` runs it.
     const gw = await spawnGateway(dir, [], [path.join(out, 'plugin', 'hosts', 'standalone', 'cli.js')]);
     try {
-      assert.deepEqual(await gw.hook('/hooks/wake', { text: 'built' }), { status: 200, body: { ok: true, mode: 'now' } });
-      assert.deepEqual(await gw.hook('/hooks/deploy', { service: 'api' }), { status: 200, body: { ok: true, mode: 'now' } });
+      assert.deepEqual(await gw.hook('/hooks/wake', { text: 'built' }), {
+        status: 200,
+        body: { ok: true, mode: 'now' },
+      });
+      assert.deepEqual(await gw.hook('/hooks/deploy', { service: 'api' }), {
+        status: 200,
+        body: { ok: true, mode: 'now' },
+      });
       const missing = await gw.hook('/hooks/wake', { mode: 'now' });
       assert.equal(missing.status, 400);
       assert.match(missing.body.error, /text/);

@@ -5,7 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HOOK_TOKEN, MAIN, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 
-async function withKey(url: string, path: string, body: unknown, key: string): Promise<{ status: number; body: any; duplicate: string | null }> {
+async function withKey(
+  url: string,
+  path: string,
+  body: unknown,
+  key: string,
+): Promise<{ status: number; body: any; duplicate: string | null }> {
   const res = await fetch(url + path, {
     method: 'POST',
     headers: { authorization: `Bearer ${HOOK_TOKEN}`, 'idempotency-key': key },
@@ -26,7 +31,12 @@ test('a restart between a request and its retry: the retry is still a duplicate,
 
   gw = await spawnGateway(dir);
   try {
-    const wakeAgain = await withKey(gw.url, '/hooks/wake', { text: 'once only', mode: 'next-heartbeat' }, 'restart-wake');
+    const wakeAgain = await withKey(
+      gw.url,
+      '/hooks/wake',
+      { text: 'once only', mode: 'next-heartbeat' },
+      'restart-wake',
+    );
     assert.deepEqual(wakeAgain.body, { ...wake.body, duplicate: true });
     assert.equal(wakeAgain.duplicate, '1');
     const agentAgain = await withKey(gw.url, '/hooks/agent', { message: 'once only', deliver: false }, 'restart-agent');
@@ -44,14 +54,24 @@ test('kill -9 right after each 200: every acknowledged key and its event come ba
   await writeConfig(dir);
   for (let round = 0; round < 3; round++) {
     const gw = await spawnGateway(dir);
-    const r = await withKey(gw.url, '/hooks/wake', { text: `crash round ${round}`, mode: 'next-heartbeat' }, `crash-${round}`);
+    const r = await withKey(
+      gw.url,
+      '/hooks/wake',
+      { text: `crash round ${round}`, mode: 'next-heartbeat' },
+      `crash-${round}`,
+    );
     assert.equal(r.status, 200);
     await gw.stop('SIGKILL');
   }
   const gw = await spawnGateway(dir);
   try {
     for (let round = 0; round < 3; round++) {
-      const again = await withKey(gw.url, '/hooks/wake', { text: `crash round ${round}`, mode: 'next-heartbeat' }, `crash-${round}`);
+      const again = await withKey(
+        gw.url,
+        '/hooks/wake',
+        { text: `crash round ${round}`, mode: 'next-heartbeat' },
+        `crash-${round}`,
+      );
       assert.equal(again.body.duplicate, true, `round ${round}`);
     }
     const { entries } = await gw.admin(`/api/sessions/${MAIN}/history`);

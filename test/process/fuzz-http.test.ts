@@ -65,7 +65,12 @@ function rawRequest(data: Buffer, o: { head?: boolean; timeoutMs?: number } = {}
       else resolve(r);
     };
     const timer = setTimeout(
-      () => finish(new Error(`no complete answer within ${timeoutMs} ms; got ${JSON.stringify(buf.toString('latin1').slice(0, 300))}`)),
+      () =>
+        finish(
+          new Error(
+            `no complete answer within ${timeoutMs} ms; got ${JSON.stringify(buf.toString('latin1').slice(0, 300))}`,
+          ),
+        ),
       timeoutMs,
     );
     const parse = (eof: boolean): void => {
@@ -87,11 +92,13 @@ function rawRequest(data: Buffer, o: { head?: boolean; timeoutMs?: number } = {}
           continue;
         }
         const empty = Buffer.alloc(0);
-        if (o.head || status === 204 || status === 304) return finish({ kind: 'response', res: { status, headers, body: empty } });
+        if (o.head || status === 204 || status === 304)
+          return finish({ kind: 'response', res: { status, headers, body: empty } });
         const length = headers['content-length'];
         if (length !== undefined) {
           const n = Number(length);
-          if (rest.length >= n) return finish({ kind: 'response', res: { status, headers, body: rest.subarray(0, n) } });
+          if (rest.length >= n)
+            return finish({ kind: 'response', res: { status, headers, body: rest.subarray(0, n) } });
           return;
         }
         if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
@@ -139,7 +146,11 @@ function buildRequest(
   const parts: Buffer[] = [Buffer.from(`${method} ${target} HTTP/1.1\r\n`, 'latin1')];
   if (!opts.noHost) parts.push(Buffer.from(`Host: 127.0.0.1:${port}\r\n`, 'latin1'));
   for (const [name, value] of headers) {
-    parts.push(Buffer.from(`${name}: `, 'latin1'), typeof value === 'string' ? Buffer.from(value, 'latin1') : value, Buffer.from('\r\n'));
+    parts.push(
+      Buffer.from(`${name}: `, 'latin1'),
+      typeof value === 'string' ? Buffer.from(value, 'latin1') : value,
+      Buffer.from('\r\n'),
+    );
   }
   if (body !== undefined && opts.chunks) {
     parts.push(Buffer.from('Transfer-Encoding: chunked\r\n\r\n'));
@@ -195,13 +206,22 @@ function checkAnswer(r: RawResponse, method: string, what: string): any {
     assert.ok(json !== undefined && ALLOWED_5XX.has(json.code), `a 5xx other than mapping_failed/overloaded: ${where}`);
   }
   if (r.status === 405) assert.ok(r.headers.allow, `405 without Allow: ${where}`);
-  if (r.status === 429 || r.status === 503) assert.match(r.headers['retry-after'] ?? '', /^\d+$/, `Retry-After: ${where}`);
+  if (r.status === 429 || r.status === 503)
+    assert.match(r.headers['retry-after'] ?? '', /^\d+$/, `Retry-After: ${where}`);
   return json;
 }
 
-async function send(data: Buffer, method: string, what: string): Promise<{ status: number; json: any; headers: Record<string, string> }> {
+async function send(
+  data: Buffer,
+  method: string,
+  what: string,
+): Promise<{ status: number; json: any; headers: Record<string, string> }> {
   const r = await rawRequest(data, { head: method === 'HEAD' });
-  assert.equal(r.kind, 'response', `the connection was closed without an answer (${r.kind === 'closed' ? r.error : ''}): ${what}`);
+  assert.equal(
+    r.kind,
+    'response',
+    `the connection was closed without an answer (${r.kind === 'closed' ? r.error : ''}): ${what}`,
+  );
   const { res } = r as { kind: 'response'; res: RawResponse };
   return { status: res.status, json: checkAnswer(res, method, what), headers: res.headers };
 }
@@ -217,7 +237,19 @@ const optString = (v: unknown, min: number, max: number): boolean =>
   v === undefined || (typeof v === 'string' && codePoints(v) >= min && codePoints(v) <= max);
 const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 const CHANNELS = ['last', 'whatsapp', 'telegram', 'discord', 'slack', 'mattermost', 'signal', 'imessage', 'msteams'];
-const AGENT_FIELDS = new Set(['message', 'name', 'agentId', 'sessionKey', 'wakeMode', 'deliver', 'channel', 'to', 'model', 'thinking', 'timeoutSeconds']);
+const AGENT_FIELDS = new Set([
+  'message',
+  'name',
+  'agentId',
+  'sessionKey',
+  'wakeMode',
+  'deliver',
+  'channel',
+  'to',
+  'model',
+  'thinking',
+  'timeoutSeconds',
+]);
 const MODES = ['now', 'next-heartbeat'];
 
 type Expected = { status: 200 | 202 } | { status: 400; code: string };
@@ -293,11 +325,45 @@ const nastyStringArb = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
   fc.constantFrom(
-    '', ' ', '\t\n', '\u00a0', '\u2028', '\u200b', '\ufeff', '\ud800', '\udfff', '\u0000',
-    '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf',
-    'main', 'last', 'telegram', 'slack', 'whatsapp', 'now', 'next-heartbeat', 'NOW', 'echo/echo', 'x/y', '/', 'hook:abc',
-    '<<<EXTERNAL_UNTRUSTED_CONTENT id="0">>>', '<<<END_EXTERNAL_UNTRUSTED_CONTENT>>>', 'HEARTBEAT_OK',
-    'a'.repeat(32), 'a'.repeat(33), 'a'.repeat(200), 'a'.repeat(201), 'a'.repeat(512), 'a'.repeat(513), '😀'.repeat(200), '😀'.repeat(201),
+    '',
+    ' ',
+    '\t\n',
+    '\u00a0',
+    '\u2028',
+    '\u200b',
+    '\ufeff',
+    '\ud800',
+    '\udfff',
+    '\u0000',
+    '__proto__',
+    'constructor',
+    'prototype',
+    'toString',
+    'hasOwnProperty',
+    'valueOf',
+    'main',
+    'last',
+    'telegram',
+    'slack',
+    'whatsapp',
+    'now',
+    'next-heartbeat',
+    'NOW',
+    'echo/echo',
+    'x/y',
+    '/',
+    'hook:abc',
+    '<<<EXTERNAL_UNTRUSTED_CONTENT id="0">>>',
+    '<<<END_EXTERNAL_UNTRUSTED_CONTENT>>>',
+    'HEARTBEAT_OK',
+    'a'.repeat(32),
+    'a'.repeat(33),
+    'a'.repeat(200),
+    'a'.repeat(201),
+    'a'.repeat(512),
+    'a'.repeat(513),
+    '😀'.repeat(200),
+    '😀'.repeat(201),
   ),
 );
 
@@ -312,22 +378,44 @@ const fieldValueArb = fc.oneof(
 );
 
 const fieldNameArb = fc.oneof(
-  { arbitrary: fc.constantFrom('text', 'mode', 'message', 'name', 'agentId', 'wakeMode', 'deliver', 'channel', 'to', 'model', 'thinking', 'timeoutSeconds'), weight: 8 },
+  {
+    arbitrary: fc.constantFrom(
+      'text',
+      'mode',
+      'message',
+      'name',
+      'agentId',
+      'wakeMode',
+      'deliver',
+      'channel',
+      'to',
+      'model',
+      'thinking',
+      'timeoutSeconds',
+    ),
+    weight: 8,
+  },
   fc.constantFrom('sessionKey', '__proto__', 'constructor', 'prototype', 'toString', 'TEXT', 'text ', '', 'Message'),
   fc.string({ unit: 'grapheme', maxLength: 12 }),
 );
 
 /** Pairs written as a JSON object by hand; undefined values are left out. */
 const objectText = (pairs: [string, unknown][]): string =>
-  `{${pairs.filter(([, v]) => v !== undefined).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`).join(',')}}`;
+  `{${pairs
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`)
+    .join(',')}}`;
 
 /** An object written as JSON text by hand: keys may repeat and may be "__proto__". */
-const payloadTextArb = fc.array(fc.tuple(fieldNameArb, fieldValueArb), { maxLength: 6 }).map((pairs) => objectText(pairs));
+const payloadTextArb = fc
+  .array(fc.tuple(fieldNameArb, fieldValueArb), { maxLength: 6 })
+  .map((pairs) => objectText(pairs));
 
 /** `arb` in one case out of `outOf`, else undefined. */
-const sometimes = <T,>(arb: fc.Arbitrary<T>, outOf = 2): fc.Arbitrary<T | undefined> =>
+const sometimes = <T>(arb: fc.Arbitrary<T>, outOf = 2): fc.Arbitrary<T | undefined> =>
   fc.oneof({ arbitrary: fc.constant(undefined), weight: outOf - 1 }, { arbitrary: arb, weight: 1 });
-const mostly = <T,>(good: fc.Arbitrary<T>): fc.Arbitrary<unknown> => fc.oneof({ arbitrary: good, weight: 12 }, fieldValueArb);
+const mostly = <T>(good: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
+  fc.oneof({ arbitrary: good, weight: 12 }, fieldValueArb);
 /** A string the schemas accept (not blank, short), or now and then a nasty one. */
 const textArb = fc.oneof(
   { arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }).filter((t) => /\S/u.test(t)), weight: 4 },
@@ -343,7 +431,10 @@ const wakeShapedArb = fc
 /** Close to a valid agent payload: a few of the optional fields, mostly with the right types. */
 const agentFieldArb: fc.Arbitrary<[string, unknown]> = fc.oneof(
   mostly(textArb).map((v): [string, unknown] => ['name', v]),
-  mostly(fc.oneof(fc.constantFrom('main', 'ops', 'MAIN', ' main '), textArb)).map((v): [string, unknown] => ['agentId', v]),
+  mostly(fc.oneof(fc.constantFrom('main', 'ops', 'MAIN', ' main '), textArb)).map((v): [string, unknown] => [
+    'agentId',
+    v,
+  ]),
   mostly(fc.constantFrom('now', 'next-heartbeat')).map((v): [string, unknown] => ['wakeMode', v]),
   mostly(fc.boolean()).map((v): [string, unknown] => ['deliver', v]),
   mostly(fc.constantFrom(...CHANNELS)).map((v): [string, unknown] => ['channel', v]),
@@ -360,20 +451,55 @@ const agentShapedArb = fc
   .tuple(mostly(textArb), fc.array(agentFieldArb, { maxLength: 4 }), extraFieldArb)
   .map(([message, fields, extra]) => objectText([['message', message], ...fields, ...(extra ? [extra] : [])]));
 
-const deep = (n: number, open: string, inner: string, close: string): string => open.repeat(n) + inner + close.repeat(n);
+const deep = (n: number, open: string, inner: string, close: string): string =>
+  open.repeat(n) + inner + close.repeat(n);
 
 const NASTY_BODIES: string[] = [
-  '', ' ', '\n', 'null', 'true', '0', '-0', '1e309', '"text"', '[]', '[{"text":"x"}]', '{}', '{"text":"x"}{"text":"y"}',
-  '{"text":"x"} trailing', '\ufeff{"text":"bom"}', '\n\t {"text":"whitespace around"} \r\n', "{'text':'single quotes'}",
-  '{text:"json5"}', '{"text":"x",}', '{"text":"x" /* comment */}', '{"text":"\\ud800 lone surrogate"}', '{"text":"\\u0000nul"}',
-  '{"text":"x","mode":"now","mode":"bogus"}', '{"text":"","text":"second wins"}', '{"text":"x","__proto__":{"mode":"now"}}',
-  '{"__proto__":{"text":"inherited"}}', '{"text":"x","constructor":{"prototype":{"polluted":true}}}', '{"message":"m","__proto__":null}',
-  '{"text":1e309}', '{"message":"m","timeoutSeconds":1e309}', '{"message":"m","timeoutSeconds":-1e309}', '{"message":"m","timeoutSeconds":-0}',
-  '{"message":"m","timeoutSeconds":5e-324,"deliver":false}', '{"message":"m","timeoutSeconds":3600.0000000000001,"deliver":false}',
-  '{"message":"m","timeoutSeconds":1e-7,"deliver":false}', '{"text":123456789012345678901234567890}', '{"text":"x","mode":null}',
-  '{"message":"m","channel":"telegram","to":"\\u202e"}', '{"message":"m","channel":"slack"}', '{"message":"m","channel":"slack","deliver":false}',
-  '{"message":"m","agentId":"__proto__","deliver":false}', '{"message":"m","agentId":"constructor","model":"__proto__/x","deliver":false}',
-  '{"message":"m","model":"toString/valueOf","deliver":false}', '{"message":"m","sessionKey":"hook:x"}', '{"message":"m","name":"   "}',
+  '',
+  ' ',
+  '\n',
+  'null',
+  'true',
+  '0',
+  '-0',
+  '1e309',
+  '"text"',
+  '[]',
+  '[{"text":"x"}]',
+  '{}',
+  '{"text":"x"}{"text":"y"}',
+  '{"text":"x"} trailing',
+  '\ufeff{"text":"bom"}',
+  '\n\t {"text":"whitespace around"} \r\n',
+  "{'text':'single quotes'}",
+  '{text:"json5"}',
+  '{"text":"x",}',
+  '{"text":"x" /* comment */}',
+  '{"text":"\\ud800 lone surrogate"}',
+  '{"text":"\\u0000nul"}',
+  '{"text":"x","mode":"now","mode":"bogus"}',
+  '{"text":"","text":"second wins"}',
+  '{"text":"x","__proto__":{"mode":"now"}}',
+  '{"__proto__":{"text":"inherited"}}',
+  '{"text":"x","constructor":{"prototype":{"polluted":true}}}',
+  '{"message":"m","__proto__":null}',
+  '{"text":1e309}',
+  '{"message":"m","timeoutSeconds":1e309}',
+  '{"message":"m","timeoutSeconds":-1e309}',
+  '{"message":"m","timeoutSeconds":-0}',
+  '{"message":"m","timeoutSeconds":5e-324,"deliver":false}',
+  '{"message":"m","timeoutSeconds":3600.0000000000001,"deliver":false}',
+  '{"message":"m","timeoutSeconds":1e-7,"deliver":false}',
+  '{"text":123456789012345678901234567890}',
+  '{"text":"x","mode":null}',
+  '{"message":"m","channel":"telegram","to":"\\u202e"}',
+  '{"message":"m","channel":"slack"}',
+  '{"message":"m","channel":"slack","deliver":false}',
+  '{"message":"m","agentId":"__proto__","deliver":false}',
+  '{"message":"m","agentId":"constructor","model":"__proto__/x","deliver":false}',
+  '{"message":"m","model":"toString/valueOf","deliver":false}',
+  '{"message":"m","sessionKey":"hook:x"}',
+  '{"message":"m","name":"   "}',
   deep(10_000, '[', '', ']'),
   '['.repeat(10_000),
   '{'.repeat(10_000),
@@ -411,9 +537,17 @@ const bodyBytesArb: fc.Arbitrary<Buffer> = fc.oneof(
 const contentTypeArb = fc.option(
   fc.oneof(
     fc.constantFrom(
-      'application/json', 'application/json; charset=utf-8', 'application/json; charset=utf-16', 'text/plain',
-      'application/x-www-form-urlencoded', 'multipart/form-data; boundary=----x', 'application/octet-stream', '',
-      '*/*', 'application/json, text/plain', 'application/xml',
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/json; charset=utf-16',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=----x',
+      'application/octet-stream',
+      '',
+      '*/*',
+      'application/json, text/plain',
+      'application/xml',
     ),
     fc.string({ unit: 'grapheme-ascii', maxLength: 60 }),
   ),
@@ -421,7 +555,9 @@ const contentTypeArb = fc.option(
 );
 
 /** Chunk sizes for a chunked upload, or undefined for Content-Length. */
-const framingArb = fc.option(fc.array(fc.integer({ min: 1, max: 4096 }), { minLength: 1, maxLength: 8 }), { nil: undefined });
+const framingArb = fc.option(fc.array(fc.integer({ min: 1, max: 4096 }), { minLength: 1, maxLength: 8 }), {
+  nil: undefined,
+});
 
 const bearer = (token: string): [string, string] => ['Authorization', `Bearer ${token}`];
 
@@ -511,12 +647,37 @@ function headerBytes(s: string): Buffer {
 
 const tokenishArb = fc.oneof(
   fc.constantFrom(
-    HOOK_TOKEN, ` ${HOOK_TOKEN}`, `${HOOK_TOKEN} `, `\t${HOOK_TOKEN}\t`, HOOK_TOKEN.slice(0, -1), `${HOOK_TOKEN}x`, `x${HOOK_TOKEN}`,
-    HOOK_TOKEN.toUpperCase(), `${HOOK_TOKEN}, ${HOOK_TOKEN}`, `"${HOOK_TOKEN}"`, GATEWAY_TOKEN, '', ' ', 'null', 'undefined',
+    HOOK_TOKEN,
+    ` ${HOOK_TOKEN}`,
+    `${HOOK_TOKEN} `,
+    `\t${HOOK_TOKEN}\t`,
+    HOOK_TOKEN.slice(0, -1),
+    `${HOOK_TOKEN}x`,
+    `x${HOOK_TOKEN}`,
+    HOOK_TOKEN.toUpperCase(),
+    `${HOOK_TOKEN}, ${HOOK_TOKEN}`,
+    `"${HOOK_TOKEN}"`,
+    GATEWAY_TOKEN,
+    '',
+    ' ',
+    'null',
+    'undefined',
   ),
   headerTextArb,
 );
-const schemeArb = fc.constantFrom('Bearer', 'bearer', 'BEARER', 'BeArEr', 'Basic', 'Token', 'Bearer:', 'Bearerx', 'Digest', '', 'Bearer,');
+const schemeArb = fc.constantFrom(
+  'Bearer',
+  'bearer',
+  'BEARER',
+  'BeArEr',
+  'Basic',
+  'Token',
+  'Bearer:',
+  'Bearerx',
+  'Digest',
+  '',
+  'Bearer,',
+);
 const sepArb = fc.constantFrom(' ', '  ', '\t', '', ' \t ');
 
 const authValueArb = fc.oneof(
@@ -528,8 +689,22 @@ const headerNameArb = fc.stringMatching(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,20}$/);
 const headerSetArb = fc.record({
   authorization: fc.array(authValueArb, { maxLength: 3 }),
   serviceToken: fc.array(tokenishArb, { maxLength: 2 }),
-  contentType: fc.array(fc.oneof(contentTypeArb.map((t) => t ?? 'application/json'), headerTextArb), { maxLength: 2 }),
-  forwardedFor: fc.option(fc.oneof(fc.ipV4(), fc.ipV6(), headerTextArb, fc.constantFrom('unknown', '127.0.0.1, 10.0.0.1', ',,,', '::ffff:1.2.3.4')), { nil: undefined }),
+  contentType: fc.array(
+    fc.oneof(
+      contentTypeArb.map((t) => t ?? 'application/json'),
+      headerTextArb,
+    ),
+    { maxLength: 2 },
+  ),
+  forwardedFor: fc.option(
+    fc.oneof(
+      fc.ipV4(),
+      fc.ipV6(),
+      headerTextArb,
+      fc.constantFrom('unknown', '127.0.0.1, 10.0.0.1', ',,,', '::ffff:1.2.3.4'),
+    ),
+    { nil: undefined },
+  ),
   extra: fc.array(fc.tuple(headerNameArb, headerTextArb), { maxLength: 3 }),
   nameCase: fc.constantFrom('lower', 'canonical', 'upper'),
 });
@@ -537,43 +712,56 @@ const headerSetArb = fc.record({
 test('fuzz: random Authorization, x-service-token, content-type and repeated headers', async () => {
   const body = Buffer.from('{"text":"header fuzz","mode":"next-heartbeat"}');
   await fc.assert(
-    fc.asyncProperty(headerSetArb, fc.shuffledSubarray([0, 1, 2, 3, 4], { minLength: 5, maxLength: 5 }), async (h, order) => {
-      const name = (n: string): string => (h.nameCase === 'lower' ? n.toLowerCase() : h.nameCase === 'upper' ? n.toUpperCase() : n);
-      const groups: [string, string][][] = [
-        h.authorization.map((v) => [name('Authorization'), v]),
-        h.serviceToken.map((v) => [name('X-Service-Token'), v]),
-        h.contentType.map((v) => [name('Content-Type'), v]),
-        h.forwardedFor === undefined ? [] : [[name('X-Forwarded-For'), h.forwardedFor]],
-        // Names the gateway reads itself must not be repeated by accident (a second Content-Length is
-        // refused by Node's parser with a non-JSON 400, reported separately).
-        h.extra.filter(([n]) => !/^(content-length|transfer-encoding|host|authorization|x-service-token|expect|connection|upgrade)$/i.test(n)),
-      ];
-      const headers = order.flatMap((i) => groups[i]!).map(([n, v]): [string, HeaderValue] => [n, headerBytes(v)]);
-      // Node refuses a header section over 16 KB with a bare 431 (see the garbage property).
-      fc.pre(headers.reduce((n, [k, v]) => n + k.length + v.length + 4, 0) < 14_000);
-      const what = `headers ${JSON.stringify(headers.map(([n, v]) => [n, v.toString('latin1').slice(0, 80)]))}`;
-      const got = await send(buildRequest('POST', '/hooks/wake', headers, body), 'POST', what);
+    fc.asyncProperty(
+      headerSetArb,
+      fc.shuffledSubarray([0, 1, 2, 3, 4], { minLength: 5, maxLength: 5 }),
+      async (h, order) => {
+        const name = (n: string): string =>
+          h.nameCase === 'lower' ? n.toLowerCase() : h.nameCase === 'upper' ? n.toUpperCase() : n;
+        const groups: [string, string][][] = [
+          h.authorization.map((v) => [name('Authorization'), v]),
+          h.serviceToken.map((v) => [name('X-Service-Token'), v]),
+          h.contentType.map((v) => [name('Content-Type'), v]),
+          h.forwardedFor === undefined ? [] : [[name('X-Forwarded-For'), h.forwardedFor]],
+          // Names the gateway reads itself must not be repeated by accident (a second Content-Length is
+          // refused by Node's parser with a non-JSON 400, reported separately).
+          h.extra.filter(
+            ([n]) =>
+              !/^(content-length|transfer-encoding|host|authorization|x-service-token|expect|connection|upgrade)$/i.test(
+                n,
+              ),
+          ),
+        ];
+        const headers = order.flatMap((i) => groups[i]!).map(([n, v]): [string, HeaderValue] => [n, headerBytes(v)]);
+        // Node refuses a header section over 16 KB with a bare 431 (see the garbage property).
+        fc.pre(headers.reduce((n, [k, v]) => n + k.length + v.length + 4, 0) < 14_000);
+        const what = `headers ${JSON.stringify(headers.map(([n, v]) => [n, v.toString('latin1').slice(0, 80)]))}`;
+        const got = await send(buildRequest('POST', '/hooks/wake', headers, body), 'POST', what);
 
-      // What the documented token carriers allow us to predict. A candidate is what a carrier holds:
-      // `Bearer <t>` (scheme in any case, then blanks) or an x-service-token value, blanks around it
-      // trimmed. The request may only succeed when some candidate is exactly the token.
-      const wire = (v: string): string => headerBytes(v).toString('latin1').replace(/^[ \t]+|[ \t]+$/g, '');
-      const bearerOf = (v: string): string | undefined => /^bearer[ \t]+(.*)$/is.exec(wire(v))?.[1]?.trim();
-      const candidates = [...h.authorization.map(bearerOf), ...h.serviceToken.map((v) => wire(v).trim())];
-      const exact = candidates.includes(HOOK_TOKEN);
-      const cleanBearer = h.authorization.length === 1 && h.serviceToken.length === 0 && exact;
-      const cleanService = h.authorization.length === 0 && h.serviceToken.length === 1 && exact;
-      const explain = `${what} -> ${got.status} ${JSON.stringify(got.json)}`;
-      if (!exact) {
-        assert.equal(got.status, 401, `no carrier held exactly the token, yet: ${explain}`);
-        assert.equal(got.json.code, 'unauthorized', explain);
-      } else if (cleanBearer || cleanService) {
-        assert.equal(got.status, 200, `the right token in the only carrier: ${explain}`);
-      } else {
-        assert.ok(got.status === 200 || got.status === 401, explain);
-      }
-      assert.ok(got.headers['x-request-id'], what);
-    }),
+        // What the documented token carriers allow us to predict. A candidate is what a carrier holds:
+        // `Bearer <t>` (scheme in any case, then blanks) or an x-service-token value, blanks around it
+        // trimmed. The request may only succeed when some candidate is exactly the token.
+        const wire = (v: string): string =>
+          headerBytes(v)
+            .toString('latin1')
+            .replace(/^[ \t]+|[ \t]+$/g, '');
+        const bearerOf = (v: string): string | undefined => /^bearer[ \t]+(.*)$/is.exec(wire(v))?.[1]?.trim();
+        const candidates = [...h.authorization.map(bearerOf), ...h.serviceToken.map((v) => wire(v).trim())];
+        const exact = candidates.includes(HOOK_TOKEN);
+        const cleanBearer = h.authorization.length === 1 && h.serviceToken.length === 0 && exact;
+        const cleanService = h.authorization.length === 0 && h.serviceToken.length === 1 && exact;
+        const explain = `${what} -> ${got.status} ${JSON.stringify(got.json)}`;
+        if (!exact) {
+          assert.equal(got.status, 401, `no carrier held exactly the token, yet: ${explain}`);
+          assert.equal(got.json.code, 'unauthorized', explain);
+        } else if (cleanBearer || cleanService) {
+          assert.equal(got.status, 200, `the right token in the only carrier: ${explain}`);
+        } else {
+          assert.ok(got.status === 200 || got.status === 401, explain);
+        }
+        assert.ok(got.headers['x-request-id'], what);
+      },
+    ),
     { numRuns: RUNS, seed: 0x5eed_0003 },
   );
 });
@@ -583,18 +771,87 @@ test('fuzz: random Authorization, x-service-token, content-type and repeated hea
 // is percent-encoded as a browser would. Raw non-ASCII bytes in the target get Node's bare 400
 // (reported as a bug; covered by the garbage property).
 const segmentArb = fc.oneof(
-  fc.constantFrom('wake', 'agent', 'WAKE', 'Wake', '%77ake', 'wake%00', 'wake%2F', 'wake.json', 'wake;x', '..', '.', '', '%2e%2e', '%2E', '%2f', '%00', '%ff', '%', '%zz', 'api', 'hooks', '~', '*', '@', ':'),
+  fc.constantFrom(
+    'wake',
+    'agent',
+    'WAKE',
+    'Wake',
+    '%77ake',
+    'wake%00',
+    'wake%2F',
+    'wake.json',
+    'wake;x',
+    '..',
+    '.',
+    '',
+    '%2e%2e',
+    '%2E',
+    '%2f',
+    '%00',
+    '%ff',
+    '%',
+    '%zz',
+    'api',
+    'hooks',
+    '~',
+    '*',
+    '@',
+    ':',
+  ),
   fc.string({ unit: 'grapheme', maxLength: 20 }).map((s) => encodeURIComponent(s)),
   fc.stringMatching(/^[A-Za-z0-9._~!$&'()*+,;=:@%-]{0,30}$/),
 );
 const longSegmentArb = fc.integer({ min: 1000, max: 7000 }).map((n) => 'x'.repeat(n));
-const baseArb = fc.constantFrom('/hooks', '/hooks', '/hooks', '/HOOKS', '/Hooks', '//hooks', '/hooksx', '/hook', '/%68ooks', '/./hooks', '/hooks%2Fwake', '/api', '/api/', '/', '/elsewhere', '/api/sessions', '/api/outbox');
-const queryPartArb = fc.tuple(
-  fc.constantFrom('token', 'token', 'Token', 'TOKEN', '%74oken', 'tok%65n', 'token[]', 'tokens', 'x', 'a', 'access_token', '', 'to+ken', encodeURIComponent('tökén')),
-  fc.option(fc.oneof(fc.constantFrom(HOOK_TOKEN, '', 'x', '%', '%zz', '=', '&'), fc.stringMatching(/^[A-Za-z0-9._~%-]{0,20}$/)), { nil: undefined }),
-).map(([k, v]) => (v === undefined ? k : `${k}=${v}`));
+const baseArb = fc.constantFrom(
+  '/hooks',
+  '/hooks',
+  '/hooks',
+  '/HOOKS',
+  '/Hooks',
+  '//hooks',
+  '/hooksx',
+  '/hook',
+  '/%68ooks',
+  '/./hooks',
+  '/hooks%2Fwake',
+  '/api',
+  '/api/',
+  '/',
+  '/elsewhere',
+  '/api/sessions',
+  '/api/outbox',
+);
+const queryPartArb = fc
+  .tuple(
+    fc.constantFrom(
+      'token',
+      'token',
+      'Token',
+      'TOKEN',
+      '%74oken',
+      'tok%65n',
+      'token[]',
+      'tokens',
+      'x',
+      'a',
+      'access_token',
+      '',
+      'to+ken',
+      encodeURIComponent('tökén'),
+    ),
+    fc.option(
+      fc.oneof(
+        fc.constantFrom(HOOK_TOKEN, '', 'x', '%', '%zz', '=', '&'),
+        fc.stringMatching(/^[A-Za-z0-9._~%-]{0,20}$/),
+      ),
+      { nil: undefined },
+    ),
+  )
+  .map(([k, v]) => (v === undefined ? k : `${k}=${v}`));
 const queryArb = fc.option(
-  fc.tuple(fc.array(queryPartArb, { maxLength: 4 }), fc.constantFrom('&', ';', '&&')).map(([parts, sep]) => `?${parts.join(sep)}`),
+  fc
+    .tuple(fc.array(queryPartArb, { maxLength: 4 }), fc.constantFrom('&', ';', '&&'))
+    .map(([parts, sep]) => `?${parts.join(sep)}`),
   { nil: undefined },
 );
 const methodArb = fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'POST', 'POST', 'HEAD');
@@ -663,9 +920,17 @@ test('fuzz: random paths under /hooks (encodings, "..", "//", long, unicode), qu
 test('fuzz: every method on /hooks/wake and /hooks/agent with the right token', async () => {
   await fc.assert(
     fc.asyncProperty(methodArb, endpointArb, fc.boolean(), async (method, endpoint, withBody) => {
-      const body = Buffer.from(endpoint === 'wake' ? '{"text":"method fuzz","mode":"next-heartbeat"}' : '{"message":"method fuzz","deliver":false}');
+      const body = Buffer.from(
+        endpoint === 'wake'
+          ? '{"text":"method fuzz","mode":"next-heartbeat"}'
+          : '{"message":"method fuzz","deliver":false}',
+      );
       const what = `${method} /hooks/${endpoint} body=${withBody}`;
-      const got = await send(buildRequest(method, `/hooks/${endpoint}`, [bearer(HOOK_TOKEN)], withBody ? body : undefined), method, what);
+      const got = await send(
+        buildRequest(method, `/hooks/${endpoint}`, [bearer(HOOK_TOKEN)], withBody ? body : undefined),
+        method,
+        what,
+      );
       if (method === 'POST') assert.equal(got.status, withBody ? (endpoint === 'wake' ? 200 : 202) : 400, what);
       else {
         assert.equal(got.status, 405, what);
@@ -682,15 +947,24 @@ test('fuzz: every method on /hooks/wake and /hooks/agent with the right token', 
 const controlCharArb = fc.constantFrom('\x00', '\x01', '\x07', '\x0b', '\x0c', '\x1b', '\x7f', '\r', '\n');
 const garbageArb = fc.oneof(
   // a control character inside a header value
-  fc.tuple(controlCharArb, fc.constantFrom('Authorization', 'X-Service-Token', 'Content-Type', 'X-Anything')).map(
-    ([c, h]) => `POST /hooks/wake HTTP/1.1\r\nHost: h\r\n${h}: Bearer ${HOOK_TOKEN.slice(0, 5)}${c}x\r\nContent-Length: 2\r\n\r\n{}`,
-  ),
+  fc
+    .tuple(controlCharArb, fc.constantFrom('Authorization', 'X-Service-Token', 'Content-Type', 'X-Anything'))
+    .map(
+      ([c, h]) =>
+        `POST /hooks/wake HTTP/1.1\r\nHost: h\r\n${h}: Bearer ${HOOK_TOKEN.slice(0, 5)}${c}x\r\nContent-Length: 2\r\n\r\n{}`,
+    ),
   // raw (unencoded) bytes in the request target
-  fc.string({ unit: 'grapheme', minLength: 1, maxLength: 10 }).map((s) => `POST /hooks/${s} HTTP/1.1\r\nHost: h\r\n\r\n`),
+  fc
+    .string({ unit: 'grapheme', minLength: 1, maxLength: 10 })
+    .map((s) => `POST /hooks/${s} HTTP/1.1\r\nHost: h\r\n\r\n`),
   controlCharArb.map((c) => `POST /hooks/w${c}ke HTTP/1.1\r\nHost: h\r\n\r\n`),
   // bad methods and versions
-  fc.constantFrom('FOO', 'G T', 'get', 'PoSt', 'POST\t', 'BREW', '', 'M-SEARCH').map((m) => `${m} /hooks/wake HTTP/1.1\r\nHost: h\r\n\r\n`),
-  fc.constantFrom('HTTP/2.0', 'HTTP/1.2', 'HTTP/9.9', 'HTTP/1', 'HTTPS/1.1', 'http/1.1', '').map((v) => `POST /hooks/wake ${v}\r\nHost: h\r\n\r\n`),
+  fc
+    .constantFrom('FOO', 'G T', 'get', 'PoSt', 'POST\t', 'BREW', '', 'M-SEARCH')
+    .map((m) => `${m} /hooks/wake HTTP/1.1\r\nHost: h\r\n\r\n`),
+  fc
+    .constantFrom('HTTP/2.0', 'HTTP/1.2', 'HTTP/9.9', 'HTTP/1', 'HTTPS/1.1', 'http/1.1', '')
+    .map((v) => `POST /hooks/wake ${v}\r\nHost: h\r\n\r\n`),
   // framing conflicts and malformed framing
   fc.constantFrom(
     `POST /hooks/wake HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`,
@@ -726,7 +1000,9 @@ test('fuzz: requests that are not valid HTTP get a 4xx or a closed connection, n
   await fc.assert(
     fc.asyncProperty(garbageArb, async (text) => {
       const what = JSON.stringify(text.slice(0, 200));
-      const r = await rawRequest(Buffer.from(text, text.includes('\x16\x03') ? 'latin1' : 'utf8'), { timeoutMs: REQUEST_TIMEOUT_MS });
+      const r = await rawRequest(Buffer.from(text, text.includes('\x16\x03') ? 'latin1' : 'utf8'), {
+        timeoutMs: REQUEST_TIMEOUT_MS,
+      });
       if (r.kind === 'closed') return;
       assert.ok(r.res.status >= 400 && r.res.status < 500, `${what} -> ${r.res.status}`);
       checkAnswer(r.res, 'POST', what);
@@ -742,13 +1018,20 @@ test('after the fuzzing the process is alive, logged no internal error, and a no
   assert.deepEqual(r, { status: 200, body: { ok: true, mode: 'now' } });
   const agent = await gw.hook('/hooks/agent', { message: 'still alive', deliver: false });
   assert.equal(agent.status, 202);
-  const errors = gw.output().split('\n').filter((line) => line.includes('"level":"error"'));
+  const errors = gw
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('"level":"error"'));
   assert.deepEqual(errors, []);
 });
 
 test('a body with tens of thousands of unknown keys gets a short 400 naming its first problem only', async () => {
   const keys = Array.from({ length: 24_000 }, (_, i) => `"${i}":0`).join(',');
-  const res = await fetch(`${gw.url}/hooks/wake`, { method: 'POST', headers: { authorization: `Bearer ${HOOK_TOKEN}` }, body: `{${keys}}` });
+  const res = await fetch(`${gw.url}/hooks/wake`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${HOOK_TOKEN}` },
+    body: `{${keys}}`,
+  });
   const text = await res.text();
   assert.equal(res.status, 400);
   const body = JSON.parse(text);

@@ -5,7 +5,14 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
-import { GATEWAY_TOKEN, HOOK_TOKEN, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+import {
+  GATEWAY_TOKEN,
+  HOOK_TOKEN,
+  spawnGateway,
+  tempStateDir,
+  writeConfig,
+  type SpawnedGateway,
+} from '../helpers/spawn-gateway.ts';
 import { sleep } from '../helpers/common.ts';
 
 const MAX_BODY = 65_536;
@@ -39,7 +46,11 @@ function rss(): number {
 const MB = 1024 * 1024;
 
 /** A normal client: a wake with the hook token, optionally as a given forwarded address. */
-async function wake(text: string, forwardedFor?: string, token = HOOK_TOKEN): Promise<{ status: number; body: any; headers: Headers }> {
+async function wake(
+  text: string,
+  forwardedFor?: string,
+  token = HOOK_TOKEN,
+): Promise<{ status: number; body: any; headers: Headers }> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   if (forwardedFor) headers['x-forwarded-for'] = forwardedFor;
   const res = await fetch(`${gw.url}/hooks/wake`, {
@@ -229,7 +240,8 @@ test('slowloris on headers: 50 sockets trickling header bytes get no answer whil
   try {
     for (let i = 0; i < 6; i++) {
       // Alternately on a kept-alive connection and on a new one, next to the 50 held open.
-      const r = i % 2 === 0 ? await wake(`served during header slowloris ${i}`) : await freshWake(`fresh connection ${i}`);
+      const r =
+        i % 2 === 0 ? await wake(`served during header slowloris ${i}`) : await freshWake(`fresh connection ${i}`);
       const body = typeof r.body === 'string' ? JSON.parse(r.body) : r.body;
       assert.equal(r.status, 200, JSON.stringify(body));
       assert.deepEqual(body, { ok: true, mode: 'now' });
@@ -239,10 +251,16 @@ test('slowloris on headers: 50 sockets trickling header bytes get no answer whil
     // server's headers timeout fires) a 408 and a close.
     for (const p of probes) {
       const text = p.received.toString('latin1');
-      assert.ok(text === '' || text.startsWith('HTTP/1.1 408'), `a trickling socket got ${JSON.stringify(text.slice(0, 100))}`);
+      assert.ok(
+        text === '' || text.startsWith('HTTP/1.1 408'),
+        `a trickling socket got ${JSON.stringify(text.slice(0, 100))}`,
+      );
       assert.ok(!p.closed || text.startsWith('HTTP/1.1 408'), 'a trickling socket was closed without a 408');
     }
-    assert.ok(probes.some((p) => !p.closed), 'the trickling sockets were meant to be held open during the check');
+    assert.ok(
+      probes.some((p) => !p.closed),
+      'the trickling sockets were meant to be held open during the check',
+    );
   } finally {
     clearInterval(trickle);
     for (const p of probes) p.destroy();
@@ -251,30 +269,27 @@ test('slowloris on headers: 50 sockets trickling header bytes get no answer whil
 
 // The gateway sets headersTimeout 10 s and checks timeouts every second (Node's default interval is
 // 30 s, which let trickling sockets live for up to 40 s).
-test(
-  'slowloris on headers: the server closes trickling sockets within its 10 s headers timeout',
-  async () => {
-    const probes = Array.from({ length: 5 }, () => new Probe());
-    await Promise.all(probes.map((p) => p.connected));
-    const opened = Date.now();
-    for (const p of probes) p.write(`POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Slow: `);
-    const trickle = setInterval(() => {
-      for (const p of probes) p.write('a');
-    }, 500);
-    try {
-      await allClosed(probes, 12_500, 'trickling header sockets');
-      for (const p of probes) {
-        assert.ok(!p.destroyedByUs);
-        assert.ok(p.closedAt - opened < 12_500);
-        assert.match(p.received.toString('latin1'), /^HTTP\/1\.1 408/);
-      }
-      assert.equal((await wake('after the headers timeout')).status, 200);
-    } finally {
-      clearInterval(trickle);
-      for (const p of probes) p.destroy();
+test('slowloris on headers: the server closes trickling sockets within its 10 s headers timeout', async () => {
+  const probes = Array.from({ length: 5 }, () => new Probe());
+  await Promise.all(probes.map((p) => p.connected));
+  const opened = Date.now();
+  for (const p of probes) p.write(`POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Slow: `);
+  const trickle = setInterval(() => {
+    for (const p of probes) p.write('a');
+  }, 500);
+  try {
+    await allClosed(probes, 12_500, 'trickling header sockets');
+    for (const p of probes) {
+      assert.ok(!p.destroyedByUs);
+      assert.ok(p.closedAt - opened < 12_500);
+      assert.match(p.received.toString('latin1'), /^HTTP\/1\.1 408/);
     }
-  },
-);
+    assert.equal((await wake('after the headers timeout')).status, 200);
+  } finally {
+    clearInterval(trickle);
+    for (const p of probes) p.destroy();
+  }
+});
 
 test('slowloris on the body: trickled bodies get 408 body_timeout JSON and a close, normal clients are served', async () => {
   const probes = Array.from({ length: 20 }, () => new Probe());
@@ -293,7 +308,9 @@ test('slowloris on the body: trickled bodies get 408 body_timeout JSON and a clo
     if (sent >= body.length) return;
     const byte = body.subarray(sent, sent + 1);
     sent++;
-    probes.forEach((p, i) => p.write(i % 2 === 0 ? byte : Buffer.concat([Buffer.from('1\r\n'), byte, Buffer.from('\r\n')])));
+    probes.forEach((p, i) =>
+      p.write(i % 2 === 0 ? byte : Buffer.concat([Buffer.from('1\r\n'), byte, Buffer.from('\r\n')])),
+    );
   }, 200);
   try {
     const served: number[] = [];
@@ -308,7 +325,10 @@ test('slowloris on the body: trickled bodies get 408 body_timeout JSON and a clo
     for (const p of probes) {
       assert.ok(!p.destroyedByUs, 'closed by the server');
       const r = parseResponse(p.received);
-      assert.ok(r, `no complete answer before the close: ${JSON.stringify(p.received.toString('latin1').slice(0, 200))}`);
+      assert.ok(
+        r,
+        `no complete answer before the close: ${JSON.stringify(p.received.toString('latin1').slice(0, 200))}`,
+      );
       assert.equal(r.status, 408);
       assert.match(r.headers['content-type'] ?? '', /^application\/json/);
       const json = JSON.parse(r.body);
@@ -330,7 +350,10 @@ function oversizedUpload(style: 'length' | 'chunked', size: number): Promise<Out
   return new Promise((resolve, reject) => {
     const p = new Probe();
     const piece = Buffer.alloc(16 * 1024, 'a');
-    const framed = style === 'length' ? piece : Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]);
+    const framed =
+      style === 'length'
+        ? piece
+        : Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]);
     let settled = false;
     const settle = (o: Outcome | Error): void => {
       if (settled) return;
@@ -440,7 +463,10 @@ test(
       const afterRss = rss();
 
       assert.equal(rightStatuses.length, 50);
-      assert.ok(rightStatuses.every((s) => s === 200), `right-token statuses: ${rightStatuses.join(',')}`);
+      assert.ok(
+        rightStatuses.every((s) => s === 200),
+        `right-token statuses: ${rightStatuses.join(',')}`,
+      );
       const counts: Record<number, number> = {};
       for (const s of statuses) counts[s] = (counts[s] ?? 0) + 1;
       // One failure per address: none of them reaches the lockout.
@@ -484,7 +510,10 @@ test('a client that half-closes after its request gets the whole answer, then th
   assert.equal(r.status, 200);
   assert.deepEqual(JSON.parse(r.body), { ok: true, mode: 'next-heartbeat' });
   const events = (await gw.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history`)).entries;
-  assert.ok(events.some((e: { text: string }) => e.text === text), 'the event it was told about is kept');
+  assert.ok(
+    events.some((e: { text: string }) => e.text === text),
+    'the event it was told about is kept',
+  );
 });
 
 test('a client that half-closes partway through its body gets 400 at once, not a body timeout', async () => {
@@ -526,7 +555,8 @@ test('Expect: 100-continue: the 100 comes only once the body will be read, then 
   try {
     assert.equal(first, 'HTTP/1.1 100 Continue\r\n\r\n');
     probe.write(body);
-    for (let waited = 0; waited < 3000 && !parseResponse(probe.received.subarray(first.length)); waited += 10) await sleep(10);
+    for (let waited = 0; waited < 3000 && !parseResponse(probe.received.subarray(first.length)); waited += 10)
+      await sleep(10);
     const r = parseResponse(probe.received.subarray(first.length));
     assert.ok(r, `an answer after the body: ${JSON.stringify(probe.received.toString('latin1'))}`);
     assert.equal(r.status, 200);
@@ -538,7 +568,13 @@ test('Expect: 100-continue: the 100 comes only once the body will be read, then 
 
 test('Expect: 100-continue: a refusal goes out instead of the 100, and closes the connection', async () => {
   const cases = [
-    { name: 'declared length over the limit', token: HOOK_TOKEN, length: MAX_BODY + 1, status: 413, code: 'payload_too_large' },
+    {
+      name: 'declared length over the limit',
+      token: HOOK_TOKEN,
+      length: MAX_BODY + 1,
+      status: 413,
+      code: 'payload_too_large',
+    },
     { name: 'wrong token', token: 'not-the-hook-token', length: 20, status: 401, code: 'unauthorized' },
   ];
   for (const c of cases) {

@@ -4,7 +4,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, spawnGateway, tempStateDir, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+import {
+  eventually,
+  GATEWAY_TOKEN,
+  HOOK_TOKEN,
+  spawnGateway,
+  tempStateDir,
+  type SpawnedGateway,
+} from '../helpers/spawn-gateway.ts';
 
 function config(hooks: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): string {
   return JSON.stringify(
@@ -39,7 +46,11 @@ const logLines = (gw: SpawnedGateway, msg: string): any[] =>
     .filter((l) => l.msg === msg);
 
 async function wakeStatus(gw: SpawnedGateway, token = HOOK_TOKEN, p = '/hooks/wake'): Promise<number> {
-  const res = await fetch(gw.url + p, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"text":"ping"}' });
+  const res = await fetch(gw.url + p, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+    body: '{"text":"ping"}',
+  });
   await res.arrayBuffer();
   return res.status;
 }
@@ -90,11 +101,18 @@ test('a bad config keeps the last good one running, and the log says why (file, 
       ['{ hooks: { enabled: true, ', /gateway\.json5: .*JSON5 syntax error at line \d+/s],
       [config({ maxBodyBytes: 'big' }), /hooks\.maxBodyBytes must be an integer/],
       [config({ token: GATEWAY_TOKEN }), /hooks\.token must differ from gateway\.auth\.token/],
-      [config({ mappings: [{ id: 'x', match: { path: 'x' }, action: 'wake', transform: { module: '../../etc/passwd.js' } }] }), /hooks\.mappings\[0\] \(id "x"\)\.transform\.module/],
+      [
+        config({
+          mappings: [{ id: 'x', match: { path: 'x' }, action: 'wake', transform: { module: '../../etc/passwd.js' } }],
+        }),
+        /hooks\.mappings\[0\] \(id "x"\)\.transform\.module/,
+      ],
     ];
     for (const [i, [text, reason]] of cases.entries()) {
       await writeFile(gw.configPath, text);
-      const refused = await eventually(async () => logLines(gw, 'config reload refused; the last good config stays in force')[i]);
+      const refused = await eventually(
+        async () => logLines(gw, 'config reload refused; the last good config stays in force')[i],
+      );
       assert.match(refused.reason, reason);
       assert.equal(await wakeStatus(gw), 200);
     }
@@ -116,7 +134,10 @@ test('enabled, limits, mappings and presets apply live; the auth-failure lock su
     assert.equal(big.status, 413);
 
     const mapping = { id: 'ci', match: { path: 'ci' }, action: 'wake', textTemplate: 'ci {{s}}' };
-    await writeFile(gw.configPath, config({ ...limits, maxBodyBytes: 262144, mappings: [mapping], presets: ['gmail'] }));
+    await writeFile(
+      gw.configPath,
+      config({ ...limits, maxBodyBytes: 262144, mappings: [mapping], presets: ['gmail'] }),
+    );
     await eventually(async () => (await gw.hook('/hooks/ci', { s: 'green' })).status === 200);
     const gmail = await gw.hook('/hooks/gmail', { messages: [{ id: 'q', sender: 'a@b', subject: 's', snippet: 'n' }] });
     assert.equal(gmail.status, 202);
@@ -126,7 +147,11 @@ test('enabled, limits, mappings and presets apply live; the auth-failure lock su
     assert.equal(await wakeStatus(gw, 'wrong-2'), 401);
     assert.equal(await wakeStatus(gw), 429);
     await writeFile(gw.configPath, config({ ...limits, maxBodyBytes: 5000 }));
-    await eventually(async () => logLines(gw, 'config reloaded').some((l) => l.changed.includes('hooks.maxBodyBytes') && l.changed.includes('hooks.mappings')));
+    await eventually(async () =>
+      logLines(gw, 'config reloaded').some(
+        (l) => l.changed.includes('hooks.maxBodyBytes') && l.changed.includes('hooks.mappings'),
+      ),
+    );
     assert.equal(await wakeStatus(gw), 429);
   } finally {
     await gw.stop();
@@ -136,7 +161,17 @@ test('enabled, limits, mappings and presets apply live; the auth-failure lock su
 test('a changed transform is used from its next call; a deleted one fails its mapping with a log line naming it', async () => {
   const T = 'hooks/transforms';
   const gw = await start(
-    { mappings: [{ id: 'tr', match: { path: 'tr' }, action: 'wake', allowUnsafeExternalContent: true, transform: { module: 'say.ts' } }] },
+    {
+      mappings: [
+        {
+          id: 'tr',
+          match: { path: 'tr' },
+          action: 'wake',
+          allowUnsafeExternalContent: true,
+          transform: { module: 'say.ts' },
+        },
+      ],
+    },
     { [`${T}/say.ts`]: 'export default () => ({ text: "version one" });' },
   );
   const lastEvent = async (): Promise<string> => {
@@ -147,7 +182,9 @@ test('a changed transform is used from its next call; a deleted one fails its ma
     assert.equal((await gw.hook('/hooks/tr', {})).status, 200);
     assert.equal(await lastEvent(), 'version one');
     await writeFile(path.join(gw.stateDir, T, 'say.ts'), 'export default () => ({ text: "version two" });');
-    await eventually(async () => (await gw.hook('/hooks/tr', {})).status === 200 && (await lastEvent()) === 'version two');
+    await eventually(
+      async () => (await gw.hook('/hooks/tr', {})).status === 200 && (await lastEvent()) === 'version two',
+    );
 
     await rm(path.join(gw.stateDir, T, 'say.ts'));
     const failed = await eventually(async () => {
@@ -166,7 +203,18 @@ test('a changed transform is used from its next call; a deleted one fails its ma
 
 test('a client keeps being served correctly while the config is rewritten 20 times', async () => {
   const version = (v: 'A' | 'B') =>
-    config({ mappings: [{ id: 'ci', match: { path: 'ci' }, action: 'wake', wakeMode: 'next-heartbeat', allowUnsafeExternalContent: true, textTemplate: `${v} {{n}}` }] });
+    config({
+      mappings: [
+        {
+          id: 'ci',
+          match: { path: 'ci' },
+          action: 'wake',
+          wakeMode: 'next-heartbeat',
+          allowUnsafeExternalContent: true,
+          textTemplate: `${v} {{n}}`,
+        },
+      ],
+    });
   const gw = await start();
   await writeFile(gw.configPath, version('A'));
   try {
@@ -175,7 +223,10 @@ test('a client keeps being served correctly while the config is rewritten 20 tim
     const seen: string[] = [];
     const client = (async () => {
       for (let n = 1; !stop && n < 5000; n++) {
-        const r = await gw.hook(n % 2 ? '/hooks/ci' : '/hooks/wake', n % 2 ? { n } : { text: `plain ${n}`, mode: 'next-heartbeat' });
+        const r = await gw.hook(
+          n % 2 ? '/hooks/ci' : '/hooks/wake',
+          n % 2 ? { n } : { text: `plain ${n}`, mode: 'next-heartbeat' },
+        );
         seen.push(`${r.status} ${JSON.stringify(r.body)}`);
       }
     })();
@@ -190,8 +241,10 @@ test('a client keeps being served correctly while the config is rewritten 20 tim
     for (const s of seen) assert.match(s, /^200 \{"ok":true,"mode":"next-heartbeat"\}$/);
     // History is paged: older pages are asked for with the cursor of the one after them.
     const entries: any[] = [];
-    for (let before = ''; ; ) {
-      const page = await gw.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000${before && `&before=${encodeURIComponent(before)}`}`);
+    for (let before = ''; ;) {
+      const page = await gw.admin(
+        `/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000${before && `&before=${encodeURIComponent(before)}`}`,
+      );
       entries.unshift(...page.entries);
       if (!page.before) break;
       before = page.before;
@@ -214,7 +267,9 @@ test('a reload is all or nothing: an invalid gateway section keeps the hooks blo
     const half = JSON.parse(config({ token: GATEWAY_TOKEN }));
     half.gateway.port = 'not a port';
     await writeFile(gw.configPath, JSON.stringify(half));
-    const refused = await eventually(async () => logLines(gw, 'config reload refused; the last good config stays in force')[0]);
+    const refused = await eventually(
+      async () => logLines(gw, 'config reload refused; the last good config stays in force')[0],
+    );
     assert.match(refused.reason, /gateway\.port/);
     assert.equal(logLines(gw, 'config reloaded').length, 0);
     // The hook token in force is still the old one; the gateway token opens nothing under /hooks.
@@ -265,7 +320,9 @@ test('a refused reload is logged by key, without the values it found', async () 
   try {
     const canary = 'canary-value-7d1e2f';
     await writeFile(gw.configPath, config({ allowedSessionKeyPrefixes: ['hook:'], defaultSessionKey: canary }));
-    const refused = await eventually(async () => logLines(gw, 'config reload refused; the last good config stays in force')[0]);
+    const refused = await eventually(
+      async () => logLines(gw, 'config reload refused; the last good config stays in force')[0],
+    );
     assert.match(refused.reason, /hooks\.defaultSessionKey/);
     assert.ok(!gw.output().includes(canary), 'the value is not logged');
   } finally {

@@ -25,7 +25,9 @@ async function history(gw: { admin(p: string): Promise<any> }, key = 'agent:main
   const pages: any[][] = [];
   let before: string | undefined;
   do {
-    const page = await gw.admin(`/api/sessions/${encodeURIComponent(key)}/history?limit=1000${before ? `&before=${encodeURIComponent(before)}` : ''}`);
+    const page = await gw.admin(
+      `/api/sessions/${encodeURIComponent(key)}/history?limit=1000${before ? `&before=${encodeURIComponent(before)}` : ''}`,
+    );
     pages.unshift(page.entries);
     before = page.before;
   } while (before);
@@ -43,15 +45,31 @@ test('first run writes a 0600 config with fresh tokens, prints a working curl, a
     const out = gw.output();
     assert.match(out, new RegExp(`Wrote a new config .*${gw.configPath.replace(/[.]/g, '\\.')}`));
     assert.match(out, /curl -s http:\/\/127\.0\.0\.1:\d+\/hooks\/wake -H "Authorization: Bearer \$HOOK_TOKEN"/);
-    const { stdout: token } = await run(process.execPath, [...CLI, 'config', 'get', 'hooks.token', '--config', gw.configPath]);
-    const { stdout: gatewayToken } = await run(process.execPath, [...CLI, 'config', 'get', 'gateway.auth.token', '--config', gw.configPath]);
+    const { stdout: token } = await run(process.execPath, [
+      ...CLI,
+      'config',
+      'get',
+      'hooks.token',
+      '--config',
+      gw.configPath,
+    ]);
+    const { stdout: gatewayToken } = await run(process.execPath, [
+      ...CLI,
+      'config',
+      'get',
+      'gateway.auth.token',
+      '--config',
+      gw.configPath,
+    ]);
     assert.ok(token.trim().length >= 32);
     assert.notEqual(token.trim(), gatewayToken.trim());
     assert.ok(!out.includes(token.trim()), 'the token must not be printed');
 
     const r = await gw.hook('/hooks/wake', { text: 'Hello from curl' }, token.trim());
     assert.deepEqual(r, { status: 200, body: { ok: true, mode: 'now' } });
-    const res = await fetch(`${gw.url}/api/sessions/${MAIN}/history`, { headers: { authorization: `Bearer ${gatewayToken.trim()}` } });
+    const res = await fetch(`${gw.url}/api/sessions/${MAIN}/history`, {
+      headers: { authorization: `Bearer ${gatewayToken.trim()}` },
+    });
     const { entries } = (await res.json()) as { entries: any[] };
     assert.equal(entries[0].kind, 'system-event');
     assert.equal(entries[0].text, 'Hello from curl');
@@ -69,12 +87,18 @@ test('wake: now drains into one heartbeat turn; next-heartbeat waits for the per
   try {
     assert.equal((await gw.hook('/hooks/wake', { text: 'queued for later', mode: 'next-heartbeat' })).status, 200);
     const first = await history(gw);
-    assert.deepEqual(first.map((e) => e.kind), ['system-event']);
+    assert.deepEqual(
+      first.map((e) => e.kind),
+      ['system-event'],
+    );
     const drained = await eventually(async () => {
       const h = await history(gw);
       return h.some((e) => e.kind === 'reply') && h;
     });
-    assert.deepEqual(drained.map((e) => e.kind), ['system-event', 'heartbeat', 'prompt', 'reply']);
+    assert.deepEqual(
+      drained.map((e) => e.kind),
+      ['system-event', 'heartbeat', 'prompt', 'reply'],
+    );
     assert.match(drained[1].text, /periodic/);
     assert.match(drained[2].text, /- queued for later/);
   } finally {
@@ -92,7 +116,10 @@ test('a burst of wake requests coalesces into at most two heartbeats that carry 
     assert.ok(results.every((r) => r.status === 200));
     const h = await eventually(async () => {
       const entries = await history(gw);
-      const prompts = entries.filter((e) => e.kind === 'prompt').map((e) => e.text).join('\n');
+      const prompts = entries
+        .filter((e) => e.kind === 'prompt')
+        .map((e) => e.text)
+        .join('\n');
       return texts.every((t) => prompts.includes(`- ${t}`)) && entries;
     });
     const beats = h.filter((e) => e.kind === 'heartbeat').length;
@@ -134,7 +161,10 @@ test('agent with the echo provider: 202, run ok, run session history, summary, d
     assert.match(done.sessionKey, /^agent:main:hook:[0-9a-f-]{36}$/);
     assert.match(done.reply, /Deploy of api finished/);
     const runHistory = await history(gw, done.sessionKey);
-    assert.deepEqual(runHistory.map((e) => e.kind), ['prompt', 'reply']);
+    assert.deepEqual(
+      runHistory.map((e) => e.kind),
+      ['prompt', 'reply'],
+    );
     assert.match(runHistory[0].text, /EXTERNAL_UNTRUSTED_CONTENT/);
     const main = await history(gw);
     assert.ok(main.some((e) => e.kind === 'system-event' && e.text.startsWith('Hook CI: ') && e.runId === runId));
@@ -380,12 +410,24 @@ test('config errors stop start-up with a message naming the key', async () => {
   assert.equal(res.code, 1);
   assert.match(res.stderr, /hooks\.allowedAgentIds\[1\] must be a string/);
   await writeConfig(dir, { hooks: { token: GATEWAY_TOKEN, path: '/' } });
-  const res2 = await run(process.execPath, [...CLI, 'config', 'check', '--config', path.join(dir, 'gateway.json5')]).catch((e) => e);
+  const res2 = await run(process.execPath, [
+    ...CLI,
+    'config',
+    'check',
+    '--config',
+    path.join(dir, 'gateway.json5'),
+  ]).catch((e) => e);
   assert.equal(res2.code, 1);
   assert.match(res2.stderr, /hooks\.path must not be "\/"/);
   assert.match(res2.stderr, /hooks\.token must differ from gateway\.auth\.token/);
   await writeFile(path.join(dir, 'gateway.json5'), '{ hooks: { enabled: true, }');
-  const res3 = await run(process.execPath, [...CLI, 'config', 'check', '--config', path.join(dir, 'gateway.json5')]).catch((e) => e);
+  const res3 = await run(process.execPath, [
+    ...CLI,
+    'config',
+    'check',
+    '--config',
+    path.join(dir, 'gateway.json5'),
+  ]).catch((e) => e);
   assert.match(res3.stderr, /gateway\.json5: .*\n.*JSON5 syntax error at line 1/);
 });
 

@@ -18,7 +18,9 @@ test('history pages: newest 200 by default, ?limit and ?before walk back to the 
   try {
     const total = 230;
     for (let n = 0; n < total; n += 10) {
-      const sent = Array.from({ length: 10 }, (_, i) => gw.hook('/hooks/wake', { text: `w${String(n + i).padStart(3, '0')}`, mode: 'next-heartbeat' }));
+      const sent = Array.from({ length: 10 }, (_, i) =>
+        gw.hook('/hooks/wake', { text: `w${String(n + i).padStart(3, '0')}`, mode: 'next-heartbeat' }),
+      );
       for (const r of await Promise.all(sent)) assert.equal(r.status, 200);
     }
     const texts = (entries: any[]) => entries.map((e) => e.text);
@@ -27,7 +29,10 @@ test('history pages: newest 200 by default, ?limit and ?before walk back to the 
     // The wakes, and the heartbeats their backlog asked for.
     const expected: string[] = texts(all.entries);
     const wakes = texts(all.entries.filter((e: any) => e.kind === 'system-event'));
-    assert.deepEqual(wakes.sort(), Array.from({ length: total }, (_, i) => `w${String(i).padStart(3, '0')}`));
+    assert.deepEqual(
+      wakes.sort(),
+      Array.from({ length: total }, (_, i) => `w${String(i).padStart(3, '0')}`),
+    );
 
     const first = (await get(gw.url, `/api/sessions/${MAIN}/history`)).body;
     assert.deepEqual(texts(first.entries), expected.slice(-200), 'the newest 200, oldest first');
@@ -37,7 +42,10 @@ test('history pages: newest 200 by default, ?limit and ?before walk back to the 
     let before: string | undefined;
     let pages = 0;
     do {
-      const page = await get(gw.url, `/api/sessions/${MAIN}/history?limit=70${before ? `&before=${encodeURIComponent(before)}` : ''}`);
+      const page = await get(
+        gw.url,
+        `/api/sessions/${MAIN}/history?limit=70${before ? `&before=${encodeURIComponent(before)}` : ''}`,
+      );
       assert.equal(page.status, 200);
       assert.ok(page.body.entries.length <= 70);
       walked.unshift(...texts(page.body.entries));
@@ -62,25 +70,43 @@ test('history pages: newest 200 by default, ?limit and ?before walk back to the 
       const r = await gw.admin(`/api/runs/${run.body.runId}`);
       return r.status === 'ok' && r;
     });
-    const foreign = (await get(gw.url, `/api/sessions/${encodeURIComponent(done.sessionKey)}/history?limit=1`)).body.before;
+    const foreign = (await get(gw.url, `/api/sessions/${encodeURIComponent(done.sessionKey)}/history?limit=1`)).body
+      .before;
     assert.equal(typeof foreign, 'string');
     const [tag, seq, offset] = (first.before as string).split('.');
-    for (const cursor of [foreign, 'garbage', `${tag}.${seq}.${Number(offset) + 3}`, `${tag}.99.0`, '../../etc/passwd']) {
+    for (const cursor of [
+      foreign,
+      'garbage',
+      `${tag}.${seq}.${Number(offset) + 3}`,
+      `${tag}.99.0`,
+      '../../etc/passwd',
+    ]) {
       const r = await get(gw.url, `/api/sessions/${MAIN}/history?before=${encodeURIComponent(cursor)}`);
       assert.equal(r.status, 400, `cursor ${cursor}`);
       assert.match(r.body.error, /cursor/);
     }
-    const nobody = await get(gw.url, `/api/sessions/${encodeURIComponent('agent:main:nobody')}/history?before=${encodeURIComponent(first.before)}`);
+    const nobody = await get(
+      gw.url,
+      `/api/sessions/${encodeURIComponent('agent:main:nobody')}/history?before=${encodeURIComponent(first.before)}`,
+    );
     assert.equal(nobody.status, 400);
-    assert.deepEqual((await get(gw.url, `/api/sessions/${encodeURIComponent('agent:main:nobody')}/history`)).body, { entries: [] });
+    assert.deepEqual((await get(gw.url, `/api/sessions/${encodeURIComponent('agent:main:nobody')}/history`)).body, {
+      entries: [],
+    });
 
     // The outbox pages the same way.
     const second = await gw.hook('/hooks/agent', { message: 'again', name: 'CI' });
     await eventually(async () => (await gw.admin(`/api/runs/${second.body.runId}`)).status === 'ok');
     const newest = (await get(gw.url, '/api/outbox?limit=1')).body;
-    assert.deepEqual(newest.deliveries.map((d: any) => d.runId), [second.body.runId]);
+    assert.deepEqual(
+      newest.deliveries.map((d: any) => d.runId),
+      [second.body.runId],
+    );
     const older = (await get(gw.url, `/api/outbox?limit=1&before=${encodeURIComponent(newest.before)}`)).body;
-    assert.deepEqual(older.deliveries.map((d: any) => d.runId), [run.body.runId]);
+    assert.deepEqual(
+      older.deliveries.map((d: any) => d.runId),
+      [run.body.runId],
+    );
     assert.equal(older.before, undefined);
     const wrong = await get(gw.url, `/api/outbox?before=${encodeURIComponent(first.before)}`);
     assert.equal(wrong.status, 400, 'a history cursor is no outbox cursor');
@@ -100,7 +126,12 @@ test('a run no longer in the tail read on start is answered from its session fil
   try {
     // Runs in one session, each with prompt and reply of about 60 KB: the first leaves the newest two segments.
     for (let n = 0; n < 5; n++) {
-      const r = await first.hook('/hooks/agent', { message: `run ${n} ${'m'.repeat(60_000)}`, name: 'Big', sessionKey: 'hook:shared', deliver: false });
+      const r = await first.hook('/hooks/agent', {
+        message: `run ${n} ${'m'.repeat(60_000)}`,
+        name: 'Big',
+        sessionKey: 'hook:shared',
+        deliver: false,
+      });
       assert.equal(r.status, 202);
       runs.push(r.body.runId);
       await eventually(async () => (await first.admin(`/api/runs/${r.body.runId}`)).status === 'ok');
@@ -109,7 +140,10 @@ test('a run no longer in the tail read on start is answered from its session fil
     await first.stop();
   }
   const sessions = await readdir(path.join(dir, 'data', 'sessions'));
-  assert.ok(sessions.filter((f) => f.startsWith('agent%3amain%3ahook%3ashared.jsonl.')).length >= 3, sessions.join(', '));
+  assert.ok(
+    sessions.filter((f) => f.startsWith('agent%3amain%3ahook%3ashared.jsonl.')).length >= 3,
+    sessions.join(', '),
+  );
 
   const second = await spawnGateway(dir);
   try {

@@ -40,13 +40,12 @@ async function bigSession(stateDir: string): Promise<string> {
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'agent%3amain%3amain.jsonl');
   const filler = (i: number) => ({ kind: 'system-event', text: `old ${i} ${'o'.repeat(500)}`, hook: 'wake', at });
-  fillFile(
-    file,
-    [{ kind: 'session', key: 'agent:main:main', agentId: 'main', createdAt: at }],
-    filler,
-    BIG,
-    [{ kind: 'heartbeat', text: 'heartbeat', at }, newest(1), newest(2), newest(3)],
-  );
+  fillFile(file, [{ kind: 'session', key: 'agent:main:main', agentId: 'main', createdAt: at }], filler, BIG, [
+    { kind: 'heartbeat', text: 'heartbeat', at },
+    newest(1),
+    newest(2),
+    newest(3),
+  ]);
   assert.ok((await stat(file)).size > BIG);
   return file;
 }
@@ -70,7 +69,10 @@ test('a session file past 600 MiB: read back a page at a time in bounded time an
     await store.open();
     assert.deepEqual(store.takePending('agent:main:main'), ['newest 1', 'newest 2', 'newest 3']);
     const first = await store.historyPage('agent:main:main', 3);
-    assert.deepEqual(first.entries.map((e) => e.text), ['newest 1', 'newest 2', 'newest 3']);
+    assert.deepEqual(
+      first.entries.map((e) => e.text),
+      ['newest 1', 'newest 2', 'newest 3'],
+    );
     assert.ok(first.before);
     let before: string | undefined = first.before;
     let entries = 0;
@@ -93,7 +95,10 @@ test('a session file past 600 MiB: read back a page at a time in bounded time an
     try {
       const page = await adminGet(gw.url, `/api/sessions/${MAIN}/history?limit=3`);
       assert.equal(page.status, 200);
-      assert.deepEqual(page.body.entries.map((e: any) => e.text), ['newest 1', 'newest 2', 'newest 3']);
+      assert.deepEqual(
+        page.body.entries.map((e: any) => e.text),
+        ['newest 1', 'newest 2', 'newest 3'],
+      );
       assert.equal(typeof page.body.before, 'string');
       assert.equal((await gw.hook('/hooks/wake', { text: 'after the restart', mode: 'next-heartbeat' })).status, 200);
     } finally {
@@ -117,13 +122,29 @@ test('an outbox past 600 MiB: the gateway starts, pages it, and still knows each
   try {
     await mkdir(path.join(stateDir, 'data'), { recursive: true });
     const file = path.join(stateDir, 'data', 'outbox.jsonl');
-    const delivery = (i: number, to: string) => ({ channel: 'telegram', to, text: `delivery ${i} ${'d'.repeat(4000)}`, runId: `old-${i}`, agentId: 'main', at });
-    fillFile(file, [], (i) => delivery(i, 'older'), BIG, [delivery(-1, '777'), { ...delivery(-2, 'elsewhere'), agentId: 'ops' }]);
+    const delivery = (i: number, to: string) => ({
+      channel: 'telegram',
+      to,
+      text: `delivery ${i} ${'d'.repeat(4000)}`,
+      runId: `old-${i}`,
+      agentId: 'main',
+      at,
+    });
+    fillFile(file, [], (i) => delivery(i, 'older'), BIG, [
+      delivery(-1, '777'),
+      { ...delivery(-2, 'elsewhere'), agentId: 'ops' },
+    ]);
     await writeConfig(stateDir);
     const gw = await spawnGateway(stateDir);
     try {
       const page = await gw.admin('/api/outbox?limit=2');
-      assert.deepEqual(page.deliveries.map((d: any) => [d.agentId, d.to]), [['main', '777'], ['ops', 'elsewhere']]);
+      assert.deepEqual(
+        page.deliveries.map((d: any) => [d.agentId, d.to]),
+        [
+          ['main', '777'],
+          ['ops', 'elsewhere'],
+        ],
+      );
       assert.equal(typeof page.before, 'string');
       // A delivery with no route of its own goes where main's last one went.
       const r = await gw.hook('/hooks/agent', { message: 'route me', name: 'CI' });

@@ -44,7 +44,10 @@ test('a transform swapped for a symlink leading out while the gateway runs is re
 test('a transform’s error text reaches neither the 500 nor the log; an oversize action is a 500', async () => {
   const stateDir = await tempStateDir();
   await mkdir(path.join(stateDir, T), { recursive: true });
-  await writeFile(path.join(stateDir, T, 'throws.mjs'), 'export default (ctx) => { throw new Error("cannot charge " + JSON.stringify(ctx.payload)); };\n');
+  await writeFile(
+    path.join(stateDir, T, 'throws.mjs'),
+    'export default (ctx) => { throw new Error("cannot charge " + JSON.stringify(ctx.payload)); };\n',
+  );
   await writeFile(path.join(stateDir, T, 'huge.mjs'), "export default () => ({ text: 'x'.repeat(100_000_000) });\n");
   await writeConfig(stateDir, {
     hooks: {
@@ -62,7 +65,12 @@ test('a transform’s error text reaches neither the 500 nor the log; an oversiz
     const huge = await gw.hook('/hooks/huge', {});
     assert.equal(huge.status, 500);
     assert.equal(huge.body.error, 'mapping "huge": the transform returned more than 262144 bytes');
-    const line = await eventually(async () => gw.output().split('\n').find((l) => l.includes('transform failed') && l.includes('throws.mjs')));
+    const line = await eventually(async () =>
+      gw
+        .output()
+        .split('\n')
+        .find((l) => l.includes('transform failed') && l.includes('throws.mjs')),
+    );
     assert.match(line, /the transform threw an error/);
     assert.ok(!gw.output().includes(CANARY), 'the log never carries the transform’s text');
     const history = await gw.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history`);

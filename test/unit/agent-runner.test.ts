@@ -57,16 +57,25 @@ function assertError(outcome: TurnOutcome, pattern: RegExp): string {
 test('echo: replies with the prompt verbatim, default model is echo/echo', async () => {
   const prompt = 'Hello\n  multi-line 🎉 "quoted"';
   assert.deepEqual(await runner({}).run({ prompt, signal: signal() }), { status: 'ok', reply: prompt });
-  assert.deepEqual(await runner({ defaultModel: '' }).run({ prompt, signal: signal() }), { status: 'ok', reply: prompt });
-  assert.deepEqual(await runner({ defaultModel: 'nope/x' }).run({ prompt, model: 'echo/any/thing', signal: signal() }), {
+  assert.deepEqual(await runner({ defaultModel: '' }).run({ prompt, signal: signal() }), {
     status: 'ok',
     reply: prompt,
   });
+  assert.deepEqual(
+    await runner({ defaultModel: 'nope/x' }).run({ prompt, model: 'echo/any/thing', signal: signal() }),
+    {
+      status: 'ok',
+      reply: prompt,
+    },
+  );
 });
 
 test('model refs: unknown provider and refs without a slash are errors naming them', async () => {
   const r = runner({});
-  assertError(await r.run({ prompt: 'x', model: 'mystery/gpt-9', signal: signal() }), /^unknown model provider "mystery" \(model "mystery\/gpt-9"\)$/);
+  assertError(
+    await r.run({ prompt: 'x', model: 'mystery/gpt-9', signal: signal() }),
+    /^unknown model provider "mystery" \(model "mystery\/gpt-9"\)$/,
+  );
   assertError(await r.run({ prompt: 'x', model: 'noslash', signal: signal() }), /"noslash"/);
   assertError(await r.run({ prompt: 'x', model: '/model', signal: signal() }), /"\/model"/);
   assertError(await r.run({ prompt: 'x', model: 'toString/x', signal: signal() }), /unknown model provider "toString"/);
@@ -130,7 +139,10 @@ test('openai-compatible provider: content given as an array of parts is joined',
       }),
     async (base) => {
       const r = runner({ providers: { p: { baseUrl: base } } });
-      assert.deepEqual(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), { status: 'ok', reply: 'Hello, world' });
+      assert.deepEqual(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), {
+        status: 'ok',
+        reply: 'Hello, world',
+      });
     },
   );
 });
@@ -156,7 +168,10 @@ test('openai-compatible provider: HTTP 500 carries the status and error.message,
       }),
     async (base) => {
       const r = runner({ providers: { p: { baseUrl: base, apiKey: API_KEY } } });
-      const error = assertError(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), /500.*backend exploded while using/);
+      const error = assertError(
+        await r.run({ prompt: 'x', model: 'p/m', signal: signal() }),
+        /500.*backend exploded while using/,
+      );
       assert.ok(error.length < 500, `truncated (${error.length} chars)`);
     },
   );

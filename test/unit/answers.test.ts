@@ -11,7 +11,10 @@ interface Reply {
 }
 
 /** A server that holds requests until `count` have arrived, then lets `answerAll` decide them in one turn. */
-async function collectingServer(count: number, answerAll: (held: { req: IncomingMessage; res: ServerResponse }[]) => void) {
+async function collectingServer(
+  count: number,
+  answerAll: (held: { req: IncomingMessage; res: ServerResponse }[]) => void,
+) {
   const held: { req: IncomingMessage; res: ServerResponse }[] = [];
   const server = createServer((req, res) => {
     held.push({ req, res });

@@ -305,7 +305,12 @@ const LIMITS: AuthRateLimit = { maxFailures: 5, windowSeconds: 60, lockoutSecond
 
 function fakeClock(start = 1_700_000_000_000): { now: () => number; advance: (ms: number) => void } {
   let t = start;
-  return { now: () => t, advance: (ms) => { t += ms; } };
+  return {
+    now: () => t,
+    advance: (ms) => {
+      t += ms;
+    },
+  };
 }
 
 test('limiter: maxFailures-1 failures do not lock, the maxFailures-th does', () => {

@@ -80,8 +80,14 @@ test('schema errors carry the file name; a hooks block that is not an object is 
     assert.match(err.message, /^\/etc\/hookgate\/gateway\.json5: invalid config/);
     assert.deepEqual(err.problems, ['hooks.token must be a string or an array']);
   }
-  assert.deepEqual(problemsOf(() => resolve({ hooks: [] })), ['hooks must be an object']);
-  assert.deepEqual(problemsOf(() => resolve({ hooks: 'on' })), ['hooks must be an object']);
+  assert.deepEqual(
+    problemsOf(() => resolve({ hooks: [] })),
+    ['hooks must be an object'],
+  );
+  assert.deepEqual(
+    problemsOf(() => resolve({ hooks: 'on' })),
+    ['hooks must be an object'],
+  );
 });
 
 // ---------------------------------------------------------------------------
@@ -122,7 +128,10 @@ test('hooks.path with traversal, doubled slashes, a query or blanks inside is re
 test('a token is required when hooks are enabled; the message names hooks.token', () => {
   for (const h of [{ token: undefined }, { token: '   ' }]) {
     const problems = problemsOf(() => resolve({ hooks: { enabled: true, ...h } }));
-    assert.ok(problems.some((p) => p.includes('hooks.token')), JSON.stringify(problems));
+    assert.ok(
+      problems.some((p) => p.includes('hooks.token')),
+      JSON.stringify(problems),
+    );
   }
   // Disabled hooks need no token.
   assert.equal(resolve({ hooks: { enabled: false } }).enabled, false);
@@ -132,7 +141,10 @@ test('a token is required when hooks are enabled; the message names hooks.token'
 test('the hook token may not equal gateway.auth.token', () => {
   const gateway = { auth: { token: TOKEN } };
   const problems = problemsOf(() => hooks({}, { gateway }));
-  assert.ok(problems.some((p) => p.includes('hooks.token') && p.includes('gateway.auth.token')), JSON.stringify(problems));
+  assert.ok(
+    problems.some((p) => p.includes('hooks.token') && p.includes('gateway.auth.token')),
+    JSON.stringify(problems),
+  );
   // Surrounding blanks do not make it different.
   assert.ok(problemsOf(() => hooks({ token: ` ${TOKEN} ` }, { gateway })).length > 0);
   assert.ok(problemsOf(() => hooks({}, { gateway: { auth: { token: `${TOKEN}\n` } } })).length > 0);
@@ -163,14 +175,26 @@ test('transformsDir defaults to <configDir>/hooks/transforms and may name a fold
   assert.equal(hooks({}).transformsDir, TRANSFORMS_ROOT);
   assert.equal(hooks({ transformsDir: 'team-a' }).transformsDir, path.join(TRANSFORMS_ROOT, 'team-a'));
   assert.equal(hooks({ transformsDir: './a/b/../c' }).transformsDir, path.join(TRANSFORMS_ROOT, 'a', 'c'));
-  assert.equal(hooks({ transformsDir: path.join(TRANSFORMS_ROOT, 'abs') }).transformsDir, path.join(TRANSFORMS_ROOT, 'abs'));
+  assert.equal(
+    hooks({ transformsDir: path.join(TRANSFORMS_ROOT, 'abs') }).transformsDir,
+    path.join(TRANSFORMS_ROOT, 'abs'),
+  );
   assert.equal(hooks({ transformsDir: '.' }).transformsDir, TRANSFORMS_ROOT);
   // A folder whose name merely starts with two dots is still inside.
   assert.equal(hooks({ transformsDir: '..shared' }).transformsDir, path.join(TRANSFORMS_ROOT, '..shared'));
 });
 
 test('transformsDir escaping the transforms root is refused, naming hooks.transformsDir', () => {
-  for (const t of ['..', '../elsewhere', '../../..', 'a/../../b', '/etc', CONFIG_DIR, `${TRANSFORMS_ROOT}-evil`, path.join(CONFIG_DIR, 'hooks')]) {
+  for (const t of [
+    '..',
+    '../elsewhere',
+    '../../..',
+    'a/../../b',
+    '/etc',
+    CONFIG_DIR,
+    `${TRANSFORMS_ROOT}-evil`,
+    path.join(CONFIG_DIR, 'hooks'),
+  ]) {
     const problems = problemsOf(() => hooks({ transformsDir: t }));
     assert.equal(problems.length, 1, t);
     assert.match(problems[0]!, /^hooks\.transformsDir /, t);
@@ -254,12 +278,21 @@ test('gateway.trustedProxies: valid IPs and CIDRs compile, a bad entry is named'
     [['300.1.1.1'], 0],
   ] as [string[], number][]) {
     const problems = problemsOf(() => hooks({}, { gateway: { trustedProxies: list } }));
-    assert.ok(problems.some((p) => p.includes(`gateway.trustedProxies[${index}]`)), JSON.stringify(problems));
-    assert.ok(problems.some((p) => p.includes(JSON.stringify(list[index]))), 'the bad value is quoted');
+    assert.ok(
+      problems.some((p) => p.includes(`gateway.trustedProxies[${index}]`)),
+      JSON.stringify(problems),
+    );
+    assert.ok(
+      problems.some((p) => p.includes(JSON.stringify(list[index]))),
+      'the bad value is quoted',
+    );
   }
   for (const bad of ['127.0.0.1', [1], { a: 1 }]) {
     const problems = problemsOf(() => hooks({}, { gateway: { trustedProxies: bad } }));
-    assert.ok(problems.some((p) => p.includes('gateway.trustedProxies')), JSON.stringify(problems));
+    assert.ok(
+      problems.some((p) => p.includes('gateway.trustedProxies')),
+      JSON.stringify(problems),
+    );
   }
 });
 
@@ -267,11 +300,26 @@ test('cross-check problems are reported together', () => {
   const problems = problemsOf(() =>
     resolve({
       gateway: { trustedProxies: ['nope'] },
-      hooks: { enabled: true, path: '/', defaultSessionKey: 'main', allowedSessionKeyPrefixes: ['hook:'], transformsDir: '../x' },
+      hooks: {
+        enabled: true,
+        path: '/',
+        defaultSessionKey: 'main',
+        allowedSessionKeyPrefixes: ['hook:'],
+        transformsDir: '../x',
+      },
     }),
   );
-  for (const key of ['hooks.path', 'hooks.token', 'hooks.defaultSessionKey', 'gateway.trustedProxies[0]', 'hooks.transformsDir']) {
-    assert.ok(problems.some((p) => p.includes(key)), `${key} missing in ${JSON.stringify(problems)}`);
+  for (const key of [
+    'hooks.path',
+    'hooks.token',
+    'hooks.defaultSessionKey',
+    'gateway.trustedProxies[0]',
+    'hooks.transformsDir',
+  ]) {
+    assert.ok(
+      problems.some((p) => p.includes(key)),
+      `${key} missing in ${JSON.stringify(problems)}`,
+    );
   }
 });
 
@@ -317,7 +365,12 @@ test('a JSON5 syntax error names the file, the line and the column', async () =>
 });
 
 test('a file that is not one JSON5 object is refused', async () => {
-  for (const [name, text] of [['array.json5', '[1, 2]'], ['number.json5', '42'], ['null.json5', 'null'], ['string.json5', "'hooks'"]]) {
+  for (const [name, text] of [
+    ['array.json5', '[1, 2]'],
+    ['number.json5', '42'],
+    ['null.json5', 'null'],
+    ['string.json5', "'hooks'"],
+  ]) {
     const file = await tempFile(name!, text!);
     await assert.rejects(readConfigFile(file), (err: unknown) => {
       assert.ok(err instanceof ConfigError, String(err));

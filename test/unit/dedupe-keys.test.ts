@@ -12,7 +12,13 @@ import { runInNewContext } from 'node:vm';
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-const record = (key: string, at: number, scope = 'wake'): IdempotencyRecord => ({ scope, key, at, status: 200, body: { ok: true, mode: 'now' } });
+const record = (key: string, at: number, scope = 'wake'): IdempotencyRecord => ({
+  scope,
+  key,
+  at,
+  status: 200,
+  body: { ok: true, mode: 'now' },
+});
 
 test('a settled key answers its first answer, marked; another scope does not see it', () => {
   const keys = new DedupeKeys(() => ({ windowMs: 60_000, maxKeys: 10 }));
@@ -43,7 +49,10 @@ test('a duplicate of a request under way waits for it; a failed first keeps noth
 
 test('past maxKeys the oldest key goes first; past the window a key is new again', () => {
   let now = 1_000_000;
-  const keys = new DedupeKeys(() => ({ windowMs: 10_000, maxKeys: 3 }), () => now);
+  const keys = new DedupeKeys(
+    () => ({ windowMs: 10_000, maxKeys: 3 }),
+    () => now,
+  );
   for (const k of ['a', 'b', 'c', 'd']) keys.claim('wake', k).settle(record(k, now++));
   assert.equal(keys.size, 3);
   assert.equal(keys.seen('wake', 'a'), undefined);
@@ -57,7 +66,12 @@ test('past maxKeys the oldest key goes first; past the window a key is new again
 test('restore takes the keys within the window, oldest first, bounded by maxKeys', () => {
   const now = Date.now();
   const keys = new DedupeKeys(() => ({ windowMs: 60_000, maxKeys: 2 }));
-  keys.restore([record('old', now - 120_000), record('x', now - 3000), record('y', now - 2000), record('z', now - 1000)]);
+  keys.restore([
+    record('old', now - 120_000),
+    record('x', now - 3000),
+    record('y', now - 2000),
+    record('z', now - 1000),
+  ]);
   assert.equal(keys.size, 2);
   assert.equal(keys.seen('wake', 'old'), undefined);
   assert.equal(keys.seen('wake', 'x'), undefined);
@@ -68,7 +82,11 @@ test('Idempotency-Key: 1 to 256 printable ASCII characters, else 400 invalid_ide
   assert.equal(idempotencyKeyHeader({}), undefined);
   assert.equal(idempotencyKeyHeader({ 'idempotency-key': 'a'.repeat(256) }), 'a'.repeat(256));
   for (const bad of ['', 'a'.repeat(257), 'tab\there', 'é']) {
-    assert.throws(() => idempotencyKeyHeader({ 'idempotency-key': bad }), (err: any) => err.status === 400 && err.code === 'invalid_idempotency_key', JSON.stringify(bad));
+    assert.throws(
+      () => idempotencyKeyHeader({ 'idempotency-key': bad }),
+      (err: any) => err.status === 400 && err.code === 'invalid_idempotency_key',
+      JSON.stringify(bad),
+    );
   }
   assert.equal(derivedKey('  '), undefined);
   assert.match(derivedKey('x'.repeat(300))!, /^sha256:[0-9a-f]{64}$/);

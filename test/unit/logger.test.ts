@@ -20,7 +20,15 @@ function sink(): { out: LogSink; writes: string[] } {
 test('every line is one JSON object, with hostile values escaped', () => {
   const { out, writes } = sink();
   const log = createLineLogger(out);
-  log.info('hook request', { path: '/hooks/"x"\n{"forged":true}', client: 'a\\b\u0000', status: 200, ms: 1.5, ok: true, none: undefined, nan: Number.NaN });
+  log.info('hook request', {
+    path: '/hooks/"x"\n{"forged":true}',
+    client: 'a\\b\u0000',
+    status: 200,
+    ms: 1.5,
+    ok: true,
+    none: undefined,
+    nan: Number.NaN,
+  });
   log.flush();
   const lines = writes.join('').trim().split('\n');
   assert.equal(lines.length, 1);
@@ -66,13 +74,20 @@ test('a sink that falls behind: the backlog is bounded, dropped lines are counte
   assert.equal(writes.length, 1, 'only the first batch reached the stalled sink');
   release!();
   await log.close();
-  const lines = writes.join('').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; dropped?: number });
+  const lines = writes
+    .join('')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { msg: string; dropped?: number });
   const reports = lines.filter((l) => l.msg === 'log output fell behind; lines were dropped');
   assert.equal(reports.length, 1);
   const written = lines.filter((l) => l.msg === 'hook request').length;
   assert.ok(written < LINES, 'some lines were dropped');
   const bytes = writes.reduce((n, w) => n + Buffer.byteLength(w), 0);
-  assert.ok(bytes > 8 * 1024 * 1024 * 0.9 && bytes < 8 * 1024 * 1024 + 2 * 64 * 1024, `the backlog's worth was kept (${bytes} bytes)`);
+  assert.ok(
+    bytes > 8 * 1024 * 1024 * 0.9 && bytes < 8 * 1024 * 1024 + 2 * 64 * 1024,
+    `the backlog's worth was kept (${bytes} bytes)`,
+  );
   assert.equal(written + reports[0]!.dropped!, LINES);
 });
 
@@ -84,9 +99,15 @@ test('fdSink writes every batch to the descriptor; close() waits for the last on
     for (let i = 0; i < 5000; i++) log.info('hook request', { i });
     log.error('last');
     await log.close();
-    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; i?: number });
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string; i?: number });
     assert.equal(lines.length, 5001);
-    assert.deepEqual(lines.slice(0, 5000).map((l) => l.i), Array.from({ length: 5000 }, (_, i) => i));
+    assert.deepEqual(
+      lines.slice(0, 5000).map((l) => l.i),
+      Array.from({ length: 5000 }, (_, i) => i),
+    );
     assert.equal(lines[5000]!.msg, 'last');
   } finally {
     closeSync(fd);

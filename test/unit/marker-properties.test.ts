@@ -91,22 +91,45 @@ test('property: markers made of random confusables, separators and invisibles co
 const FILLER = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
-  fc.constantFrom('hello', '<b>', '</b>', '&amp;', '<<<', '>>>', '‹‹', '»', '\n', 'external', 'content', 'id="x"', 'END'),
+  fc.constantFrom(
+    'hello',
+    '<b>',
+    '</b>',
+    '&amp;',
+    '<<<',
+    '>>>',
+    '‹‹',
+    '»',
+    '\n',
+    'external',
+    'content',
+    'id="x"',
+    'END',
+  ),
 );
 
 test('property: random content with forged markers, wrapped, has no marker-shaped text inside the wrapper', () => {
   fc.assert(
-    fc.property(fc.array(fc.oneof(FILLER, forgedMarker.map((m) => m.text)), { maxLength: 12 }), (parts) => {
-      const wrapped = wrapExternalContent(parts.join(''), { source: 'fuzz', hookName: 'h' });
-      const open = '<<<EXTERNAL_UNTRUSTED_CONTENT';
-      const close = '<<<END_EXTERNAL_UNTRUSTED_CONTENT';
-      assert.equal(wrapped.indexOf(open), 0);
-      assert.equal(wrapped.indexOf(open, 1), -1);
-      assert.equal(wrapped.indexOf(close), wrapped.lastIndexOf(close));
-      const body = wrapped.slice(wrapped.indexOf('\n---\n') + 5, wrapped.lastIndexOf(`\n${close}`));
-      assert.ok(!readsAsMarkerWords(body), `marker words inside: ${JSON.stringify(body)}`);
-      assert.ok(!hasDelimiterLookAlike(body), `delimiter look-alike inside: ${JSON.stringify(body)}`);
-    }),
+    fc.property(
+      fc.array(
+        fc.oneof(
+          FILLER,
+          forgedMarker.map((m) => m.text),
+        ),
+        { maxLength: 12 },
+      ),
+      (parts) => {
+        const wrapped = wrapExternalContent(parts.join(''), { source: 'fuzz', hookName: 'h' });
+        const open = '<<<EXTERNAL_UNTRUSTED_CONTENT';
+        const close = '<<<END_EXTERNAL_UNTRUSTED_CONTENT';
+        assert.equal(wrapped.indexOf(open), 0);
+        assert.equal(wrapped.indexOf(open, 1), -1);
+        assert.equal(wrapped.indexOf(close), wrapped.lastIndexOf(close));
+        const body = wrapped.slice(wrapped.indexOf('\n---\n') + 5, wrapped.lastIndexOf(`\n${close}`));
+        assert.ok(!readsAsMarkerWords(body), `marker words inside: ${JSON.stringify(body)}`);
+        assert.ok(!hasDelimiterLookAlike(body), `delimiter look-alike inside: ${JSON.stringify(body)}`);
+      },
+    ),
     { seed: 39, numRuns: 1500 },
   );
 });
@@ -148,17 +171,59 @@ test('ordinary text of many kinds round-trips unchanged', () => {
 });
 
 const WORDS = [
-  'the', 'content', 'external', 'deploy', 'service', 'data', 'user', 'error', 'end', 'ended', 'intern', 'trust',
-  'contents', 'extend', 'center', 'a', 'to', 'and', 'привет', 'κόσμε', '漢字', 'café', 'naïve', 'x < y', 'a > b',
-  '<p>', '</p>', '&amp;', '&lt;', '-->', '=>', '<=', '1024', '3.14', '«', '»', '‹', '›', '🎉', 'ᴀʙᴄ',
+  'the',
+  'content',
+  'external',
+  'deploy',
+  'service',
+  'data',
+  'user',
+  'error',
+  'end',
+  'ended',
+  'intern',
+  'trust',
+  'contents',
+  'extend',
+  'center',
+  'a',
+  'to',
+  'and',
+  'привет',
+  'κόσμε',
+  '漢字',
+  'café',
+  'naïve',
+  'x < y',
+  'a > b',
+  '<p>',
+  '</p>',
+  '&amp;',
+  '&lt;',
+  '-->',
+  '=>',
+  '<=',
+  '1024',
+  '3.14',
+  '«',
+  '»',
+  '‹',
+  '›',
+  '🎉',
+  'ᴀʙᴄ',
 ];
 
 test('property: ordinary word salad (no "untrusted") round-trips unchanged', () => {
   fc.assert(
-    fc.property(fc.array(fc.tuple(fc.constantFrom(...WORDS), fc.constantFrom(' ', ', ', '. ', '\n', '_', '-', '')), { maxLength: 60 }), (parts) => {
-      const text = parts.map(([w, sep]) => w + sep).join('');
-      assert.equal(sanitizeMarkers(text), text);
-    }),
+    fc.property(
+      fc.array(fc.tuple(fc.constantFrom(...WORDS), fc.constantFrom(' ', ', ', '. ', '\n', '_', '-', '')), {
+        maxLength: 60,
+      }),
+      (parts) => {
+        const text = parts.map(([w, sep]) => w + sep).join('');
+        assert.equal(sanitizeMarkers(text), text);
+      },
+    ),
     { seed: 7, numRuns: 3000 },
   );
 });
@@ -190,7 +255,10 @@ function hits(letters: string): number {
 /** The words with random edits of the given kinds, after a random prefix of their letters. */
 function editedWords(kinds: fc.Arbitrary<string>, extra: fc.Arbitrary<string>): fc.Arbitrary<string> {
   return fc
-    .tuple(fc.array(fc.tuple(fc.nat(23), kinds, extra), { maxLength: 6 }), fc.string({ unit: fc.constantFrom(...'extrnaluscod'), maxLength: 8 }))
+    .tuple(
+      fc.array(fc.tuple(fc.nat(23), kinds, extra), { maxLength: 6 }),
+      fc.string({ unit: fc.constantFrom(...'extrnaluscod'), maxLength: 8 }),
+    )
     .map(([edits, prefix]) => {
       const letters = Array.from('externaluntrustedcontent');
       for (const [at, kind, ch] of edits) {
@@ -214,9 +282,12 @@ test('property: the bit-parallel search agrees with DP (unusual letters: up to 3
 
 test('property: the bit-parallel search agrees with DP (plain letters: 1 edit)', () => {
   fc.assert(
-    fc.property(editedWords(fc.constantFrom('add', 'swap', 'drop'), fc.constantFrom(...'externalucodsq')), (letters) => {
-      assert.equal(hits(letters) > 0, withinEdits(letters, 1), letters);
-    }),
+    fc.property(
+      editedWords(fc.constantFrom('add', 'swap', 'drop'), fc.constantFrom(...'externalucodsq')),
+      (letters) => {
+        assert.equal(hits(letters) > 0, withinEdits(letters, 1), letters);
+      },
+    ),
     { seed: 25, numRuns: 3000 },
   );
 });
@@ -237,7 +308,9 @@ test('a 1 MB hostile string of each kind is handled in well under the loose boun
     'comments in words': fill('e<!--'),
     'look-alike letters': fill('ꓰ×ᴇ<«&#69;\u202e'),
     'small capitals': fill('ᴇ'),
-    'many distinct characters': Array.from({ length: MB / 2 }, (_, i) => String.fromCodePoint(0x20000 + (i % 42000))).join(''),
+    'many distinct characters': Array.from({ length: MB / 2 }, (_, i) =>
+      String.fromCodePoint(0x20000 + (i % 42000)),
+    ).join(''),
   };
   for (const [name, text] of Object.entries(hostile)) {
     const started = performance.now();

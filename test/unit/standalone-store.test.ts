@@ -125,7 +125,10 @@ test('group commit: under a steady stream of appends, writes start at most once 
     const elapsed = performance.now() - started;
     const writes = log.writeCount - before;
     assert.ok(turns > 100, `only ${turns} turns ran in 60 ms`);
-    assert.ok(writes <= elapsed / ROUND_GAP_MS + 2, `${writes} writes in ${elapsed.toFixed(0)} ms for ${turns} appends`);
+    assert.ok(
+      writes <= elapsed / ROUND_GAP_MS + 2,
+      `${writes} writes in ${elapsed.toFixed(0)} ms for ${turns} appends`,
+    );
     assert.equal((await log.readAll()).length, turns + 1);
     await log.close();
   });
@@ -165,7 +168,10 @@ test('write(): records nobody waits for share the batch and its order; flush() w
     await awaited;
     await log.flush();
     assert.equal(log.writeCount, 1);
-    assert.deepEqual((await fileLines(file)).map((l) => (JSON.parse(l) as Rec).n), [0, 1, 2]);
+    assert.deepEqual(
+      (await fileLines(file)).map((l) => (JSON.parse(l) as Rec).n),
+      [0, 1, 2],
+    );
     await log.close();
   });
 });
@@ -276,9 +282,24 @@ test('session store: history, list and agent ids survive a restart', async () =>
     await store.open();
     assert.deepEqual(store.list(), []);
     await Promise.all([
-      store.append('agent:ops:main', { kind: 'system-event', text: 'disk full', hook: 'wake', at: '2024-01-01T00:00:00.000Z' }),
-      store.append('agent:ops:hook:gmail:1', { kind: 'prompt', text: 'summarise', runId: 'r1', at: '2024-01-01T00:00:01.000Z' }),
-      store.append('agent:ops:hook:gmail:1', { kind: 'reply', text: 'done', runId: 'r1', at: '2024-01-01T00:00:02.000Z' }),
+      store.append('agent:ops:main', {
+        kind: 'system-event',
+        text: 'disk full',
+        hook: 'wake',
+        at: '2024-01-01T00:00:00.000Z',
+      }),
+      store.append('agent:ops:hook:gmail:1', {
+        kind: 'prompt',
+        text: 'summarise',
+        runId: 'r1',
+        at: '2024-01-01T00:00:01.000Z',
+      }),
+      store.append('agent:ops:hook:gmail:1', {
+        kind: 'reply',
+        text: 'done',
+        runId: 'r1',
+        at: '2024-01-01T00:00:02.000Z',
+      }),
       store.append('plain-key', { kind: 'prompt', text: 'hello' }),
     ]);
     const before = store.list();
@@ -484,7 +505,13 @@ test('run registry: keeps the 10,000 most recently accepted runs in memory, each
     written.push({ key, line, wait });
     return wait ? Promise.resolve() : undefined;
   });
-  const run = (n: number, status: 'queued' | 'running' | 'ok') => ({ runId: `run-${n}`, name: 'agent', status, agentId: 'main', sessionKey: 'agent:main:hook:x' });
+  const run = (n: number, status: 'queued' | 'running' | 'ok') => ({
+    runId: `run-${n}`,
+    name: 'agent',
+    status,
+    agentId: 'main',
+    sessionKey: 'agent:main:hook:x',
+  });
   for (let n = 0; n < 10_005; n++) {
     void registry.update(run(n, 'queued'));
     void registry.update(run(n, 'running'));
@@ -512,12 +539,21 @@ test('run registry: rebuilt from the session files, with the reply from the hist
   await withTempDir(async (dir) => {
     const open = async () => {
       const registry: RunRegistry = new RunRegistry((key, line, wait) => store.recordRun(key, line, wait));
-      const store: SessionStore = new SessionStore(dir, recordingLogger(), (key, records) => registry.restore(key, records));
+      const store: SessionStore = new SessionStore(dir, recordingLogger(), (key, records) =>
+        registry.restore(key, records),
+      );
       await store.open();
       return { store, registry, unfinished: registry.restored() };
     };
     const first = await open();
-    const record = (runId: string, sessionKey: string, status: RunRecord['status'], more: Partial<RunRecord> = {}) => ({ runId, name: 'Deploy', status, agentId: 'ops', sessionKey, ...more });
+    const record = (runId: string, sessionKey: string, status: RunRecord['status'], more: Partial<RunRecord> = {}) => ({
+      runId,
+      name: 'Deploy',
+      status,
+      agentId: 'ops',
+      sessionKey,
+      ...more,
+    });
     await first.registry.update(record('r-ok', 'agent:ops:hook:a', 'queued'));
     await first.store.append('agent:ops:hook:a', { kind: 'prompt', text: 'deploy?', runId: 'r-ok' });
     await first.store.append('agent:ops:hook:a', { kind: 'reply', text: 'deployed', runId: 'r-ok' });
@@ -531,12 +567,21 @@ test('run registry: rebuilt from the session files, with the reply from the hist
 
     const second = await open();
     assert.deepEqual(second.registry.get('r-ok'), record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }));
-    assert.deepEqual(second.registry.get('r-failed'), record('r-failed', 'agent:ops:hook:b', 'error', { error: 'model down' }));
+    assert.deepEqual(
+      second.registry.get('r-failed'),
+      record('r-failed', 'agent:ops:hook:b', 'error', { error: 'model down' }),
+    );
     assert.deepEqual(second.unfinished, [record('r-cut', 'agent:ops:hook:b', 'queued')]);
     // Status lines are in the file but not in the history.
-    assert.deepEqual((await second.store.history('agent:ops:hook:a')).map((e) => e.kind), ['prompt', 'reply']);
+    assert.deepEqual(
+      (await second.store.history('agent:ops:hook:a')).map((e) => e.kind),
+      ['prompt', 'reply'],
+    );
     assert.equal((await second.store.history('agent:ops:hook:b')).length, 1);
-    assert.match(await readFile(path.join(dir, sessionFileName('agent:ops:hook:b')), 'utf8'), /"kind":"run","runId":"r-cut","status":"queued"/);
+    assert.match(
+      await readFile(path.join(dir, sessionFileName('agent:ops:hook:b')), 'utf8'),
+      /"kind":"run","runId":"r-cut","status":"queued"/,
+    );
     await second.store.close();
   });
 });
@@ -544,7 +589,14 @@ test('run registry: rebuilt from the session files, with the reply from the hist
 test('run registry: a restart keeps the 10,000 most recently accepted runs across session files, and every unfinished one', () => {
   const registry = new RunRegistry(() => undefined);
   const at = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString();
-  const line = (n: number, status: RunLine['status']): RunLine => ({ kind: 'run', runId: `run-${n}`, status, name: 'agent', agentId: 'main', at: at(n) });
+  const line = (n: number, status: RunLine['status']): RunLine => ({
+    kind: 'run',
+    runId: `run-${n}`,
+    status,
+    name: 'agent',
+    agentId: 'main',
+    at: at(n),
+  });
   // Two sessions whose runs alternate in time; the oldest run of all was never finished.
   const files: Record<string, object[]> = { 'agent:main:hook:even': [], 'agent:main:hook:odd': [] };
   for (let n = 0; n < 10_010; n++) {
@@ -555,9 +607,19 @@ test('run registry: a restart keeps the 10,000 most recently accepted runs acros
   // Read in name order: every run of "even" before any of "odd".
   registry.restore('agent:main:hook:even', files['agent:main:hook:even']!);
   registry.restore('agent:main:hook:odd', files['agent:main:hook:odd']!);
-  assert.deepEqual(registry.restored().map((r) => r.runId), ['run-0']);
+  assert.deepEqual(
+    registry.restored().map((r) => r.runId),
+    ['run-0'],
+  );
   assert.equal(registry.get('run-0')?.status, 'queued');
   for (let n = 1; n <= 10; n++) assert.equal(registry.get(`run-${n}`), undefined, `run-${n} is among the oldest`);
-  assert.deepEqual(registry.get('run-11'), { runId: 'run-11', name: 'agent', status: 'ok', agentId: 'main', sessionKey: 'agent:main:hook:odd', reply: 'reply 11' });
+  assert.deepEqual(registry.get('run-11'), {
+    runId: 'run-11',
+    name: 'agent',
+    status: 'ok',
+    agentId: 'main',
+    sessionKey: 'agent:main:hook:odd',
+    reply: 'reply 11',
+  });
   assert.equal(registry.get('run-10009')?.reply, 'reply 10009');
 });

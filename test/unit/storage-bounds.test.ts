@@ -45,7 +45,11 @@ test('retention: a session keeps its newest entries within its bound and drops t
   const kept = (await again.history(key)).map((e) => Number(e.text.split(' ')[1]));
   assert.ok(kept[0]! > 0, 'the oldest entries are gone');
   assert.equal(kept.at(-1), 1499, 'the newest acknowledged entry is kept');
-  assert.deepEqual(kept, Array.from({ length: kept.length }, (_, i) => kept[0]! + i), 'what is kept is the newest, without gaps');
+  assert.deepEqual(
+    kept,
+    Array.from({ length: kept.length }, (_, i) => kept[0]! + i),
+    'what is kept is the newest, without gaps',
+  );
   assert.ok(kept.length >= (small.retainBytes - 2 * small.segmentBytes) / 1100, `${kept.length} entries kept`);
   await again.close();
 });
@@ -60,7 +64,10 @@ test('retention: a line larger than a segment is kept whole, and the newest full
   await store.append(key, { kind: 'reply', text: 'z'.repeat(300 * KiB) });
   // Past the bound, the segment holding "small one" went; the newest full segment stays whatever its size.
   const page = await store.historyPage(key, 10);
-  assert.deepEqual(page.entries.map((e) => e.text), ['y'.repeat(300 * KiB), 'z'.repeat(300 * KiB)]);
+  assert.deepEqual(
+    page.entries.map((e) => e.text),
+    ['y'.repeat(300 * KiB), 'z'.repeat(300 * KiB)],
+  );
   assert.equal(page.before, undefined);
   await store.close();
 });
@@ -70,7 +77,14 @@ test('retention: the outbox keeps its newest deliveries within its bound', async
   const file = path.join(dir, 'outbox.jsonl');
   const outbox = new Outbox(file, quiet, small);
   await outbox.open();
-  for (let n = 0; n < 800; n++) await outbox.append({ channel: 'slack', to: `#c${n}`, text: `delivery ${n} ${'d'.repeat(1000)}`, runId: `r${n}`, agentId: n % 2 ? 'ops' : 'main' });
+  for (let n = 0; n < 800; n++)
+    await outbox.append({
+      channel: 'slack',
+      to: `#c${n}`,
+      text: `delivery ${n} ${'d'.repeat(1000)}`,
+      runId: `r${n}`,
+      agentId: n % 2 ? 'ops' : 'main',
+    });
   await outbox.close();
   const { bytes } = await dirBytes(dir, 'outbox.jsonl');
   assert.ok(bytes <= small.retainBytes + small.segmentBytes, `${bytes} bytes kept`);
@@ -93,13 +107,20 @@ test('pages: newest first in pages, oldest first within one, and a cursor still 
   await store.open();
   for (let n = 0; n < 50; n++) await store.append(key, { kind: 'system-event', text: `e${n}`, hook: 'wake' });
   const newest = await store.historyPage(key, 10);
-  assert.deepEqual(newest.entries.map((e) => e.text), Array.from({ length: 10 }, (_, i) => `e${40 + i}`));
+  assert.deepEqual(
+    newest.entries.map((e) => e.text),
+    Array.from({ length: 10 }, (_, i) => `e${40 + i}`),
+  );
   const cursor = newest.before!;
   // Enough more to rotate the segment holding the cursor several times.
-  for (let n = 50; n < 400; n++) await store.append(key, { kind: 'system-event', text: `e${n} ${'p'.repeat(1000)}`, hook: 'wake' });
+  for (let n = 50; n < 400; n++)
+    await store.append(key, { kind: 'system-event', text: `e${n} ${'p'.repeat(1000)}`, hook: 'wake' });
   assert.ok((await readdir(dir)).length > 3, 'rotated');
   const older = await store.historyPage(key, 10, cursor);
-  assert.deepEqual(older.entries.map((e) => e.text), Array.from({ length: 10 }, (_, i) => `e${30 + i}`));
+  assert.deepEqual(
+    older.entries.map((e) => e.text),
+    Array.from({ length: 10 }, (_, i) => `e${30 + i}`),
+  );
   const oldest = await store.historyPage(key, 100, older.before);
   assert.equal(oldest.entries.length, 30);
   assert.equal(oldest.before, undefined, 'no cursor when nothing older exists');
@@ -128,14 +149,21 @@ test('outbox: deliveries are not held in memory, only the last route of each age
   const text = (n: number) => `${n} ${'t'.repeat(100 * KiB)}`;
   // 150 MB of deliveries, in batches that are each acknowledged.
   for (let n = 0; n < 1500; n += 50) {
-    await Promise.all(Array.from({ length: 50 }, (_, i) => outbox.append({ channel: 'slack', text: text(n + i), runId: `r${n + i}`, agentId: `agent-${(n + i) % 3}` })));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        outbox.append({ channel: 'slack', text: text(n + i), runId: `r${n + i}`, agentId: `agent-${(n + i) % 3}` }),
+      ),
+    );
   }
   gc();
   const grew = process.memoryUsage().heapUsed - before;
   assert.ok(grew < 20 * MiB, `the heap grew by ${(grew / MiB).toFixed(1)} MiB`);
   assert.deepEqual(outbox.lastRoute('agent-2'), { channel: 'slack' });
   const page = await outbox.page(2);
-  assert.deepEqual(page.deliveries.map((d) => d.runId), ['r1498', 'r1499']);
+  assert.deepEqual(
+    page.deliveries.map((d) => d.runId),
+    ['r1498', 'r1499'],
+  );
   await outbox.close();
 });
 
@@ -161,7 +189,12 @@ test('runs: a run gone from memory (past the 10,000 kept) is read back from its 
       batch.push(storage.runs.update(record(i, 'queued'))!);
       storage.store.write(`agent:ops:hook:s${i % 7}`, { kind: 'prompt', text: `deploy ${i}?`, runId: `run-${i}` });
       if (i % 3 === 0) {
-        storage.store.write(`agent:ops:hook:s${i % 7}`, { kind: 'reply', text: '', runId: `run-${i}`, error: 'model down' });
+        storage.store.write(`agent:ops:hook:s${i % 7}`, {
+          kind: 'reply',
+          text: '',
+          runId: `run-${i}`,
+          error: 'model down',
+        });
         void storage.runs.update(record(i, 'error', { error: 'model down' }));
       } else {
         storage.store.write(`agent:ops:hook:s${i % 7}`, { kind: 'reply', text: `deployed ${i}`, runId: `run-${i}` });
@@ -210,7 +243,8 @@ test('every segment starts with the session header: a long hashed key is found a
   assert.ok(name.includes('~'), 'the name cannot be decoded back to the key');
   const store = new SessionStore(dir, quiet, undefined, small);
   await store.open();
-  for (let n = 0; n < 200; n++) await store.append(key, { kind: 'system-event', text: `e${n} ${'x'.repeat(1000)}`, hook: 'wake' });
+  for (let n = 0; n < 200; n++)
+    await store.append(key, { kind: 'system-event', text: `e${n} ${'x'.repeat(1000)}`, hook: 'wake' });
   await store.close();
   const segments = (await readdir(dir)).filter((f) => f.startsWith(`${name}.`));
   assert.ok(segments.length >= 2, segments.join(', '));
@@ -223,12 +257,21 @@ test('every segment starts with the session header: a long hashed key is found a
   await rm(path.join(dir, name));
   const again = new SessionStore(dir, quiet, undefined, small);
   await again.open();
-  assert.deepEqual(again.list().map((s) => s.key), [key]);
+  assert.deepEqual(
+    again.list().map((s) => s.key),
+    [key],
+  );
   const page = await again.historyPage(key, 1);
   assert.ok(/^e\d+ /.test(page.entries[0]!.text));
   await again.append(key, { kind: 'system-event', text: 'after', hook: 'wake' });
-  assert.deepEqual((await again.historyPage(key, 1)).entries.map((e) => e.text), ['after']);
+  assert.deepEqual(
+    (await again.historyPage(key, 1)).entries.map((e) => e.text),
+    ['after'],
+  );
   const older = await again.historyPage(key, 1, (await again.historyPage(key, 1)).before);
-  assert.deepEqual(older.entries.map((e) => e.text), page.entries.map((e) => e.text));
+  assert.deepEqual(
+    older.entries.map((e) => e.text),
+    page.entries.map((e) => e.text),
+  );
   await again.close();
 });

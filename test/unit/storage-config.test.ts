@@ -9,7 +9,10 @@ const base = { gateway: { auth: { token: 'a-gateway-token-0123456789' } } };
 
 test('storage: defaults when absent, each key overridable', () => {
   assert.deepEqual(resolveGatewaySettings(base, 'gw.json5').storage, DEFAULT_STORAGE_LIMITS);
-  const set = resolveGatewaySettings({ ...base, storage: { segmentBytes: 1048576, outboxRetainBytes: 8388608 } }, 'gw.json5').storage;
+  const set = resolveGatewaySettings(
+    { ...base, storage: { segmentBytes: 1048576, outboxRetainBytes: 8388608 } },
+    'gw.json5',
+  ).storage;
   assert.deepEqual(set, { ...DEFAULT_STORAGE_LIMITS, segmentBytes: 1048576, outboxRetainBytes: 8388608 });
 });
 

@@ -45,20 +45,29 @@ describe('off-heap memory', () => {
   before(async () => {
     dir = await realTemp('hookgate-offheap-');
     // Each call keeps 256 MB more, touched (so it is real memory), in module state the worker retains.
-    await writeFile(f('hoard-buffer.mjs'), 'const kept = [];\nexport default () => { kept.push(Buffer.alloc(256 * 1024 * 1024, 1)); return { n: kept.length }; };\n');
+    await writeFile(
+      f('hoard-buffer.mjs'),
+      'const kept = [];\nexport default () => { kept.push(Buffer.alloc(256 * 1024 * 1024, 1)); return { n: kept.length }; };\n',
+    );
     await writeFile(
       f('hoard-arraybuffer.mjs'),
       'const kept = [];\nexport default () => { const b = new ArrayBuffer(256 * 1024 * 1024); new Uint8Array(b).fill(1); kept.push(b); return { n: kept.length }; };\n',
     );
     // All of it in one call, never yielding: the worker cannot watch itself meanwhile.
-    await writeFile(f('burst.mjs'), 'export default () => { const kept = []; for (let i = 0; i < 8; i++) kept.push(Buffer.alloc(256 * 1024 * 1024, 1)); return { n: kept.length }; };\n');
+    await writeFile(
+      f('burst.mjs'),
+      'export default () => { const kept = []; for (let i = 0; i < 8; i++) kept.push(Buffer.alloc(256 * 1024 * 1024, 1)); return { n: kept.length }; };\n',
+    );
     // The same over several turns of the worker's event loop.
     await writeFile(
       f('creep.mjs'),
       'export default async () => { const kept = []; for (let i = 0; i < 16; i++) { kept.push(Buffer.alloc(64 * 1024 * 1024, 1)); await new Promise((r) => setTimeout(r, 20)); } return { n: kept.length }; };\n',
     );
     // Large temporaries dropped at once: garbage, not a hoard.
-    await writeFile(f('churn.mjs'), 'export default () => { const b = Buffer.allocUnsafe(30 * 1024 * 1024).fill(7); return { sum: b[0] + b[b.length - 1] }; };\n');
+    await writeFile(
+      f('churn.mjs'),
+      'export default () => { const b = Buffer.allocUnsafe(30 * 1024 * 1024).fill(7); return { sum: b[0] + b[b.length - 1] }; };\n',
+    );
     await writeFile(f('ok.mjs'), 'export default () => ({ ok: true });\n');
   });
 
@@ -68,14 +77,24 @@ describe('off-heap memory', () => {
     try {
       assert.deepEqual(value(await runner.run(call(f('ok.mjs')))), { ok: true });
       const start = rss();
-      for (const file of ['hoard-buffer.mjs', 'hoard-arraybuffer.mjs', 'hoard-buffer.mjs', 'hoard-arraybuffer.mjs', 'hoard-buffer.mjs', 'hoard-arraybuffer.mjs']) {
+      for (const file of [
+        'hoard-buffer.mjs',
+        'hoard-arraybuffer.mjs',
+        'hoard-buffer.mjs',
+        'hoard-arraybuffer.mjs',
+        'hoard-buffer.mjs',
+        'hoard-arraybuffer.mjs',
+      ]) {
         assert.equal(failure(await runner.run(call(f(file)))).reason, 'the transform used too much memory', file);
         // Loose: one hoard may still be on its way out; six of them kept would be 1.5 GB.
         const grown = (rss() - start) / MB;
         assert.ok(grown < 600, `RSS grew by ${grown.toFixed(0)} MB after ${file}`);
       }
       assert.deepEqual(value(await runner.run(call(f('ok.mjs')))), { ok: true });
-      assert.ok(logger.lines.some((l) => l.includes('too much memory')), 'the stop is logged');
+      assert.ok(
+        logger.lines.some((l) => l.includes('too much memory')),
+        'the stop is logged',
+      );
     } finally {
       await runner.close();
     }
@@ -112,7 +131,8 @@ describe('off-heap memory', () => {
   test('large temporaries that are dropped are garbage, not a reason to stop the worker', async () => {
     const runner = new TransformRunner({ timeoutMs: 10_000, workers: 1 });
     try {
-      for (let i = 0; i < 20; i++) assert.deepEqual(value(await runner.run(call(f('churn.mjs')))), { sum: 14 }, `call ${i}`);
+      for (let i = 0; i < 20; i++)
+        assert.deepEqual(value(await runner.run(call(f('churn.mjs')))), { sum: 14 }, `call ${i}`);
       assert.equal(runner.workerCount, 1);
     } finally {
       await runner.close();
@@ -129,7 +149,10 @@ describe('output size', () => {
     dir = await realTemp('hookgate-output-');
     await writeFile(f('huge-text.mjs'), "export default () => ({ action: 'wake', text: 'x'.repeat(100_000_000) });\n");
     await writeFile(f('echo.mjs'), 'export default (ctx) => ctx.payload.value;\n');
-    await writeFile(f('many-keys.mjs'), 'export default () => { const o = {}; for (let i = 0; i < 40_000; i++) o[`k${i}`] = i; return o; };\n');
+    await writeFile(
+      f('many-keys.mjs'),
+      'export default () => { const o = {}; for (let i = 0; i < 40_000; i++) o[`k${i}`] = i; return o; };\n',
+    );
     await writeFile(f('cycle.mjs'), 'export default () => { const o = { text: "loop" }; o.self = o; return o; };\n');
     await writeFile(f('sparse.mjs'), 'export default () => { const a = []; a[1e9] = 1; return { a }; };\n');
     await writeFile(f('date.mjs'), 'export default () => ({ at: new Date(0) });\n');
@@ -142,7 +165,10 @@ describe('output size', () => {
 
   test('a 100-million-character text fails with the bounded-output reason (default 262144 bytes)', async () => {
     const t0 = performance.now();
-    assert.equal(failure(await runner.run(call(f('huge-text.mjs')))).reason, 'the transform returned more than 262144 bytes');
+    assert.equal(
+      failure(await runner.run(call(f('huge-text.mjs')))).reason,
+      'the transform returned more than 262144 bytes',
+    );
     assert.ok(performance.now() - t0 < 4000);
     assert.deepEqual(value(await runner.run(call(f('echo.mjs'), { value: { text: 'small' } }))), { text: 'small' });
   });
@@ -156,20 +182,36 @@ describe('output size', () => {
     ];
     for (const sample of samples) {
       const bytes = Buffer.byteLength(JSON.stringify(sample));
-      assert.deepEqual(value(await runner.run(call(f('echo.mjs'), { value: sample }, bytes))), sample, `${bytes} bytes fit in ${bytes}`);
+      assert.deepEqual(
+        value(await runner.run(call(f('echo.mjs'), { value: sample }, bytes))),
+        sample,
+        `${bytes} bytes fit in ${bytes}`,
+      );
       assert.equal(
         failure(await runner.run(call(f('echo.mjs'), { value: sample }, bytes - 1))).reason,
         `the transform returned more than ${bytes - 1} bytes`,
       );
     }
     // Members holding undefined are left out, as JSON leaves them out.
-    assert.deepEqual(value(await runner.run(call(f('echo.mjs'), { value: { text: 'a', gone: undefined } }, 12))), { text: 'a', gone: undefined });
+    assert.deepEqual(value(await runner.run(call(f('echo.mjs'), { value: { text: 'a', gone: undefined } }, 12))), {
+      text: 'a',
+      gone: undefined,
+    });
   });
 
   test('many keys, a cycle or a sparse array end at the limit; non-JSON values are refused', async () => {
-    assert.equal(failure(await runner.run(call(f('many-keys.mjs')))).reason, 'the transform returned more than 262144 bytes');
-    assert.equal(failure(await runner.run(call(f('cycle.mjs')))).reason, 'the transform returned more than 262144 bytes');
-    assert.equal(failure(await runner.run(call(f('sparse.mjs')))).reason, 'the transform returned more than 262144 bytes');
+    assert.equal(
+      failure(await runner.run(call(f('many-keys.mjs')))).reason,
+      'the transform returned more than 262144 bytes',
+    );
+    assert.equal(
+      failure(await runner.run(call(f('cycle.mjs')))).reason,
+      'the transform returned more than 262144 bytes',
+    );
+    assert.equal(
+      failure(await runner.run(call(f('sparse.mjs')))).reason,
+      'the transform returned more than 262144 bytes',
+    );
     assert.match(failure(await runner.run(call(f('date.mjs')))).reason, /not plain JSON data/);
   });
 });
@@ -178,7 +220,8 @@ describe('a module path swapped for a symlink after it was checked', () => {
   let root: string;
   let outside: string;
   let canary: string;
-  const evil = (): string => `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(canary)}, 'loaded');\nexport default () => ({ text: 'evil' });\n`;
+  const evil = (): string =>
+    `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(canary)}, 'loaded');\nexport default () => ({ text: 'evil' });\n`;
 
   before(async () => {
     const base = await realTemp('hookgate-swap-');
@@ -241,10 +284,19 @@ describe('error texts', () => {
 
   before(async () => {
     dir = await realTemp('hookgate-errors-');
-    await writeFile(f('throws.mjs'), 'export default (ctx) => { throw new Error("bad card " + JSON.stringify(ctx.payload)); };\n');
+    await writeFile(
+      f('throws.mjs'),
+      'export default (ctx) => { throw new Error("bad card " + JSON.stringify(ctx.payload)); };\n',
+    );
     await writeFile(f('throws-header.mjs'), 'export default (ctx) => { throw ctx.headers["x-api-key"]; };\n');
-    await writeFile(f('load-throws.mjs'), `throw new Error(${JSON.stringify(`top level ${CANARY}`)});\nexport default () => null;\n`);
-    await writeFile(f('uncaught.mjs'), `export default () => { setTimeout(() => { throw new Error(${JSON.stringify(`later ${CANARY}`)}); }); return new Promise(() => {}); };\n`);
+    await writeFile(
+      f('load-throws.mjs'),
+      `throw new Error(${JSON.stringify(`top level ${CANARY}`)});\nexport default () => null;\n`,
+    );
+    await writeFile(
+      f('uncaught.mjs'),
+      `export default () => { setTimeout(() => { throw new Error(${JSON.stringify(`later ${CANARY}`)}); }); return new Promise(() => {}); };\n`,
+    );
     await writeFile(f('bad-export.mjs'), `export default { text: ${JSON.stringify(CANARY)} };\n`);
   });
 
@@ -256,7 +308,10 @@ describe('error texts', () => {
       const thrown = await runner.run(call(f('throws.mjs'), { card: CANARY }));
       assert.equal(failure(thrown).reason, 'the transform threw an error');
       assert.match(failure(thrown).detail ?? '', new RegExp(CANARY), 'kept for an operator tool');
-      const header = await runner.run({ ...call(f('throws-header.mjs')), ctx: { payload: {}, headers: { 'x-api-key': CANARY }, query: {}, path: 'p' } });
+      const header = await runner.run({
+        ...call(f('throws-header.mjs')),
+        ctx: { payload: {}, headers: { 'x-api-key': CANARY }, query: {}, path: 'p' },
+      });
       assert.equal(failure(header).reason, 'the transform threw an error');
       const loaded = await runner.run(call(f('load-throws.mjs')));
       assert.equal(failure(loaded).reason, 'the transform module could not be loaded');

@@ -125,7 +125,10 @@ describe('confineModule', () => {
   });
 
   test('a missing root means a missing module', async () => {
-    await assert.rejects(confineModule(path.join(base, 'nope'), path.join(base, 'nope'), 'x.ts', WHERE), /^Error: hooks\.mappings\[2\]\.transform\.module "x\.ts" does not exist/);
+    await assert.rejects(
+      confineModule(path.join(base, 'nope'), path.join(base, 'nope'), 'x.ts', WHERE),
+      /^Error: hooks\.mappings\[2\]\.transform\.module "x\.ts" does not exist/,
+    );
   });
 });
 
@@ -234,23 +237,44 @@ export default function transform(ctx: Ctx): Out {
 export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.payload });
 `,
     );
-    write(f('mod.mts'), `const base: number = await Promise.resolve(40);\nexport default (ctx: { payload: { n: number } }) => ({ mts: base + ctx.payload.n });\n`);
-    write(f('esm.js'), `export default function (ctx) { return { js: ctx.payload.n } }\nexport function other() { return { other: true } }\n`);
-    write(f('esm.mjs'), `import { createHash } from 'node:crypto';\nexport default (ctx) => ({ mjs: createHash('sha1').update(String(ctx.payload.n)).digest('hex').length });\n`);
+    write(
+      f('mod.mts'),
+      `const base: number = await Promise.resolve(40);\nexport default (ctx: { payload: { n: number } }) => ({ mts: base + ctx.payload.n });\n`,
+    );
+    write(
+      f('esm.js'),
+      `export default function (ctx) { return { js: ctx.payload.n } }\nexport function other() { return { other: true } }\n`,
+    );
+    write(
+      f('esm.mjs'),
+      `import { createHash } from 'node:crypto';\nexport default (ctx) => ({ mjs: createHash('sha1').update(String(ctx.payload.n)).digest('hex').length });\n`,
+    );
     write(f('fn.cjs'), `module.exports = function (ctx) { return { cjs: ctx.payload.n } };\n`);
     write(f('named.cjs'), `exports.pick = (ctx) => ({ picked: ctx.payload.n });\nexports.notFn = 42;\n`);
     write(f('object.cjs'), `module.exports = { shaped: (ctx) => ({ shaped: true }) };\n`);
     write(f('plain.js'), `module.exports = (ctx) => ({ plainCjs: true });\n`);
-    write(f('async.ts'), `export default async (ctx: { payload: { n: number } }) => { await new Promise((r) => setTimeout(r, 20)); return { later: ctx.payload.n }; };\n`);
+    write(
+      f('async.ts'),
+      `export default async (ctx: { payload: { n: number } }) => { await new Promise((r) => setTimeout(r, 20)); return { later: ctx.payload.n }; };\n`,
+    );
     write(f('null.ts'), `export default () => null;\n`);
-    write(f('throws.ts'), `export default (ctx: any) => { throw new Error('bad things\\nsecond line with ' + JSON.stringify(ctx.payload)); };\n`);
+    write(
+      f('throws.ts'),
+      `export default (ctx: any) => { throw new Error('bad things\\nsecond line with ' + JSON.stringify(ctx.payload)); };\n`,
+    );
     write(f('throws-long.ts'), `export default () => { throw new TypeError('x'.repeat(1000)); };\n`);
     write(f('throws-string.ts'), `export default () => { throw 'plain string'; };\n`);
     write(f('rejects.mjs'), `export default async () => { await null; throw new RangeError('nope, rejected'); };\n`);
     write(f('loop.ts'), `export default () => { for (;;) {} };\n`);
     write(f('never.ts'), `export default () => new Promise(() => {});\n`);
-    write(f('slow.ts'), `export default async () => { await new Promise((r) => setTimeout(r, 60)); return { slow: true }; };\n`);
-    write(f('oom.ts'), `export default () => { const keep: unknown[] = []; for (;;) keep.push({ a: new Array(4096).fill(Math.random()) }); };\n`);
+    write(
+      f('slow.ts'),
+      `export default async () => { await new Promise((r) => setTimeout(r, 60)); return { slow: true }; };\n`,
+    );
+    write(
+      f('oom.ts'),
+      `export default () => { const keep: unknown[] = []; for (;;) keep.push({ a: new Array(4096).fill(Math.random()) }); };\n`,
+    );
     write(f('exit.ts'), `export default () => { process.exit(1); };\n`);
     write(f('array.ts'), `export default () => [1, 2];\n`);
     write(f('string.ts'), `export default () => 'text';\n`);
@@ -271,7 +295,10 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
   });
 
   test('loads TS, MTS, JS (ESM and CJS), MJS and CJS modules; default and named exports', async () => {
-    assert.deepEqual(value(await runner.run(call(f('typed.ts'), 'default', { n: 7 }))), { text: 'demo:7:yes:1:1', kind: 'wake' });
+    assert.deepEqual(value(await runner.run(call(f('typed.ts'), 'default', { n: 7 }))), {
+      text: 'demo:7:yes:1:1',
+      kind: 'wake',
+    });
     assert.deepEqual(value(await runner.run(call(f('typed.ts'), 'named', { n: 2 }))), { named: { n: 2 } });
     assert.deepEqual(value(await runner.run(call(f('mod.mts'), 'default', { n: 2 }))), { mts: 42 });
     assert.deepEqual(value(await runner.run(call(f('esm.js'), 'default', { n: 3 }))), { js: 3 });
@@ -324,16 +351,40 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
   });
 
   test('bad return values, missing exports and load errors are clear reasons', async () => {
-    assert.equal(failed(await runner.run(call(f('array.ts')))), 'the transform returned an array, expected an object or null');
-    assert.equal(failed(await runner.run(call(f('string.ts')))), 'the transform returned a string, expected an object or null');
-    assert.equal(failed(await runner.run(call(f('function.ts')))), 'the transform returned a function, expected an object or null');
-    assert.equal(failed(await runner.run(call(f('undefined.ts')))), 'the transform returned undefined, expected an object or null');
-    assert.equal(failed(await runner.run(call(f('map.ts')))), 'the transform returned an object that is not a plain object, expected an object or null');
+    assert.equal(
+      failed(await runner.run(call(f('array.ts')))),
+      'the transform returned an array, expected an object or null',
+    );
+    assert.equal(
+      failed(await runner.run(call(f('string.ts')))),
+      'the transform returned a string, expected an object or null',
+    );
+    assert.equal(
+      failed(await runner.run(call(f('function.ts')))),
+      'the transform returned a function, expected an object or null',
+    );
+    assert.equal(
+      failed(await runner.run(call(f('undefined.ts')))),
+      'the transform returned undefined, expected an object or null',
+    );
+    assert.equal(
+      failed(await runner.run(call(f('map.ts')))),
+      'the transform returned an object that is not a plain object, expected an object or null',
+    );
     assert.match(failed(await runner.run(call(f('nested-fn.ts')))), /not plain JSON data/);
     assert.equal(failed(await runner.run(call(f('no-default.ts')))), 'the transform module has no export "default"');
-    assert.equal(failed(await runner.run(call(f('typed.ts'), 'missing'))), 'the transform module has no export "missing"');
-    assert.equal(failed(await runner.run(call(f('default-not-fn.ts')))), `the transform module's export "default" is an object, not a function`);
-    assert.equal(failed(await runner.run(call(f('named.cjs'), 'notFn'))), `the transform module's export "notFn" is a number, not a function`);
+    assert.equal(
+      failed(await runner.run(call(f('typed.ts'), 'missing'))),
+      'the transform module has no export "missing"',
+    );
+    assert.equal(
+      failed(await runner.run(call(f('default-not-fn.ts')))),
+      `the transform module's export "default" is an object, not a function`,
+    );
+    assert.equal(
+      failed(await runner.run(call(f('named.cjs'), 'notFn'))),
+      `the transform module's export "notFn" is a number, not a function`,
+    );
     const syntax = await runner.run(call(f('syntax.ts')));
     assert.equal(failed(syntax), 'the transform module could not be loaded');
     assert.ok(detail(syntax) && !detail(syntax)!.includes('\n'));
@@ -363,7 +414,11 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
       const good = await pool.run(call(f('fn.cjs'), 'default', { n: 1 })).finally(() => order.push('good'));
       assert.equal(good.ok, true);
       assert.equal(pool.workerCount, 2);
-      assert.deepEqual(order, ['good'], `the good call finished while the loop ran (${(performance.now() - t0).toFixed(0)} ms)`);
+      assert.deepEqual(
+        order,
+        ['good'],
+        `the good call finished while the loop ran (${(performance.now() - t0).toFixed(0)} ms)`,
+      );
       assert.equal(failed(await stuck), 'the transform timed out after 3 s');
       const stuckMs = performance.now() - t0;
       assert.ok(stuckMs >= 2990 && stuckMs < 8000, `deadline respected (${stuckMs.toFixed(0)} ms)`);
@@ -420,7 +475,9 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
       const order: string[] = [];
       const stuck = piped.run(call(f('loop.ts'), 'default', { secret: SECRET })).finally(() => order.push('stuck'));
       // Handed to the same worker behind the loop: never started there.
-      const behind = [1, 2].map((n) => piped.run(call(f('fn.cjs'), 'default', { n })).finally(() => order.push(`behind ${n}`)));
+      const behind = [1, 2].map((n) =>
+        piped.run(call(f('fn.cjs'), 'default', { n })).finally(() => order.push(`behind ${n}`)),
+      );
       const waiting = piped.run(call(f('fn.cjs'), 'default', { n: 3 }));
       assert.equal(piped.queued, 1);
       assert.equal(failed(await piped.run(call(f('null.ts')))), 'transform queue is full');
@@ -441,7 +498,10 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
       // Four async calls on one worker finish in about one call's time, not four.
       const t0 = performance.now();
       const results = await Promise.all([1, 2, 3, 4].map((n) => piped.run(call(f('async.ts'), 'default', { n }))));
-      assert.deepEqual(results.map(value), [1, 2, 3, 4].map((n) => ({ later: n })));
+      assert.deepEqual(
+        results.map(value),
+        [1, 2, 3, 4].map((n) => ({ later: n })),
+      );
       assert.ok(performance.now() - t0 < 250, `overlapped (${(performance.now() - t0).toFixed(0)} ms)`);
       const never = piped.run(call(f('never.ts')));
       await new Promise((r) => setTimeout(r, 100));
@@ -510,7 +570,10 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
     const r = new TransformRunner({ timeoutMs: 1000, workers: 1 });
     try {
       await r.run(call(f('null.ts'))); // warm: worker up, TS compiler loaded
-      write(f('busy.ts'), 'export default async () => { await new Promise((r) => setTimeout(r, 300)); return { gen: 1 }; };\n');
+      write(
+        f('busy.ts'),
+        'export default async () => { await new Promise((r) => setTimeout(r, 300)); return { gen: 1 }; };\n',
+      );
       const first = r.run(call(f('busy.ts')));
       await new Promise((res) => setTimeout(res, 150));
       write(f('busy.ts'), 'export default async () => ({ gen: 2 });\n');
@@ -571,6 +634,9 @@ console.log(JSON.stringify([first, await pending]));
   const code = await new Promise<number | null>((res) => child.on('close', res));
   clearTimeout(killer);
   assert.equal(code, 0, err);
-  assert.deepEqual(JSON.parse(out.trim()), [{ ok: true, value: { ok: 1 } }, { ok: false, reason: 'transform runner is closed' }]);
+  assert.deepEqual(JSON.parse(out.trim()), [
+    { ok: true, value: { ok: 1 } },
+    { ok: false, reason: 'transform runner is closed' },
+  ]);
   assert.ok(performance.now() - t0 < 10_000);
 });

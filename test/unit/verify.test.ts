@@ -34,7 +34,11 @@ test("slack: the example request from Slack's documentation verifies at its own 
   };
   const v = verifier({ scheme: 'slack', secret: '8f742231b10e8888abcd99yyyzzz85a5' });
   assert.deepEqual(v.verify({ headers, body: Buffer.from(body), nowMs: 1531420618_000 + 10_000 }), { ok: true });
-  assert.deepEqual(v.verify({ headers, body: Buffer.from(body), nowMs: Date.now() }), { ok: false, expired: true, attempt: headers['x-slack-signature'] });
+  assert.deepEqual(v.verify({ headers, body: Buffer.from(body), nowMs: Date.now() }), {
+    ok: false,
+    expired: true,
+    attempt: headers['x-slack-signature'],
+  });
   const tampered = v.verify({ headers, body: Buffer.from(`${body}x`), nowMs: 1531420618_000 });
   assert.equal(tampered.ok, false);
   assert.equal(!tampered.ok && tampered.expired, false);
@@ -43,16 +47,27 @@ test("slack: the example request from Slack's documentation verifies at its own 
 test('shopify: a vector computed by another implementation verifies; one byte off does not', () => {
   const body = Buffer.from('{"id":1234567890,"email":"customer@example.com","total_price":"123.45"}');
   const v = verifier({ scheme: 'shopify', secret: 'test-webhook-secret' });
-  const headers = { 'x-shopify-hmac-sha256': 'QNyObTlKbMx2qDlPF/ZOZcBqg5OgPg+2oky3zldc0Gw=', 'x-shopify-webhook-id': 'w-1' };
+  const headers = {
+    'x-shopify-hmac-sha256': 'QNyObTlKbMx2qDlPF/ZOZcBqg5OgPg+2oky3zldc0Gw=',
+    'x-shopify-webhook-id': 'w-1',
+  };
   assert.deepEqual(v.verify({ headers, body, nowMs: Date.now() }), { ok: true });
   assert.equal(v.deliveryId(headers, {}), 'w-1');
-  assert.equal(v.verify({ headers: { 'x-shopify-hmac-sha256': 'RNyObTlKbMx2qDlPF/ZOZcBqg5OgPg+2oky3zldc0Gw=' }, body, nowMs: 0 }).ok, false);
+  assert.equal(
+    v.verify({ headers: { 'x-shopify-hmac-sha256': 'RNyObTlKbMx2qDlPF/ZOZcBqg5OgPg+2oky3zldc0Gw=' }, body, nowMs: 0 })
+      .ok,
+    false,
+  );
 });
 
 test('linear: an openssl-computed vector verifies; its payload timestamp must be within a minute', () => {
-  const text = '{"action":"create","type":"Issue","data":{"id":"2174add1-f7c8-44e3-bbf3-2d60b5ea8bc9","title":"Webhook test"},"webhookTimestamp":1676056940508}';
+  const text =
+    '{"action":"create","type":"Issue","data":{"id":"2174add1-f7c8-44e3-bbf3-2d60b5ea8bc9","title":"Webhook test"},"webhookTimestamp":1676056940508}';
   const v = verifier({ scheme: 'linear', secret: 'lin_wh_test_secret' });
-  const headers = { 'linear-signature': '783bdf21981d96142045552992c6561c56a3a49c9af9b2b366b1d101a52c6966', 'linear-delivery': 'del-1' };
+  const headers = {
+    'linear-signature': '783bdf21981d96142045552992c6561c56a3a49c9af9b2b366b1d101a52c6966',
+    'linear-delivery': 'del-1',
+  };
   assert.deepEqual(v.verify({ headers, body: Buffer.from(text), nowMs: 0 }), { ok: true });
   const payload = JSON.parse(text);
   assert.equal(v.fresh!(payload, 1676056940508 + 59_000), true);
@@ -64,7 +79,10 @@ test('linear: an openssl-computed vector verifies; its payload timestamp must be
 
 test('delivery ids: each scheme names the one its sender retries with', () => {
   const id = (scheme: VerifyConfig['scheme'], headers: Record<string, string>, payload: Record<string, unknown> = {}) =>
-    verifier({ scheme, secret: 'whsec_c2VjcmV0', ...(scheme === 'basic' ? { username: 'u' } : {}) }).deliveryId(headers, payload);
+    verifier({ scheme, secret: 'whsec_c2VjcmV0', ...(scheme === 'basic' ? { username: 'u' } : {}) }).deliveryId(
+      headers,
+      payload,
+    );
   assert.equal(id('github', { 'x-github-delivery': 'g-1' }), 'g-1');
   assert.equal(id('stripe', {}, { id: 'evt_1' }), 'evt_1');
   assert.equal(id('slack', {}, { event_id: 'Ev1' }), 'Ev1');
@@ -75,17 +93,33 @@ test('delivery ids: each scheme names the one its sender retries with', () => {
 });
 
 test('config problems name the key: missing, doubled, blank or unset secret; keys of another scheme', () => {
-  assert.deepEqual(problemsOf({ scheme: 'github' }), ['hooks.mappings[0].verify needs exactly one of secret, secrets or secretFile']);
-  assert.match(problemsOf({ scheme: 'github', secret: 'a', secrets: ['b'] })[0]!, /needs exactly one of secret, secrets or secretFile/);
+  assert.deepEqual(problemsOf({ scheme: 'github' }), [
+    'hooks.mappings[0].verify needs exactly one of secret, secrets or secretFile',
+  ]);
+  assert.match(
+    problemsOf({ scheme: 'github', secret: 'a', secrets: ['b'] })[0]!,
+    /needs exactly one of secret, secrets or secretFile/,
+  );
   delete process.env.HOOKGATE_UNSET_FOR_TEST;
   assert.deepEqual(problemsOf({ scheme: 'github', secret: '${HOOKGATE_UNSET_FOR_TEST}' }), [
     'hooks.mappings[0].verify.secret: environment variable HOOKGATE_UNSET_FOR_TEST is not set',
   ]);
-  assert.deepEqual(problemsOf({ scheme: 'github', secrets: ['ok-secret', '   '] }), ['hooks.mappings[0].verify.secrets[1] must not be blank']);
-  assert.deepEqual(problemsOf({ scheme: 'basic', secret: 's' }), ['hooks.mappings[0].verify.username is required by the basic scheme']);
-  assert.deepEqual(problemsOf({ scheme: 'github', secret: 's', header: 'x-sig' }), ['hooks.mappings[0].verify.header belongs to the hmac scheme only']);
-  assert.deepEqual(problemsOf({ scheme: 'hmac', secret: 's' }), ['hooks.mappings[0].verify.header is required by the hmac scheme']);
-  assert.match(problemsOf({ scheme: 'standard-webhooks', secret: 'whsec_not base64!' })[0]!, /"whsec_" followed by base64/);
+  assert.deepEqual(problemsOf({ scheme: 'github', secrets: ['ok-secret', '   '] }), [
+    'hooks.mappings[0].verify.secrets[1] must not be blank',
+  ]);
+  assert.deepEqual(problemsOf({ scheme: 'basic', secret: 's' }), [
+    'hooks.mappings[0].verify.username is required by the basic scheme',
+  ]);
+  assert.deepEqual(problemsOf({ scheme: 'github', secret: 's', header: 'x-sig' }), [
+    'hooks.mappings[0].verify.header belongs to the hmac scheme only',
+  ]);
+  assert.deepEqual(problemsOf({ scheme: 'hmac', secret: 's' }), [
+    'hooks.mappings[0].verify.header is required by the hmac scheme',
+  ]);
+  assert.match(
+    problemsOf({ scheme: 'standard-webhooks', secret: 'whsec_not base64!' })[0]!,
+    /"whsec_" followed by base64/,
+  );
 });
 
 test('a secret equal to the gateway token is refused; secret files are read, and an unreadable one is named', async () => {
@@ -95,9 +129,16 @@ test('a secret equal to the gateway token is refused; secret files are read, and
   const dir = await tempDir('hookgate-verify-');
   await writeFile(path.join(dir, 'github.secret'), '  from-a-file\n');
   const problems: string[] = [];
-  const v = compileVerifier({ scheme: 'gitlab', secretFile: 'github.secret' }, 'k', { ...ctx, configDir: dir }, problems);
+  const v = compileVerifier(
+    { scheme: 'gitlab', secretFile: 'github.secret' },
+    'k',
+    { ...ctx, configDir: dir },
+    problems,
+  );
   assert.deepEqual(problems, []);
-  assert.deepEqual(v!.verify({ headers: { 'x-gitlab-token': 'from-a-file' }, body: Buffer.alloc(0), nowMs: 0 }), { ok: true });
+  assert.deepEqual(v!.verify({ headers: { 'x-gitlab-token': 'from-a-file' }, body: Buffer.alloc(0), nowMs: 0 }), {
+    ok: true,
+  });
   const missing = problemsOf({ scheme: 'github', secretFile: 'nope.secret' }, { ...ctx, configDir: dir });
   assert.equal(missing.length, 1);
   assert.match(missing[0]!, /^hooks\.mappings\[0\]\.verify\.secretFile: cannot read .*nope\.secret \(ENOENT\)$/);

@@ -44,7 +44,11 @@ test('a non-blocking pipe that fills up: the rest is written once the reader dra
     while (gotBytes < data.length && failed === undefined) {
       const n = await new Promise<number>((resolve, reject) =>
         read(reader, chunk, 0, chunk.length, null, (err, bytes) =>
-          err && (err as NodeJS.ErrnoException).code === 'EAGAIN' ? setTimeout(() => resolve(0), 5) : err ? reject(err) : resolve(bytes),
+          err && (err as NodeJS.ErrnoException).code === 'EAGAIN'
+            ? setTimeout(() => resolve(0), 5)
+            : err
+              ? reject(err)
+              : resolve(bytes),
         ),
       );
       got.push(Buffer.from(chunk.subarray(0, n)));

@@ -44,9 +44,7 @@ export interface SubagentRunParams {
 }
 
 export type TerminalReply =
-  | { disposition: 'visible'; text: string }
-  | { disposition: 'silent' }
-  | { disposition: 'empty'; code?: string };
+  { disposition: 'visible'; text: string } | { disposition: 'silent' } | { disposition: 'empty'; code?: string };
 
 export interface AgentWaitResult {
   status: 'ok' | 'timeout' | 'error' | 'pending';

@@ -1,6 +1,12 @@
 // Reads OpenClaw's config layout: where the hooks block sits (plugins.entries.<id>.config), which
 // gateway keys the core checks against, and OpenClaw's agents, model allowlist and channels.
-import { CHANNEL_ORDER, type AgentInfo, type ChannelName, type HostAgents, type SelectedConfig } from '../../host-kit.ts';
+import {
+  CHANNEL_ORDER,
+  type AgentInfo,
+  type ChannelName,
+  type HostAgents,
+  type SelectedConfig,
+} from '../../host-kit.ts';
 
 export const PLUGIN_ID = 'hookgate';
 export const HOOKS_KEY = `plugins.entries.${PLUGIN_ID}.config`;
@@ -58,7 +64,8 @@ export function openClawAgents(config: unknown): HostAgents {
   if (Array.isArray(agents?.list)) {
     for (const a of agents.list) {
       const id = rec(a)?.id;
-      if (typeof id === 'string' && id.trim()) listed.push({ id: normalizeAgentId(id), default: rec(a)?.default === true });
+      if (typeof id === 'string' && id.trim())
+        listed.push({ id: normalizeAgentId(id), default: rec(a)?.default === true });
     }
   }
   const list = listed.length ? listed : [{ id: 'main', default: true }];
@@ -74,7 +81,8 @@ export function openClawAgents(config: unknown): HostAgents {
 
 /** The keys of agents.defaults.models plus their aliases; undefined (not enforced) when unset or empty. */
 function modelAllowlist(models: unknown): string[] | undefined {
-  if (Array.isArray(models)) return models.length ? models.filter((m): m is string => typeof m === 'string') : undefined;
+  if (Array.isArray(models))
+    return models.length ? models.filter((m): m is string => typeof m === 'string') : undefined;
   const map = rec(models);
   if (!map || Object.keys(map).length === 0) return undefined;
   const out: string[] = [];

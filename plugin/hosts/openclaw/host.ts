@@ -2,7 +2,15 @@
 // (api.runtime.system), agent runs and deliveries through the service queue (api.runtime.subagent,
 // channel outbound adapters), agents/models/channels read from OpenClaw's live config.
 import path from 'node:path';
-import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type HostAgents, type LogFields, type Logger, type Route } from '../../host-kit.ts';
+import {
+  CHANNEL_ORDER,
+  type ChannelName,
+  type GatewayHost,
+  type HostAgents,
+  type LogFields,
+  type Logger,
+  type Route,
+} from '../../host-kit.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
 import { openClawAgents, openClawChannels, selectOpenClawConfig } from './config.ts';
@@ -94,14 +102,21 @@ export function createOpenClawHost({ api, configPath, queue, journal }: OpenClaw
         runtime.system.enqueueSystemEvent(text, { sessionKey });
       },
       requestHeartbeat({ agentId, reason }) {
-        runtime.system.requestHeartbeat({ source: 'hook', intent: 'immediate', reason, agentId, sessionKey: mainSessionKey(agentId) });
+        runtime.system.requestHeartbeat({
+          source: 'hook',
+          intent: 'immediate',
+          reason,
+          agentId,
+          sessionKey: mainSessionKey(agentId),
+        });
       },
       lastRoute,
     },
     runs: {
       runIsolatedTurn: (turn) => queue.run(() => runTurn(runtime, turn), turn.signal),
       // An accepted run's key is on disk before its 202.
-      onRunUpdate: (record) => (record.status === 'queued' && record.idempotency ? journal.append(record.idempotency) : undefined),
+      onRunUpdate: (record) =>
+        record.status === 'queued' && record.idempotency ? journal.append(record.idempotency) : undefined,
     },
     idempotency: { restore: (limits) => journal.restore(limits) },
     deliver: (d) => queue.run(() => deliverReply(runtime, liveConfig(api), d)),

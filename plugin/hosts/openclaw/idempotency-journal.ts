@@ -75,7 +75,13 @@ function parseLines(text: string): IdempotencyRecord[] {
     if (!line) continue;
     try {
       const r = JSON.parse(line) as IdempotencyRecord;
-      if (typeof r.scope === 'string' && typeof r.key === 'string' && typeof r.at === 'number' && typeof r.status === 'number') out.push(r);
+      if (
+        typeof r.scope === 'string' &&
+        typeof r.key === 'string' &&
+        typeof r.at === 'number' &&
+        typeof r.status === 'number'
+      )
+        out.push(r);
     } catch {
       // A line torn by a crash is dropped.
     }

@@ -54,7 +54,8 @@ function pageQuery(url: string): PageQuery {
     limit = Number(text);
   }
   const before = befores[0];
-  if (before !== undefined && (before === '' || before.length > 200)) throw refuse.badRequest('before is not a valid cursor');
+  if (before !== undefined && (before === '' || before.length > 200))
+    throw refuse.badRequest('before is not a valid cursor');
   return before === undefined ? { limit } : { limit, before };
 }
 

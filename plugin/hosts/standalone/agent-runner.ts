@@ -23,9 +23,7 @@ export interface TurnRequest {
 }
 
 export type TurnOutcome =
-  | { status: 'ok'; reply: string }
-  | { status: 'error'; error: string }
-  | { status: 'timeout'; error: string };
+  { status: 'ok'; reply: string } | { status: 'error'; error: string } | { status: 'timeout'; error: string };
 
 const DEFAULT_MODEL = 'echo/echo';
 const ECHO = 'echo';
@@ -218,12 +216,7 @@ export class AgentRunner {
     return { status: 'ok', reply: req.prompt };
   }
 
-  async #chatCompletion(
-    name: string,
-    model: string,
-    provider: ProviderConfig,
-    req: TurnRequest,
-  ): Promise<TurnOutcome> {
+  async #chatCompletion(name: string, model: string, provider: ProviderConfig, req: TurnRequest): Promise<TurnOutcome> {
     const who = `model provider ${q(name)}`;
     if (typeof provider.baseUrl !== 'string' || provider.baseUrl.trim() === '') {
       return fail(`${who} has no baseUrl`);

@@ -47,7 +47,9 @@ interface Paths {
 }
 
 function resolvePaths(values: { config?: string; 'state-dir'?: string }): Paths {
-  const stateDir = path.resolve(values['state-dir'] ?? process.env.HOOKGATE_STATE_DIR ?? path.join(homedir(), '.hookgate'));
+  const stateDir = path.resolve(
+    values['state-dir'] ?? process.env.HOOKGATE_STATE_DIR ?? path.join(homedir(), '.hookgate'),
+  );
   const configPath = path.resolve(values.config ?? process.env.HOOKGATE_CONFIG ?? path.join(stateDir, 'gateway.json5'));
   return { configPath, stateDir };
 }
@@ -78,7 +80,8 @@ async function runGateway(args: string[]): Promise<number> {
   let port: number | undefined;
   if (values.port !== undefined) {
     port = Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, not "${values.port}"`);
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+      throw new UsageError(`--port must be 0..65535, not "${values.port}"`);
   }
   let created = false;
   if (!(await exists(paths.configPath))) {
@@ -92,7 +95,9 @@ async function runGateway(args: string[]): Promise<number> {
     console.log(`Wrote a new config with fresh hook and gateway tokens to ${paths.configPath} (mode 0600).`);
     console.log('Try it:');
     console.log(`  HOOK_TOKEN=$(npm run -s cli -- config get hooks.token --config '${paths.configPath}')`);
-    console.log(`  curl -s ${gw.url}${hooksPath}/wake -H "Authorization: Bearer $HOOK_TOKEN" -d '{"text":"Hello from curl"}'`);
+    console.log(
+      `  curl -s ${gw.url}${hooksPath}/wake -H "Authorization: Bearer $HOOK_TOKEN" -d '{"text":"Hello from curl"}'`,
+    );
   }
   console.log(`listening on ${gw.url}`);
 
@@ -146,7 +151,10 @@ async function runConfig(args: string[]): Promise<number> {
     if (!key) throw new UsageError('config get needs a key, e.g. hooks.token');
     let value: unknown = file;
     for (const part of key.split('.')) {
-      value = value !== null && typeof value === 'object' && Object.hasOwn(value, part) ? (value as Record<string, unknown>)[part] : undefined;
+      value =
+        value !== null && typeof value === 'object' && Object.hasOwn(value, part)
+          ? (value as Record<string, unknown>)[part]
+          : undefined;
     }
     if (value === undefined) throw new UsageError(`${key} is not set in ${configPath}`);
     return print(typeof value === 'string' ? value : JSON.stringify(value, null, 2));

@@ -4,7 +4,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import gatewayConfigSchema from '../../../schema/gateway-config.schema.json' with { type: 'json' };
-import { CHANNEL_ORDER, compileSchema, ConfigError, formatErrors, type AgentInfo, type ChannelName } from '../../host-kit.ts';
+import {
+  CHANNEL_ORDER,
+  compileSchema,
+  ConfigError,
+  formatErrors,
+  type AgentInfo,
+  type ChannelName,
+} from '../../host-kit.ts';
 import type { ProviderConfig } from './agent-runner.ts';
 import { defaultMaxConnections, defaultShare, type ConnectionLimits } from './connection-limit.ts';
 import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './storage-limits.ts';
@@ -70,7 +77,8 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
   const storage: StorageLimits = { ...DEFAULT_STORAGE_LIMITS, ...f.storage };
   for (const key of ['sessionRetainBytes', 'outboxRetainBytes', 'runIndexRetainBytes'] as const) {
     // A log keeps its newest full segment and the one being written whatever the limit.
-    if (storage[key] < 2 * storage.segmentBytes) problems.push(`storage.${key} must be at least twice storage.segmentBytes (${storage.segmentBytes})`);
+    if (storage[key] < 2 * storage.segmentBytes)
+      problems.push(`storage.${key} must be at least twice storage.segmentBytes (${storage.segmentBytes})`);
   }
   if (problems.length) throw new ConfigError(problems, configPath);
   return {
@@ -132,5 +140,8 @@ export async function writeDefaultConfig(file: string): Promise<void> {
 
 function connectionLimits(gateway: GatewayFile['gateway']): ConnectionLimits {
   const maxConnections = gateway?.maxConnections ?? defaultMaxConnections();
-  return { maxConnections, maxConnectionsPerAddress: gateway?.maxConnectionsPerAddress ?? defaultShare(maxConnections) };
+  return {
+    maxConnections,
+    maxConnectionsPerAddress: gateway?.maxConnectionsPerAddress ?? defaultShare(maxConnections),
+  };
 }

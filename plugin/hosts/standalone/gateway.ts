@@ -122,14 +122,22 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
             ? { kind: 'reply' as const, text: outcome.reply, runId: turn.runId }
             : { kind: 'reply' as const, text: '', runId: turn.runId, error: outcome.error };
         store.write(turn.sessionKey, reply);
-        return outcome.status === 'ok' ? { status: 'ok', reply: outcome.reply } : { status: outcome.status, error: outcome.error };
+        return outcome.status === 'ok'
+          ? { status: 'ok', reply: outcome.reply }
+          : { status: outcome.status, error: outcome.error };
       },
       onRunUpdate: (record) => registry.update(record),
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
     async deliver(d) {
       const to = d.to ?? settings.channelDefaults[d.channel];
-      await outbox.append({ channel: d.channel, ...(to !== undefined ? { to } : {}), text: d.text, runId: d.runId, agentId: d.agentId });
+      await outbox.append({
+        channel: d.channel,
+        ...(to !== undefined ? { to } : {}),
+        text: d.text,
+        runId: d.runId,
+        agentId: d.agentId,
+      });
     },
   };
 
@@ -144,7 +152,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (fresh.port !== settings.port || fresh.bind !== settings.bind) {
       logger.warn('gateway.port and gateway.bind changes apply at the next start');
     }
-    if (JSON.stringify(fresh.storage) !== JSON.stringify(settings.storage)) logger.warn('storage changes apply at the next start');
+    if (JSON.stringify(fresh.storage) !== JSON.stringify(settings.storage))
+      logger.warn('storage changes apply at the next start');
     if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
     settings = fresh;
     host.agents = {
@@ -251,11 +260,16 @@ async function reportInterrupted(runs: RunRecord[], host: GatewayHost, registry:
   const error = 'interrupted: the gateway stopped before the run finished';
   for (const run of runs) {
     void registry.update({ ...run, status: 'error', error });
-    await host.sessions.enqueueSystemEvent(host.sessions.mainSessionKey(run.agentId), `Hook ${run.name} (error): ${error}`, {
-      source: 'hook',
-      hook: run.name,
-      runId: run.runId,
-    });
+    await host.sessions.enqueueSystemEvent(
+      host.sessions.mainSessionKey(run.agentId),
+      `Hook ${run.name} (error): ${error}`,
+      {
+        source: 'hook',
+        hook: run.name,
+        runId: run.runId,
+      },
+    );
   }
-  if (runs.length) host.logger.warn('runs interrupted by the last stop were recorded as errors', { count: runs.length });
+  if (runs.length)
+    host.logger.warn('runs interrupted by the last stop were recorded as errors', { count: runs.length });
 }

@@ -310,7 +310,12 @@ export class JsonlLog<T extends object> {
    * The newest `limit` records that `keep` accepts, before `before` (or the end), oldest first; fewer
    * when they pass `maxBytes` of lines (but never none when one exists).
    */
-  async page<R extends T>(keep: (record: T) => record is R, limit: number, before: Position | undefined, maxBytes: number): Promise<Page<R>> {
+  async page<R extends T>(
+    keep: (record: T) => record is R,
+    limit: number,
+    before: Position | undefined,
+    maxBytes: number,
+  ): Promise<Page<R>> {
     const segments = await this.#snapshot();
     const found: { record: R; at: Position }[] = [];
     let bytes = 0;
@@ -402,7 +407,10 @@ export class JsonlLog<T extends object> {
         await this.#prepareOnce();
       } catch (err) {
         // Reading does not need the repair; the next append retries it (and reports a failure there).
-        this.#logger.warn(`jsonl log: could not check the tail of ${this.file}`, { file: this.file, code: errCode(err) });
+        this.#logger.warn(`jsonl log: could not check the tail of ${this.file}`, {
+          file: this.file,
+          code: errCode(err),
+        });
         return [];
       }
       return [...this.#rotated, { seq: this.#activeSeq, bytes: this.#activeBytes }];
@@ -443,7 +451,9 @@ export class JsonlLog<T extends object> {
 
   #schedule(): void {
     if (this.#draining) return;
-    this.#draining = new Promise((resolve) => this.#res.rounds.inNextRound(() => void this.#drain().then(resolve, resolve)));
+    this.#draining = new Promise((resolve) =>
+      this.#res.rounds.inNextRound(() => void this.#drain().then(resolve, resolve)),
+    );
   }
 
   /** One batch per round: what gathers while it is written waits for a later round. */
@@ -500,7 +510,11 @@ export class JsonlLog<T extends object> {
       this.#settle(batch, done, batch.length);
     } catch (err) {
       const lost = batch.slice(done).filter((p) => p.line !== BARRIER).length;
-      this.#logger.error(`jsonl log: write to ${this.file} failed`, { file: this.file, records: lost, code: errCode(err) });
+      this.#logger.error(`jsonl log: write to ${this.file} failed`, {
+        file: this.file,
+        records: lost,
+        code: errCode(err),
+      });
       for (let i = done; i < batch.length; i++) batch[i]!.reject?.(err);
     } finally {
       if (this.#res.buffers.length < POOLED_BUFFERS) this.#res.buffers.push(buffer);
@@ -584,7 +598,10 @@ export class JsonlLog<T extends object> {
         await unlink(`${this.file}.${oldest.seq}`);
       } catch (err) {
         if (!isErrno(err, 'ENOENT')) {
-          this.#logger.warn(`jsonl log: could not delete the old segment ${this.file}.${oldest.seq}`, { file: this.file, code: errCode(err) });
+          this.#logger.warn(`jsonl log: could not delete the old segment ${this.file}.${oldest.seq}`, {
+            file: this.file,
+            code: errCode(err),
+          });
         }
       }
     }
@@ -666,12 +683,17 @@ export class JsonlLog<T extends object> {
         await readFully(fh, tail, tailLength, cut);
         if (this.#parseLine({ offset: cut, bytes: tail }, true) !== undefined) {
           await fh.write('\n', size, 'utf8');
-          this.#logger.warn(`jsonl log: ${this.file} did not end in a newline; completed its last line`, { file: this.file });
+          this.#logger.warn(`jsonl log: ${this.file} did not end in a newline; completed its last line`, {
+            file: this.file,
+          });
           return size + 1;
         }
       }
       await fh.truncate(cut);
-      this.#logger.warn(`jsonl log: cut a torn last line (${tailLength} bytes) from ${this.file}`, { file: this.file, bytes: tailLength });
+      this.#logger.warn(`jsonl log: cut a torn last line (${tailLength} bytes) from ${this.file}`, {
+        file: this.file,
+        bytes: tailLength,
+      });
       return cut;
     } finally {
       await fh.close();
@@ -688,7 +710,10 @@ export class JsonlLog<T extends object> {
       // reported below
     }
     if (!quiet && line.bytes.toString('utf8').trim() !== '') {
-      this.#logger.warn(`jsonl log: skipped an unparseable line in ${this.file}`, { file: this.file, offset: line.offset });
+      this.#logger.warn(`jsonl log: skipped an unparseable line in ${this.file}`, {
+        file: this.file,
+        offset: line.offset,
+      });
     }
     return undefined;
   }

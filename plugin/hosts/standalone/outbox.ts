@@ -57,7 +57,9 @@ function isOutboxEntry(value: unknown): value is OutboxEntry {
 
 function isRoutesLine(value: unknown): value is RoutesLine {
   const v = value as Partial<RoutesLine> | null;
-  return typeof v === 'object' && v !== null && v.kind === 'routes' && typeof v.routes === 'object' && v.routes !== null;
+  return (
+    typeof v === 'object' && v !== null && v.kind === 'routes' && typeof v.routes === 'object' && v.routes !== null
+  );
 }
 
 function routeOf(r: { channel?: unknown; to?: unknown }): Route | undefined {
@@ -122,7 +124,9 @@ export class Outbox {
       before = at;
     }
     const page = await this.#log.page(isOutboxEntry, limit, before, PAGE_MAX_BYTES);
-    return page.before ? { deliveries: page.records, before: this.#log.cursor(page.before) } : { deliveries: page.records };
+    return page.before
+      ? { deliveries: page.records, before: this.#log.cursor(page.before) }
+      : { deliveries: page.records };
   }
 
   lastRoute(agentId: string): { channel: string; to?: string } | undefined {
@@ -140,7 +144,10 @@ export class Outbox {
   }
 
   #remember(entry: OutboxEntry): void {
-    this.#last.set(entry.agentId, entry.to === undefined ? { channel: entry.channel } : { channel: entry.channel, to: entry.to });
+    this.#last.set(
+      entry.agentId,
+      entry.to === undefined ? { channel: entry.channel } : { channel: entry.channel, to: entry.to },
+    );
   }
 
   async #load(): Promise<void> {

@@ -63,7 +63,8 @@ export async function readRun(scan: SessionScan, sessionKey: string, runId: stri
       return record.status !== 'queued';
     }
     const entry = record as { kind?: unknown; runId?: unknown; text?: unknown; error?: unknown };
-    if (entry.kind === 'reply' && entry.runId === runId && typeof entry.text === 'string' && entry.error === undefined) reply ??= entry.text;
+    if (entry.kind === 'reply' && entry.runId === runId && typeof entry.text === 'string' && entry.error === undefined)
+      reply ??= entry.text;
     return true;
   });
   if (!latest) return undefined;
@@ -138,7 +139,14 @@ export class RunRegistry {
     this.remember(record);
     // Recovery needs only "accepted" and "finished": running is kept in memory.
     if (record.status === 'running') return undefined;
-    const line: RunLine = { kind: 'run', runId: record.runId, status: record.status, name: record.name, agentId: record.agentId, at: isoNow() };
+    const line: RunLine = {
+      kind: 'run',
+      runId: record.runId,
+      status: record.status,
+      name: record.name,
+      agentId: record.agentId,
+      at: isoNow(),
+    };
     if (record.error !== undefined) line.error = record.error;
     if (record.idempotency !== undefined) line.idem = record.idempotency;
     // A lost final line is not worth failing a finished run for; the session log logs write failures.
@@ -157,7 +165,9 @@ export class RunRegistry {
 
   /** Leaves at most KEEP_IN_MEMORY runs, oldest first: every unfinished one, then the most recently accepted. */
   private keepMostRecent(): void {
-    const byAge = [...this.restoring.values()].sort((a, b) => (a.acceptedAt < b.acceptedAt ? -1 : a.acceptedAt > b.acceptedAt ? 1 : 0));
+    const byAge = [...this.restoring.values()].sort((a, b) =>
+      a.acceptedAt < b.acceptedAt ? -1 : a.acceptedAt > b.acceptedAt ? 1 : 0,
+    );
     let excess = byAge.length - KEEP_IN_MEMORY;
     this.restoring = new Map();
     for (const run of byAge) {

@@ -119,7 +119,7 @@ export function decodeSessionFileName(name: string): string | undefined {
   const encoded = name.slice(0, -SUFFIX.length);
   if (encoded === '' || !/^(?:[a-z0-9_-]|%[0-9a-f]{2})+$/.test(encoded)) return undefined;
   const bytes: number[] = [];
-  for (let i = 0; i < encoded.length; ) {
+  for (let i = 0; i < encoded.length;) {
     if (encoded[i] === '%') {
       bytes.push(parseInt(encoded.slice(i + 1, i + 3), 16));
       i += 3;
@@ -230,7 +230,12 @@ export class SessionStore {
       if (at === 'gone') return { entries: [] };
       before = at;
     }
-    const page = await session.log.page(isEntry as (r: SessionRecord) => r is SessionEntry, limit, before, PAGE_MAX_BYTES);
+    const page = await session.log.page(
+      isEntry as (r: SessionRecord) => r is SessionEntry,
+      limit,
+      before,
+      PAGE_MAX_BYTES,
+    );
     return page.before ? { entries: page.records, before: session.log.cursor(page.before) } : { entries: page.records };
   }
 
@@ -267,7 +272,11 @@ export class SessionStore {
   }
 
   /** A promise when asked to wait, or when the entry is refused or the store is still opening. */
-  #add(key: string, entry: (Omit<SessionEntry, 'at'> & { at?: string }) | RunLine, wait: boolean): Promise<void> | undefined {
+  #add(
+    key: string,
+    entry: (Omit<SessionEntry, 'at'> & { at?: string }) | RunLine,
+    wait: boolean,
+  ): Promise<void> | undefined {
     if (typeof key !== 'string' || key === '') {
       return Promise.reject(new TypeError('session key must be a non-empty string'));
     }
@@ -289,7 +298,8 @@ export class SessionStore {
       text: entry.text,
       at: typeof entry.at === 'string' && entry.at !== '' ? entry.at : isoNow(),
     };
-    for (const k in entry) if (k !== 'kind' && k !== 'text' && k !== 'at') record[k] = (entry as Record<string, unknown>)[k];
+    for (const k in entry)
+      if (k !== 'kind' && k !== 'text' && k !== 'at') record[k] = (entry as Record<string, unknown>)[k];
     return this.#addRecord(key, record, wait);
   }
 
@@ -372,8 +382,12 @@ export class SessionStore {
       await log.close();
       return;
     }
-    const agentId = head && isHeader(head) && typeof head.agentId === 'string' && head.agentId !== '' ? head.agentId : agentIdOfKey(key);
-    const createdAt = head && isHeader(head) && typeof head.createdAt === 'string' ? head.createdAt : new Date(0).toISOString();
+    const agentId =
+      head && isHeader(head) && typeof head.agentId === 'string' && head.agentId !== ''
+        ? head.agentId
+        : agentIdOfKey(key);
+    const createdAt =
+      head && isHeader(head) && typeof head.createdAt === 'string' ? head.createdAt : new Date(0).toISOString();
     header = { kind: 'session', key, agentId, createdAt };
     const state: SessionState = { key, agentId, updatedAt: createdAt, log, pending: [] };
     let updatedAt: unknown;

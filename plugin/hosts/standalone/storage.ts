@@ -23,17 +23,30 @@ export class Storage {
   constructor(dataDir: string, limits: StorageLimits, logger: Logger) {
     const resources = new LogResources();
     const segmentBytes = limits.segmentBytes;
-    this.#index = new RunIndex(path.join(dataDir, 'run-index.jsonl'), logger, { resources, segmentBytes, retainBytes: limits.runIndexRetainBytes });
+    this.#index = new RunIndex(path.join(dataDir, 'run-index.jsonl'), logger, {
+      resources,
+      segmentBytes,
+      retainBytes: limits.runIndexRetainBytes,
+    });
     this.runs = new RunRegistry(
       (key, line, wait) => this.#writeRunLine(key, line, wait),
       (runId) => this.#runFromDisk(runId),
     );
-    this.store = new SessionStore(path.join(dataDir, 'sessions'), logger, (key, records) => this.#restore(key, records), {
+    this.store = new SessionStore(
+      path.join(dataDir, 'sessions'),
+      logger,
+      (key, records) => this.#restore(key, records),
+      {
+        resources,
+        segmentBytes,
+        retainBytes: limits.sessionRetainBytes,
+      },
+    );
+    this.outbox = new Outbox(path.join(dataDir, 'outbox.jsonl'), logger, {
       resources,
       segmentBytes,
-      retainBytes: limits.sessionRetainBytes,
+      retainBytes: limits.outboxRetainBytes,
     });
-    this.outbox = new Outbox(path.join(dataDir, 'outbox.jsonl'), logger, { resources, segmentBytes, retainBytes: limits.outboxRetainBytes });
   }
 
   /** The idempotency keys found in the lines read on open, oldest first (handed over once). */
@@ -84,5 +97,7 @@ export class Storage {
 function isIdempotencyRecord(v: unknown): v is IdempotencyRecord {
   if (v === null || typeof v !== 'object') return false;
   const r = v as Record<string, unknown>;
-  return typeof r.scope === 'string' && typeof r.key === 'string' && typeof r.at === 'number' && typeof r.status === 'number';
+  return (
+    typeof r.scope === 'string' && typeof r.key === 'string' && typeof r.at === 'number' && typeof r.status === 'number'
+  );
 }
