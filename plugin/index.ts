@@ -17,6 +17,7 @@ import { HookLifecycle } from './http/lifecycle.ts';
 import { RefusalLog } from './http/refusal-log.ts';
 import { TransformRunner } from './mappings/transform-runner.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
+import { OnceDelivery } from './dedupe/once-delivery.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -52,16 +53,13 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
-  const lifecycle = new HookLifecycle({
-    host,
-    limiter,
-    refusals,
+  const delivery = new OnceDelivery({
+    dedupe,
     executor: new ActionExecutor(host, runs),
     transforms,
-    answers: new AnswerBatch(),
-    bodies,
-    dedupe,
+    logger: host.logger,
   });
+  const lifecycle = new HookLifecycle({ host, limiter, refusals, delivery, answers: new AnswerBatch(), bodies });
 
   // One reload at a time; a change arriving meanwhile gives one more reload after it.
   let reloading: Promise<ReloadResult> | undefined;

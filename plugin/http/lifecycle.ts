@@ -7,9 +7,9 @@
 //   verify       a signed mapping's signature over the raw bytes (instead of the token)
 //   parse        a JSON object or a form (for a mapping, one that nests no deeper than templates can walk);
 //                the endpoint's payload is checked, or the mapping that owns this payload is picked
-//   dedupe       a key seen before gets the first answer again (after waiting for it if need be)
-//   act          the mapping turns the payload into an action (templates, transform)
-//   execute      the action is carried out (actions/execute.ts)
+//   deliver      once per idempotency key (dedupe/once-delivery.ts): a key seen before gets the first
+//                answer again; otherwise the mapping builds its action (templates, transform) and
+//                the action is carried out (actions/execute.ts)
 //   answer       the outcome, or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -18,24 +18,14 @@ import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthFailureLimiter } from '../auth/limiter.ts';
-import type { Action, Outcome } from '../actions/action.ts';
-import type { ActionExecutor } from '../actions/execute.ts';
+import type { Action } from '../actions/action.ts';
 import { parseWakePayload } from '../actions/wake.ts';
 import { parseAgentPayload } from '../actions/agent.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
 import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
-import {
-  buildItemAction,
-  buildMappedAction,
-  forEachItems,
-  renderDedupeKey,
-  type MappedRequest,
-} from '../mappings/build-action.ts';
-import type { DedupeKeys } from '../dedupe/dedupe-keys.ts';
-import { duplicateOf } from '../dedupe/dedupe-keys.ts';
-import { derivedKey, idempotencyKeyHeader } from '../dedupe/idempotency.ts';
+import type { MappedRequest } from '../mappings/build-action.ts';
+import type { OnceDelivery } from '../dedupe/once-delivery.ts';
 import type { Verifier } from '../verify/verifier.ts';
-import type { TransformRunner } from '../mappings/transform-runner.ts';
 import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
 import { parseJsonObject } from './body.ts';
@@ -51,11 +41,9 @@ export interface LifecycleParts {
   host: GatewayHost;
   limiter: AuthFailureLimiter;
   refusals: RefusalLog;
-  executor: ActionExecutor;
-  transforms: TransformRunner;
+  delivery: OnceDelivery;
   answers: AnswerBatch;
   bodies: BodyReceiver;
-  dedupe: DedupeKeys;
 }
 
 /** What a request is aimed at once its name is known. */
@@ -130,7 +118,11 @@ export class HookLifecycle {
       if (verifier) this.checkFresh(request, verifier, payload, snap);
       const endpoint = target.kind === 'mapped' ? undefined : endpointAction(target.kind, payload);
       const mapping = target.kind === 'mapped' ? this.pick(target.candidates, payload, body.length, snap) : undefined;
-      const outcome = await this.deliverOnce(request, target.kind, endpoint, mapping, payload, snap);
+      const mapped = mapping && this.mappedRequest(request, mapping, snap);
+      const outcome = await this.parts.delivery.deliver(
+        { kind: target.kind, headers: req.headers, endpoint, mapping, mapped, payload },
+        snap,
+      );
       duplicate = outcome.duplicate;
       answers.send(res, outcome.status, outcome.body, request.id, duplicate ? DUPLICATE : undefined);
     } catch (err) {
@@ -253,117 +245,6 @@ export class HookLifecycle {
     const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
     if (bodyBytes > own) throw refuse.payloadTooLarge(own);
     return mapping;
-  }
-
-  /**
-   * The delivery's key, scoped by endpoint or mapping: the Idempotency-Key header for wake and agent;
-   * for a mapping its dedupe.key, else its sender's delivery id, else the header.
-   */
-  private dedupeKey(
-    request: HookRequest,
-    kind: Target['kind'],
-    mapping: CompiledMapping | undefined,
-    mapped: MappedRequest | undefined,
-    payload: Record<string, unknown>,
-  ): { scope: string; key: string } | undefined {
-    const headers = request.req.headers;
-    if (!mapping) {
-      const key = idempotencyKeyHeader(headers);
-      return key === undefined ? undefined : { scope: kind, key };
-    }
-    const key = mapping.dedupeKey
-      ? derivedKey(renderDedupeKey(mapping.dedupeKey, payload, mapped!))
-      : (derivedKey(mapping.verifier?.deliveryId(headers, payload)) ?? idempotencyKeyHeader(headers));
-    return key === undefined ? undefined : { scope: `mapping:${mapping.id}`, key };
-  }
-
-  /**
-   * The delivery acts once per key: a key seen before gets the first answer (once the first request
-   * has one), a new one is claimed while its action runs. Without a key it simply acts.
-   */
-  private async deliverOnce(
-    request: HookRequest,
-    kind: Target['kind'],
-    endpoint: Action | undefined,
-    mapping: CompiledMapping | undefined,
-    payload: Record<string, unknown>,
-    snap: HooksSnapshot,
-  ): Promise<Outcome & { duplicate: boolean }> {
-    const mapped = mapping && this.mappedRequest(request, mapping, snap);
-    // A forEach whose key reads the item: each item is a delivery of its own.
-    if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.eachItemOnce(mapping, mapped!, payload, snap);
-    const key = this.dedupeKey(request, kind, mapping, mapped, payload);
-    const seen = key && this.parts.dedupe.seen(key.scope, key.key);
-    if (seen) return { ...duplicateOf('answer' in seen ? seen.answer : await seen.pending), duplicate: true };
-    const claim = key && this.parts.dedupe.claim(key.scope, key.key);
-    try {
-      const action = endpoint ?? (await this.act(mapped!, mapping!, payload));
-      const outcome = await this.parts.executor.execute(action, snap, key);
-      claim?.settle(outcome.record!);
-      return { status: outcome.status, body: outcome.body, duplicate: false };
-    } catch (err) {
-      claim?.release(err);
-      throw err;
-    }
-  }
-
-  /**
-   * A forEach whose dedupe.key reads the item: each item acts once, however often the request is
-   * sent. The answer gathers the items' first answers; it is a duplicate when every item was.
-   */
-  private async eachItemOnce(
-    mapping: CompiledMapping,
-    mapped: MappedRequest,
-    payload: Record<string, unknown>,
-    snap: HooksSnapshot,
-  ): Promise<Outcome & { duplicate: boolean }> {
-    const scope = `mapping:${mapping.id}`;
-    const { dedupe, executor, transforms, host } = this.parts;
-    const runIds: string[] = [];
-    let wakes = 0;
-    let mode: unknown;
-    let duplicates = 0;
-    const items = forEachItems(mapping, payload)!;
-    for (const item of items) {
-      const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
-      const seen = key === undefined ? undefined : dedupe.seen(scope, key);
-      let body: Record<string, unknown> | undefined;
-      if (seen) {
-        duplicates++;
-        body = ('answer' in seen ? seen.answer : await seen.pending).body;
-      } else {
-        const claim = key === undefined ? undefined : dedupe.claim(scope, key);
-        try {
-          const action = await buildItemAction(mapping, payload, mapped, transforms, host.logger, item);
-          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
-          claim?.settle(outcome.record!);
-          body = outcome.body;
-        } catch (err) {
-          claim?.release(err);
-          throw err;
-        }
-      }
-      if (typeof body?.runId === 'string')
-        runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
-      else if (body?.mode !== undefined) {
-        wakes++;
-        mode ??= body.mode;
-      }
-    }
-    const duplicate = items.length > 0 && duplicates === items.length;
-    const extra = {
-      ...(duplicate ? { duplicate: true } : {}),
-      ...(duplicates > 0 && !duplicate ? { duplicates } : {}),
-    };
-    if (runIds.length) return { status: 202, body: { ok: true, runId: runIds[0], runIds, ...extra }, duplicate };
-    if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
-    return { status: 204, duplicate };
-  }
-
-  /** The action the mapping makes of the payload (templates, or its transform). */
-  private act(mapped: MappedRequest, mapping: CompiledMapping, payload: Record<string, unknown>): Promise<Action> {
-    const { transforms, host } = this.parts;
-    return buildMappedAction(mapping, payload, mapped, transforms, host.logger);
   }
 
   private mappedRequest(

@@ -1,0 +1,142 @@
+// Each delivery acts once per idempotency key: a key seen before gets the first answer again (once
+// the first request has one), a new key is claimed while its action is built and carried out, and a
+// forEach whose key reads the item delivers each item once. Without a key a request simply acts.
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from '../host.ts';
+import type { HooksSnapshot } from '../config/snapshot.ts';
+import type { Action, Outcome } from '../actions/action.ts';
+import type { ActionExecutor } from '../actions/execute.ts';
+import type { CompiledMapping } from '../mappings/mapping.ts';
+import {
+  buildItemAction,
+  buildMappedAction,
+  forEachItems,
+  renderDedupeKey,
+  type MappedRequest,
+} from '../mappings/build-action.ts';
+import type { TransformRunner } from '../mappings/transform-runner.ts';
+import { duplicateOf, type DedupeKeys } from './dedupe-keys.ts';
+import { derivedKey, idempotencyKeyHeader } from './idempotency.ts';
+
+type DeliveryKind = 'wake' | 'agent' | 'mapped';
+
+/** What is delivered: an endpoint's action, or a mapping with its payload (the action is built here). */
+export interface Delivery {
+  kind: DeliveryKind;
+  headers: IncomingHttpHeaders;
+  endpoint: Action | undefined;
+  mapping: CompiledMapping | undefined;
+  mapped: MappedRequest | undefined;
+  payload: Record<string, unknown>;
+}
+
+export class OnceDelivery {
+  constructor(
+    private readonly parts: {
+      dedupe: DedupeKeys;
+      executor: ActionExecutor;
+      transforms: TransformRunner;
+      logger: Logger;
+    },
+  ) {}
+
+  /**
+   * The delivery's key, scoped by endpoint or mapping: the Idempotency-Key header for wake and agent;
+   * for a mapping its dedupe.key, else its sender's delivery id, else the header.
+   */
+  #key(
+    kind: DeliveryKind,
+    headers: IncomingHttpHeaders,
+    mapping: CompiledMapping | undefined,
+    mapped: MappedRequest | undefined,
+    payload: Record<string, unknown>,
+  ): { scope: string; key: string } | undefined {
+    if (!mapping) {
+      const key = idempotencyKeyHeader(headers);
+      return key === undefined ? undefined : { scope: kind, key };
+    }
+    const key = mapping.dedupeKey
+      ? derivedKey(renderDedupeKey(mapping.dedupeKey, payload, mapped!))
+      : (derivedKey(mapping.verifier?.deliveryId(headers, payload)) ?? idempotencyKeyHeader(headers));
+    return key === undefined ? undefined : { scope: `mapping:${mapping.id}`, key };
+  }
+
+  /**
+   * The delivery acts once per key: a key seen before gets the first answer (once the first request
+   * has one), a new one is claimed while its action runs. Without a key it simply acts.
+   */
+  async deliver(
+    { kind, headers, endpoint, mapping, mapped, payload }: Delivery,
+    snap: HooksSnapshot,
+  ): Promise<Outcome & { duplicate: boolean }> {
+    // A forEach whose key reads the item: each item is a delivery of its own.
+    if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.#eachItemOnce(mapping, mapped!, payload, snap);
+    const key = this.#key(kind, headers, mapping, mapped, payload);
+    const seen = key && this.parts.dedupe.seen(key.scope, key.key);
+    if (seen) return { ...duplicateOf('answer' in seen ? seen.answer : await seen.pending), duplicate: true };
+    const claim = key && this.parts.dedupe.claim(key.scope, key.key);
+    try {
+      const action =
+        endpoint ?? (await buildMappedAction(mapping!, payload, mapped!, this.parts.transforms, this.parts.logger));
+      const outcome = await this.parts.executor.execute(action, snap, key);
+      claim?.settle(outcome.record!);
+      return { status: outcome.status, body: outcome.body, duplicate: false };
+    } catch (err) {
+      claim?.release(err);
+      throw err;
+    }
+  }
+
+  /**
+   * A forEach whose dedupe.key reads the item: each item acts once, however often the request is
+   * sent. The answer gathers the items' first answers; it is a duplicate when every item was.
+   */
+  async #eachItemOnce(
+    mapping: CompiledMapping,
+    mapped: MappedRequest,
+    payload: Record<string, unknown>,
+    snap: HooksSnapshot,
+  ): Promise<Outcome & { duplicate: boolean }> {
+    const scope = `mapping:${mapping.id}`;
+    const { dedupe, executor, transforms, logger } = this.parts;
+    const runIds: string[] = [];
+    let wakes = 0;
+    let mode: unknown;
+    let duplicates = 0;
+    const items = forEachItems(mapping, payload)!;
+    for (const item of items) {
+      const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
+      const seen = key === undefined ? undefined : dedupe.seen(scope, key);
+      let body: Record<string, unknown> | undefined;
+      if (seen) {
+        duplicates++;
+        body = ('answer' in seen ? seen.answer : await seen.pending).body;
+      } else {
+        const claim = key === undefined ? undefined : dedupe.claim(scope, key);
+        try {
+          const action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
+          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
+          claim?.settle(outcome.record!);
+          body = outcome.body;
+        } catch (err) {
+          claim?.release(err);
+          throw err;
+        }
+      }
+      if (typeof body?.runId === 'string')
+        runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
+      else if (body?.mode !== undefined) {
+        wakes++;
+        mode ??= body.mode;
+      }
+    }
+    const duplicate = items.length > 0 && duplicates === items.length;
+    const extra = {
+      ...(duplicate ? { duplicate: true } : {}),
+      ...(duplicates > 0 && !duplicate ? { duplicates } : {}),
+    };
+    if (runIds.length) return { status: 202, body: { ok: true, runId: runIds[0], runIds, ...extra }, duplicate };
+    if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
+    return { status: 204, duplicate };
+  }
+}
