@@ -14,6 +14,7 @@ export { compileTrustedProxies, type TrustedProxies } from './http/trusted-proxi
 export { digestToken, extractToken, tokenMatches, type TokenDigest } from './auth/token.ts';
 export { AuthFailureLimiter } from './auth/limiter.ts';
 export { readConfigFile } from './config/load.ts';
+export { loadConfig } from './config/load-snapshot.ts';
 export { DEFAULTS } from './config/defaults.ts';
 export { resolveHooksConfig, selectStandaloneConfig } from './config/hooks-config.ts';
 export { compileSchema, formatErrors } from './config/schemas.ts';

@@ -1,9 +1,11 @@
 // Example transform: GitHub repository webhooks -> one short agent message.
 //
 // Install: copy this file to <configDir>/hooks/transforms/github.ts and add the mapping
-//   { id: "github", match: { path: "github" }, action: "agent", transform: { module: "github.ts" } }
-// GitHub must send `Content type: application/json` (its default for repository webhooks is the
-// form encoding, which hookgate cannot read). See transforms-example/README.md.
+//   { id: "github", match: { path: "github" }, action: "agent", transform: { module: "github.ts" },
+//     verify: { scheme: "github", secret: "${GITHUB_WEBHOOK_SECRET}" } }
+// GitHub signs each delivery with the webhook's secret; verify checks it instead of the hook token.
+// Send `application/json`, or keep GitHub's form encoding and add body: "form" to the mapping.
+// See transforms-example/README.md.
 //
 // The event name is not in the body: GitHub sends it in the X-GitHub-Event header. Everything read
 // from the payload is optional here, because GitHub omits or nulls fields depending on the event and

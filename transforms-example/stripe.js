@@ -1,8 +1,9 @@
 // Example transform (plain JavaScript, ESM): Stripe events -> a wake event for the main session.
 //
 // Install: copy this file to <configDir>/hooks/transforms/stripe.js and add the mapping
-//   { id: "stripe", match: { path: "stripe" }, action: "wake", transform: { module: "stripe.js" } }
-// Stripe cannot add the hook token header itself: see transforms-example/README.md.
+//   { id: "stripe", match: { path: "stripe" }, action: "wake", transform: { module: "stripe.js" },
+//     verify: { scheme: "stripe", secret: "${STRIPE_WEBHOOK_SECRET}" } }
+// Stripe signs each event with the endpoint's signing secret (whsec_...); verify checks it.
 //
 // Stripe posts an Event object: { id, object: "event", type, livemode, data: { object } }, where
 // data.object is the invoice, payment intent or charge the event is about. Amounts are integers in

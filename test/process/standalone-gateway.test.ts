@@ -429,6 +429,32 @@ test('config errors stop start-up with a message naming the key', async () => {
     path.join(dir, 'gateway.json5'),
   ]).catch((e) => e);
   assert.match(res3.stderr, /gateway\.json5: .*\n.*JSON5 syntax error at line 1/);
+  // config check compiles the mappings as a start does: a signed mapping's unset secret is named.
+  await writeConfig(dir, {
+    hooks: {
+      mappings: [
+        {
+          id: 'gh',
+          match: { path: 'gh' },
+          action: 'wake',
+          textTemplate: 'x',
+          verify: { scheme: 'github', secret: '${HOOKGATE_UNSET_SECRET}' },
+        },
+      ],
+    },
+  });
+  const res4 = await run(process.execPath, [
+    ...CLI,
+    'config',
+    'check',
+    '--config',
+    path.join(dir, 'gateway.json5'),
+  ]).catch((e) => e);
+  assert.equal(res4.code, 1);
+  assert.match(
+    res4.stderr,
+    /hooks\.mappings\[0\] \(id "gh"\)\.verify\.secret: environment variable HOOKGATE_UNSET_SECRET is not set/,
+  );
 });
 
 test('CLI: --help and help for each command; unknown commands exit 2', async () => {

@@ -3,8 +3,15 @@ import { access } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../host-kit.ts';
-import { resolveGatewaySettings, writeDefaultConfig } from './config.ts';
+import {
+  ConfigError,
+  loadConfig,
+  readConfigFile,
+  resolveHooksConfig,
+  selectStandaloneConfig,
+  type GatewayHost,
+} from '../../host-kit.ts';
+import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from './config.ts';
 import { startGateway } from './gateway.ts';
 import { createLineLogger } from './logger.ts';
 
@@ -132,19 +139,22 @@ async function runConfig(args: string[]): Promise<number> {
   }
   const file = await readConfigFile(configPath);
   if (sub === 'check') {
-    const problems: string[] = [];
-    for (const check of [
-      () => resolveGatewaySettings(file, configPath),
-      () => resolveHooksConfig(selectStandaloneConfig(file), path.dirname(configPath), configPath),
-    ]) {
+    // Exactly what a start checks: the gateway's keys, the hooks block and every mapping.
+    let settings: GatewaySettings | undefined;
+    try {
+      settings = resolveGatewaySettings(file, configPath);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      const hooks: string[] = [];
       try {
-        check();
-      } catch (err) {
-        if (!(err instanceof ConfigError)) throw err;
-        problems.push(...err.problems);
+        resolveHooksConfig(selectStandaloneConfig(file), path.dirname(configPath), configPath);
+      } catch (hooksErr) {
+        if (!(hooksErr instanceof ConfigError)) throw hooksErr;
+        hooks.push(...hooksErr.problems);
       }
+      throw new ConfigError([...err.problems, ...hooks], configPath);
     }
-    if (problems.length) throw new ConfigError(problems, configPath);
+    await loadConfig(checkingHost(configPath, settings));
     return print(`${configPath}: OK`);
   }
   if (sub === 'get') {
@@ -163,6 +173,28 @@ async function runConfig(args: string[]): Promise<number> {
 }
 
 class UsageError extends Error {}
+
+/** A host that only answers what loading a config asks (agents, channels); nothing runs. */
+function checkingHost(configPath: string, settings: GatewaySettings): GatewayHost {
+  const unused = (): never => {
+    throw new Error('config check runs nothing');
+  };
+  return {
+    logger: { info() {}, warn() {}, error() {} },
+    configPath,
+    configDir: path.dirname(configPath),
+    agents: {
+      list: settings.agents,
+      defaultId: settings.defaultAgentId,
+      models: settings.models,
+      timeoutSeconds: settings.timeoutSeconds,
+    },
+    channels: settings.channels,
+    sessions: { mainSessionKey: unused, enqueueSystemEvent: unused, requestHeartbeat: unused, lastRoute: unused },
+    runs: { runIsolatedTurn: unused },
+    deliver: unused,
+  };
+}
 
 function print(text: string): number {
   console.log(text);
