@@ -4,13 +4,14 @@
 //   { id: "github", match: { path: "github" }, action: "agent", transform: { module: "github.ts" },
 //     verify: { scheme: "github", secret: "${GITHUB_WEBHOOK_SECRET}" } }
 // GitHub signs each delivery with the webhook's secret; verify checks it instead of the hook token.
-// Send `application/json`, or keep GitHub's form encoding and add body: "form" to the mapping.
-// See transforms-example/README.md.
+// Send `application/json`, or keep GitHub's form encoding (its default) and add body: "form" to the
+// mapping: it reads the JSON in the form's payload field, so this file sees the same payload either
+// way. See transforms-example/README.md.
 //
 // The event name is not in the body: GitHub sends it in the X-GitHub-Event header. Everything read
 // from the payload is optional here, because GitHub omits or nulls fields depending on the event and
-// action (a deleted branch has no head_commit, a tag push has no branch, ...), and because anyone
-// holding the hook token can post anything to this endpoint.
+// action (a deleted branch has no head_commit, a tag push has no branch, ...), and because whoever
+// holds the webhook secret (or the hook token, if the mapping has no verify) can post anything here.
 
 /** What hookgate passes to a transform (headers are lower-cased, credentials removed). */
 interface TransformContext {

@@ -3,7 +3,8 @@
 // Install: copy this file to <configDir>/hooks/transforms/stripe.js and add the mapping
 //   { id: "stripe", match: { path: "stripe" }, action: "wake", transform: { module: "stripe.js" },
 //     verify: { scheme: "stripe", secret: "${STRIPE_WEBHOOK_SECRET}" } }
-// Stripe signs each event with the endpoint's signing secret (whsec_...); verify checks it.
+// Stripe signs each event with the endpoint's signing secret (whsec_..., the whole string is the
+// secret); verify checks it instead of the hook token, which Stripe cannot send.
 //
 // Stripe posts an Event object: { id, object: "event", type, livemode, data: { object } }, where
 // data.object is the invoice, payment intent or charge the event is about. Amounts are integers in
