@@ -1,316 +1,78 @@
 // `npm run bench`: the standalone gateway against a bare node:http server in the same run, each in
-// its own process, driven alternately by autocannon (32 connections, no pipelining).
-// Prints req/s, p50/p99 latency and the ratio to bare per scenario (means of alternating rounds),
-// the gateway's RSS after each scenario and its peak during it,
-// and writes every figure to bench/results/latest.json.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHmac } from 'node:crypto';
-import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
-import { cpus, tmpdir, totalmem } from 'node:os';
+// its own process, driven alternately (autocannon; one connection: a sequential sender timed here).
+// Per scenario and side: req/s, p50/p99 latency and the server's CPU time per request; the ratios to
+// bare; hookgate's RSS. BENCH_PEERS=openclaw adds OpenClaw's built-in hooks as a third side.
+// Every figure goes to bench/results/latest.json.
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import autocannon, { type Result } from 'autocannon';
+import autocannon from 'autocannon';
+import { drive, type Figures, type Load } from './drive.ts';
+import { lockOnOpenClaw, startOpenClaw } from './openclaw-peer.ts';
+import { ROOT, gatewayConfig, rssMb, startBare, startHookgate, watchRss, type Side } from './processes.ts';
+import { GATEWAYS, LOCKED_ADDRESS, SCENARIOS, type Scenario } from './scenarios.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-/** Bare and gateway alternate this many times per scenario; figures are the means (this VM is noisy). */
+/** Sides alternate this many times per scenario; figures are the means (this VM is noisy). */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const CONNECTIONS = 32;
 /** Runs only the scenarios whose name contains this text (e.g. BENCH_ONLY=429); all by default. */
 const ONLY = process.env.BENCH_ONLY ?? '';
-const HOOK_TOKEN = 'bench-hook-token-0123456789abcdef';
-/** Node flags of `npm start`, so the bench measures the gateway as it is run. */
-const START_FLAGS = (
-  /node ((?:--\S+ )*)dist\/plugin\/hosts\/standalone\/cli\.js gateway/.exec(
-    (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts
-      .start,
-  )?.[1] ?? ''
-)
-  .split(' ')
-  .filter(Boolean);
-const GATEWAY_TOKEN = 'bench-gateway-token-0123456789abcdef';
-
-const started: ChildProcess[] = [];
-process.on('exit', () => {
-  for (const c of started) c.kill('SIGTERM');
-});
-
-interface Proc {
-  url: string;
-  child: ChildProcess;
-}
-
-/** Starts a server whose stdout goes to a file (the gateway logs a line per request; a pipe into
- * this process would spend the load generator's CPU), then waits for its "listening on" line. */
-async function startProcess(args: string[], logFile: string): Promise<Proc> {
-  const out = await open(logFile, 'w');
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', out.fd, 'inherit'] });
-  started.push(child);
-  await out.close();
-  let exited: number | null | undefined;
-  child.once('exit', (code) => (exited = code));
-  for (let i = 0; i < 300; i++) {
-    const m = /listening on (http:\/\/\S+)/.exec(await readFile(logFile, 'utf8'));
-    if (m) return { url: m[1]!, child };
-    if (exited !== undefined) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${args.join(' ')} did not start: ${await readFile(logFile, 'utf8')}`);
-}
-
-async function startGateway(hooks: Record<string, unknown>): Promise<Proc & { dir: string }> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'hookgate-bench-'));
-  const config = {
-    gateway: { auth: { token: GATEWAY_TOKEN }, trustedProxies: ['127.0.0.1'] },
-    hooks: { enabled: true, token: HOOK_TOKEN, defaultSessionKey: 'hook:bench', ...hooks },
-    agents: { defaults: { model: 'echo/echo' }, list: [{ id: 'main', default: true }] },
-    channels: { slack: { defaultTo: '#bench' } },
-  };
-  await writeFile(path.join(dir, 'gateway.json5'), JSON.stringify(config));
-  await mkdir(path.join(dir, 'hooks', 'transforms'), { recursive: true });
-  await writeFile(path.join(dir, 'hooks', 'transforms', 'bench.ts'), TRANSFORM);
-  // The log goes beside the state dir, not into it: the config dir is watched for changes.
-  // The compiled CLI, as `npm start` runs it.
-  const p = await startProcess(
-    [...START_FLAGS, 'dist/plugin/hosts/standalone/cli.js', 'gateway', '--state-dir', dir, '--port', '0'],
-    `${dir}.log`,
-  );
-  return { ...p, dir };
-}
-
-async function rssMb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return Math.round(kb / 102.4) / 10;
-}
-
-interface Scenario {
-  name: string;
-  path: string;
-  body: string;
-  headers?: Record<string, string>;
-  /** Which gateway serves it. */
-  target: 'main' | 'locked';
-  /** Ratio the issue asks for (undefined: reported only). */
-  goal?: number;
-  expect: number;
-  /** A fresh Idempotency-Key on every request. */
-  freshKeys?: boolean;
-}
-
-const GITHUB_SECRET = 'bench-github-webhook-secret-0123';
-const githubBody = JSON.stringify({
-  action: 'completed',
-  workflow_run: {
-    name: 'CI',
-    head_branch: 'main',
-    conclusion: 'success',
-    html_url: 'https://github.com/o/r/actions/runs/1',
-  },
-  repository: { full_name: 'o/r' },
-  sender: { login: 'ada' },
-});
-/** What GitHub sends: the body's HMAC-SHA256 in X-Hub-Signature-256, the delivery and event names. */
-const githubHeaders = {
-  'content-type': 'application/json',
-  'x-github-event': 'workflow_run',
-  'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958',
-  'x-hub-signature-256': `sha256=${createHmac('sha256', GITHUB_SECRET).update(githubBody).digest('hex')}`,
-};
-
-const TRANSFORM = `export default (ctx: { payload: any }) => ({ text: 'deploy ' + ctx.payload.service + ' ' + ctx.payload.status });\n`;
-const MAPPINGS = [
-  {
-    id: 'tpl',
-    match: { path: 'tpl' },
-    action: 'wake',
-    wakeMode: 'next-heartbeat',
-    textTemplate: 'CI {{pipeline.name}} #{{pipeline.run}}: {{status}} by {{actor.login}} ({{headers.x-ci}})',
-  },
-  { id: 'tr', match: { path: 'tr' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'bench.ts' } },
-  {
-    id: 'github',
-    match: { path: 'github' },
-    action: 'wake',
-    wakeMode: 'next-heartbeat',
-    textTemplate:
-      '{{repository.full_name}}: {{workflow_run.name}} on {{workflow_run.head_branch}} {{workflow_run.conclusion}} ({{headers.x-github-event}})',
-    verify: { scheme: 'github', secret: GITHUB_SECRET },
-  },
-];
-const bearer = (t: string) => ({ authorization: `Bearer ${t}`, 'content-type': 'application/json' });
-const bigBody = JSON.stringify({ text: `large payload ${'x'.repeat(200 * 1024)}`, mode: 'next-heartbeat' });
-
-const scenarios: Scenario[] = [
-  {
-    name: 'wake (next-heartbeat)',
-    path: '/hooks/wake',
-    body: '{"text":"bench event","mode":"next-heartbeat"}',
-    headers: bearer(HOOK_TOKEN),
-    target: 'main',
-    goal: 0.8,
-    expect: 200,
-  },
-  {
-    name: 'agent accept (echo, deliver off)',
-    path: '/hooks/agent',
-    body: '{"message":"bench run","deliver":false}',
-    headers: bearer(HOOK_TOKEN),
-    target: 'main',
-    goal: 0.6,
-    expect: 202,
-  },
-  {
-    name: 'mapped hook + template',
-    path: '/hooks/tpl',
-    body: '{"pipeline":{"name":"api","run":812},"status":"green","actor":{"login":"ada"}}',
-    headers: { ...bearer(HOOK_TOKEN), 'x-ci': 'ci-1' },
-    target: 'main',
-    goal: 0.7,
-    expect: 200,
-  },
-  {
-    name: 'GitHub-signed mapped hook + template',
-    path: '/hooks/github',
-    body: githubBody,
-    headers: githubHeaders,
-    target: 'main',
-    goal: 0.6,
-    expect: 200,
-  },
-  {
-    name: 'mapped hook + transform',
-    path: '/hooks/tr',
-    body: '{"service":"api","status":"done"}',
-    headers: bearer(HOOK_TOKEN),
-    target: 'main',
-    goal: 0.4,
-    expect: 200,
-  },
-  {
-    name: 'wake with a fresh Idempotency-Key each',
-    path: '/hooks/wake',
-    body: '{"text":"bench event","mode":"next-heartbeat"}',
-    headers: bearer(HOOK_TOKEN),
-    target: 'main',
-    goal: 0.7,
-    expect: 200,
-    freshKeys: true,
-  },
-  {
-    name: 'wake, one Idempotency-Key repeated (duplicates)',
-    path: '/hooks/wake',
-    body: '{"text":"bench event","mode":"next-heartbeat"}',
-    headers: { ...bearer(HOOK_TOKEN), 'idempotency-key': 'bench-repeated-key' },
-    target: 'main',
-    goal: 0.85,
-    expect: 200,
-  },
-  {
-    name: '401 wrong token',
-    path: '/hooks/wake',
-    body: '{"text":"x"}',
-    headers: bearer('wrong-token'),
-    target: 'main',
-    goal: 0.85,
-    expect: 401,
-  },
-  {
-    name: '429 locked address',
-    path: '/hooks/wake',
-    body: '{"text":"x"}',
-    headers: { ...bearer(HOOK_TOKEN), 'x-forwarded-for': '203.0.113.9' },
-    target: 'locked',
-    goal: 0.9,
-    expect: 429,
-  },
-  {
-    name: '200 KB body (wake)',
-    path: '/hooks/wake',
-    body: bigBody,
-    headers: bearer(HOOK_TOKEN),
-    target: 'main',
-    expect: 200,
-  },
-];
-
-let keySeq = 0;
-/** Sets a key never sent before (the bare server reads the same header). */
-const freshKey = (req: { headers: Record<string, string> }) => ({
-  ...req,
-  headers: { ...req.headers, 'idempotency-key': `bench-${++keySeq}` },
-});
-
-function drive(url: string, s: Scenario): Promise<Result> {
-  return autocannon({
-    url: url + s.path,
-    method: 'POST',
-    headers: s.headers,
-    body: s.body,
-    connections: CONNECTIONS,
-    pipelining: 1,
-    duration: SECONDS,
-    ...(s.freshKeys ? { requests: [{ setupRequest: freshKey }] } : {}),
-  });
-}
+const PEERS = (process.env.BENCH_PEERS ?? '').split(',').filter(Boolean);
+/** How long the gateway is left idle before its settled RSS is read. */
+const SETTLE_MS = 10_000;
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+const round1 = (x: number): number => Math.round(x * 10) / 10;
+const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
 
 /** Means over the rounds (p99: the worst round). */
-function figures(runs: Result[]) {
+function combine(runs: Figures[]) {
   return {
-    reqPerSec: Math.round(mean(runs.map((r) => r.requests.average))),
-    p50Ms: mean(runs.map((r) => r.latency.p50)),
-    p99Ms: Math.max(...runs.map((r) => r.latency.p99)),
-    total: runs.reduce((n, r) => n + r.requests.total, 0),
-    /** Answers with a 2xx status per second (for agent runs: accepted, not refused with 503). */
-    okPerSec: Math.round(
-      mean(runs.map((r) => (r.requests.total ? (r.requests.average * r['2xx']) / r.requests.total : 0))),
-    ),
-    errors: runs.reduce((n, r) => n + r.errors + r.timeouts, 0),
+    reqPerSec: Math.round(mean(runs.map((r) => r.reqPerSec))),
+    p50Ms: Math.round(mean(runs.map((r) => r.p50Ms)) * 1000) / 1000,
+    p99Ms: Math.max(...runs.map((r) => r.p99Ms)),
+    cpuUsPerReq: round1(mean(runs.map((r) => r.cpuUsPerReq))),
+    total: runs.reduce((n, r) => n + r.total, 0),
+    ok: runs.reduce((n, r) => n + r.ok, 0),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
   };
 }
+type Combined = ReturnType<typeof combine>;
 
-/** Samples a process's RSS every 100 ms until stopped; resolves with the highest value seen. */
-function watchRss(pid: number): { stop(): Promise<number> } {
-  let peak = 0;
-  const timer = setInterval(
-    () =>
-      void rssMb(pid).then(
-        (mb) => (peak = Math.max(peak, mb)),
-        () => {},
-      ),
-    100,
-  );
-  return {
-    async stop() {
-      clearInterval(timer);
-      return Math.max(peak, await rssMb(pid));
-    },
-  };
+/** How the OpenClaw peer is sent a scenario: the same request, except where its lockout differs. */
+let peerSeq = 0;
+function peerLoad(s: Scenario): Load {
+  // OpenClaw locks an address after 20 failures, so wrong tokens come from ever new addresses.
+  if (s.peer === '401')
+    return {
+      ...s.load,
+      vary: (h) => ({
+        ...h,
+        'x-forwarded-for': `10.${(++peerSeq >> 16) & 255}.${(peerSeq >> 8) & 255}.${peerSeq & 255}`,
+      }),
+    };
+  return s.load;
+}
+
+async function status(url: string, load: Load): Promise<number> {
+  const res = await fetch(url + load.path, { method: 'POST', headers: load.headers, body: load.body });
+  await res.arrayBuffer();
+  return res.status;
 }
 
 /** Rotates the hook token in the config file and polls with the new one until it is accepted. */
-async function reloadApplyTimes(
-  gw: Proc & { dir: string },
-  hooks: Record<string, unknown>,
-): Promise<{ samples: number[]; medianMs: number; maxMs: number }> {
+async function reloadApplyTimes(gw: Side & { dir: string }, hooks: Record<string, unknown>) {
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
     const token = `reload-token-${i}-0123456789abcdef`;
-    const config = {
-      gateway: { auth: { token: GATEWAY_TOKEN }, trustedProxies: ['127.0.0.1'] },
-      hooks: { enabled: true, token, defaultSessionKey: 'hook:bench', ...hooks },
-      agents: { defaults: { model: 'echo/echo' }, list: [{ id: 'main', default: true }] },
-      channels: { slack: { defaultTo: '#bench' } },
-    };
     const started = performance.now();
-    await writeFile(path.join(gw.dir, 'gateway.json5'), JSON.stringify(config));
+    await writeFile(path.join(gw.dir, 'gateway.json5'), JSON.stringify(gatewayConfig({ ...hooks, token })));
     for (;;) {
       const res = await fetch(`${gw.url}/hooks/wake`, {
         method: 'POST',
-        headers: bearer(token),
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body: '{"text":"probe","mode":"next-heartbeat"}',
       });
       await res.arrayBuffer();
@@ -325,86 +87,112 @@ async function reloadApplyTimes(
   return { samples, medianMs: sorted[2]!, maxMs: sorted[4]! };
 }
 
+function describe(name: string, f: Combined): string {
+  return `${name} ${String(f.reqPerSec).padStart(6)} req/s  p50 ${f.p50Ms.toFixed(2)} ms  p99 ${f.p99Ms} ms  CPU ${f.cpuUsPerReq} µs/req`;
+}
+
 async function main(): Promise<void> {
   await promisify(execFile)(
     process.execPath,
     [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
     { cwd: ROOT },
   );
-  const bareDir = await mkdtemp(path.join(tmpdir(), 'hookgate-bare-'));
-  const bare = await startProcess(['bench/bare-server.mjs'], path.join(bareDir, 'bare.log'));
-  // maxFailures is high so the 401 scenario stays 401; the second gateway locks after one failure.
-  const mainHooks = {
-    maxBodyBytes: 1024 * 1024,
-    authRateLimit: { maxFailures: 1_000_000, windowSeconds: 1, lockoutSeconds: 1 },
-    mappings: MAPPINGS,
-  };
-  const gw = await startGateway(mainHooks);
-  const locked = await startGateway({ authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } });
-  await fetch(`${locked.url}/hooks/wake`, {
-    method: 'POST',
-    headers: { ...bearer('wrong'), 'x-forwarded-for': '203.0.113.9' },
-    body: '{}',
-  });
+  const scenarios = SCENARIOS.filter((s) => s.name.includes(ONLY));
+  const bare = await startBare();
+  const gateways = new Map<string, Side & { dir: string }>();
+  for (const name of new Set(scenarios.map((s) => s.gateway).concat('main'))) {
+    gateways.set(name, await startHookgate(GATEWAYS[name]!));
+  }
+  const locked = gateways.get('locked');
+  if (locked) {
+    await status(locked.url, {
+      path: '/hooks/wake',
+      body: '{}',
+      headers: { authorization: 'Bearer wrong', 'x-forwarded-for': LOCKED_ADDRESS },
+    });
+  }
+  const openclaw = PEERS.includes('openclaw') ? await startOpenClaw() : undefined;
+  const peaks = new Map([...gateways].map(([name, gw]) => [name, watchRss(gw.pid)]));
 
   console.log(
-    `hookgate benchmark: ${ROUNDS} x ${SECONDS} s per side and scenario (alternating), ${CONNECTIONS} connections, no pipelining`,
+    `hookgate benchmark: ${ROUNDS} x ${SECONDS} s per side and scenario (alternating), no pipelining${openclaw ? ', OpenClaw built-in hooks beside' : ''}`,
   );
   console.log(
     `machine: ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}\n`,
   );
   const rows = [];
-  for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
-    const target = s.target === 'main' ? gw : locked;
-    // Warm up both sides briefly, then measure bare and gateway alternately.
-    await autocannon({
-      url: target.url + s.path,
-      method: 'POST',
-      headers: s.headers,
-      body: s.body,
-      connections: CONNECTIONS,
-      duration: 1,
-    });
-    await autocannon({
-      url: bare.url + s.path,
-      method: 'POST',
-      headers: s.headers,
-      body: s.body,
-      connections: CONNECTIONS,
-      duration: 1,
-    });
-    const bareRuns: Result[] = [];
-    const gatewayRuns: Result[] = [];
-    const rss = watchRss(target.child.pid!);
-    for (let round = 0; round < ROUNDS; round++) {
-      bareRuns.push(await drive(bare.url, s));
-      gatewayRuns.push(await drive(target.url, s));
+  for (const s of scenarios) {
+    const gw = gateways.get(s.gateway)!;
+    const peer = s.peer && openclaw ? openclaw : undefined;
+    // Warm up every side briefly, then measure them alternately.
+    for (const side of [gw, bare, ...(peer ? [peer] : [])]) {
+      await autocannon({
+        url: side.url + s.load.path,
+        method: 'POST',
+        headers: s.load.headers,
+        body: s.load.body,
+        connections: s.connections,
+        duration: 1,
+      });
     }
-    const peakRssMb = await rss.stop();
-    const status = await fetch(target.url + s.path, { method: 'POST', headers: s.headers, body: s.body });
-    await status.arrayBuffer();
-    const b = figures(bareRuns);
-    const g = figures(gatewayRuns);
+    const runs: { bare: Figures[]; hookgate: Figures[]; openclaw: Figures[] } = {
+      bare: [],
+      hookgate: [],
+      openclaw: [],
+    };
+    const rowPeak = watchRss(gw.pid);
+    for (let round = 0; round < ROUNDS; round++) {
+      runs.bare.push(await drive(bare.url, bare.pid, s.load, s.connections, SECONDS));
+      runs.hookgate.push(await drive(gw.url, gw.pid, s.load, s.connections, SECONDS));
+      if (peer) {
+        if (s.peer === '429') await lockOnOpenClaw(peer.url, LOCKED_ADDRESS);
+        runs.openclaw.push(await drive(peer.url, peer.pid, peerLoad(s), s.connections, SECONDS));
+      }
+    }
+    const peakRssMb = await rowPeak.stop();
+    const b = combine(runs.bare);
+    const g = combine(runs.hookgate);
+    const o = peer ? combine(runs.openclaw) : undefined;
+    const statusSeen = await status(gw.url, s.load);
     const row = {
       scenario: s.name,
-      bare: b,
-      gateway: { ...g, non2xx: gatewayRuns.reduce((n, r) => n + r.non2xx, 0), statusSeen: status.status },
-      ratio: Math.round((g.reqPerSec / b.reqPerSec) * 100) / 100,
-      /** For scenarios that expect 2xx: answers with 2xx per second, against bare's answers. */
-      okRatio: s.expect < 300 ? Math.round((g.okPerSec / b.reqPerSec) * 100) / 100 : undefined,
+      connections: s.connections,
       goal: s.goal,
-      rssMb: await rssMb(target.child.pid!),
+      bare: b,
+      hookgate: { ...g, statusSeen },
+      ratio: ratio(g.reqPerSec, b.reqPerSec),
+      /** hookgate's CPU per request over bare's; the goal allows at most 1/goal. */
+      cpuRatio: ratio(g.cpuUsPerReq, b.cpuUsPerReq),
+      rssMb: await rssMb(gw.pid),
       peakRssMb,
+      openclaw: o && { ...o, statusSeen: await status(peer!.url, peerLoad(s)), ratio: ratio(o.reqPerSec, b.reqPerSec) },
+      /** hookgate's req/s over OpenClaw's. */
+      timesOpenclaw: o ? round1(g.reqPerSec / Math.max(1, o.reqPerSec)) : undefined,
     };
-    if (status.status !== s.expect) console.warn(`  ! ${s.name}: expected ${s.expect}, saw ${status.status}`);
     rows.push(row);
+    if (statusSeen !== s.expect) console.warn(`  ! ${s.name}: expected ${s.expect}, saw ${statusSeen}`);
+    if (g.ok < g.total * 0.99 && s.expect < 300)
+      console.warn(`  ! ${s.name}: only ${g.ok} of ${g.total} answers were 2xx`);
+    console.log(`${s.name} (${s.connections} conn.)`);
+    console.log(`  ${describe('hookgate', g)} | RSS ${row.rssMb} MB, peak ${peakRssMb} MB`);
+    console.log(`  ${describe('bare    ', b)}`);
+    if (o) console.log(`  ${describe('openclaw', o)} | status ${row.openclaw!.statusSeen}`);
     console.log(
-      `${s.name.padEnd(34)} gateway ${String(g.reqPerSec).padStart(6)} req/s${row.okRatio !== undefined && g.okPerSec < g.reqPerSec * 0.99 ? ` (2xx ${g.okPerSec}/s, ratio ${row.okRatio.toFixed(2)})` : ''}  p50 ${g.p50Ms.toFixed(1)} ms  p99 ${g.p99Ms} ms | bare ${String(b.reqPerSec).padStart(6)} req/s | ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''} | RSS ${row.rssMb} MB, peak ${row.peakRssMb} MB`,
+      `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}`,
     );
   }
-  const reload = await reloadApplyTimes(gw, mainHooks);
+  const main = gateways.get('main')!;
+  const reload = await reloadApplyTimes(main, GATEWAYS.main!);
   console.log(
-    `\nhot reload: write -> first request served by the new config: median ${reload.medianMs} ms, max ${reload.maxMs} ms (goal < 300 ms)`,
+    `\nhot reload: write -> first request served by the new config: median ${reload.medianMs} ms, max ${reload.maxMs} ms`,
+  );
+  const peakRss: Record<string, number> = {};
+  for (const [name, watch] of peaks) peakRss[name] = await watch.stop();
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const settledRssMb = await rssMb(main.pid);
+  const openclawRssMb = openclaw ? await rssMb(openclaw.pid) : undefined;
+  console.log(
+    `memory: peak RSS through the bench ${peakRss.main} MB (main gateway), ${settledRssMb} MB after ${SETTLE_MS / 1000} s idle${openclawRssMb ? `; OpenClaw ${openclawRssMb} MB` : ''}`,
   );
 
   const result = {
@@ -417,18 +205,14 @@ async function main(): Promise<void> {
     },
     secondsPerRun: SECONDS,
     rounds: ROUNDS,
-    connections: CONNECTIONS,
+    peers: PEERS,
     rows,
     reloadApplyMs: reload,
+    memory: { peakRssMb: peakRss, settledRssMb, openclawRssMb },
   };
   await writeFile(path.join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
   console.log('\nwritten to bench/results/latest.json');
-  for (const c of started) c.kill('SIGTERM');
-  await rm(bareDir, { recursive: true, force: true });
-  for (const d of [gw.dir, locked.dir]) {
-    await rm(d, { recursive: true, force: true });
-    await rm(`${d}.log`, { force: true });
-  }
+  for (const side of [bare, ...gateways.values(), ...(openclaw ? [openclaw] : [])]) await side.stop();
 }
 
 await main();

@@ -1,0 +1,182 @@
+// What the bench sends: the gateways it starts (by name) and the scenarios it drives against them.
+import { createHmac } from 'node:crypto';
+import { HOOK_TOKEN } from './processes.ts';
+import type { Load } from './drive.ts';
+
+const GITHUB_SECRET = 'bench-github-webhook-secret-0123';
+const githubBody = JSON.stringify({
+  action: 'completed',
+  workflow_run: {
+    name: 'CI',
+    head_branch: 'main',
+    conclusion: 'success',
+    html_url: 'https://github.com/o/r/actions/runs/1',
+  },
+  repository: { full_name: 'o/r' },
+  sender: { login: 'ada' },
+});
+/** What GitHub sends: the body's HMAC-SHA256 in X-Hub-Signature-256, the delivery and event names. */
+const githubHeaders = {
+  'content-type': 'application/json',
+  'x-github-event': 'workflow_run',
+  'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958',
+  'x-hub-signature-256': `sha256=${createHmac('sha256', GITHUB_SECRET).update(githubBody).digest('hex')}`,
+};
+
+const MAPPINGS = [
+  {
+    id: 'tpl',
+    match: { path: 'tpl' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'CI {{pipeline.name}} #{{pipeline.run}}: {{status}} by {{actor.login}} ({{headers.x-ci}})',
+  },
+  { id: 'tr', match: { path: 'tr' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'bench.ts' } },
+  {
+    id: 'github',
+    match: { path: 'github' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate:
+      '{{repository.full_name}}: {{workflow_run.name}} on {{workflow_run.head_branch}} {{workflow_run.conclusion}} ({{headers.x-github-event}})',
+    verify: { scheme: 'github', secret: GITHUB_SECRET },
+  },
+];
+
+/** The gateways' `hooks` blocks, by name. `main` serves most rows; `locked` has locked one address. */
+export const GATEWAYS: Record<string, Record<string, unknown>> = {
+  // maxFailures is high so the 401 scenario stays 401.
+  main: {
+    maxBodyBytes: 1024 * 1024,
+    authRateLimit: { maxFailures: 1_000_000, windowSeconds: 1, lockoutSeconds: 1 },
+    mappings: MAPPINGS,
+  },
+  locked: { authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } },
+};
+
+/** The address the `locked` gateway (and the OpenClaw peer) has locked, sent as X-Forwarded-For. */
+export const LOCKED_ADDRESS = '203.0.113.9';
+
+/** Which of OpenClaw's built-in hook rows a scenario is compared with. */
+export type PeerRow = 'wake' | 'agent' | '401' | '429';
+
+export interface Scenario {
+  name: string;
+  load: Load;
+  /** Which gateway of GATEWAYS serves it. */
+  gateway: string;
+  connections: number;
+  /** Ratio to bare the issue asks for (undefined: reported only). */
+  goal?: number;
+  expect: number;
+  peer?: PeerRow;
+}
+
+const bearer = (t: string) => ({ authorization: `Bearer ${t}`, 'content-type': 'application/json' });
+const WAKE = '{"text":"bench event","mode":"next-heartbeat"}';
+let keySeq = 0;
+/** A key never sent before (the bare server reads the same header). */
+const freshKey = (headers: Record<string, string>) => ({ ...headers, 'idempotency-key': `bench-${++keySeq}` });
+const newDelivery = (headers: Record<string, string>) => ({ ...headers, 'x-github-delivery': `bench-${++keySeq}` });
+const wake = (connections: number, goal?: number): Scenario => ({
+  name: connections === 32 ? 'wake (next-heartbeat)' : `wake, ${connections} connection${connections > 1 ? 's' : ''}`,
+  load: { path: '/hooks/wake', body: WAKE, headers: bearer(HOOK_TOKEN) },
+  gateway: 'main',
+  connections,
+  goal,
+  expect: 200,
+  peer: connections === 32 ? 'wake' : undefined,
+});
+
+export const SCENARIOS: Scenario[] = [
+  wake(32, 0.8),
+  wake(1),
+  wake(256),
+  {
+    name: 'agent accept (echo, deliver off)',
+    load: { path: '/hooks/agent', body: '{"message":"bench run","deliver":false}', headers: bearer(HOOK_TOKEN) },
+    gateway: 'main',
+    connections: 32,
+    goal: 0.5,
+    expect: 202,
+    peer: 'agent',
+  },
+  {
+    name: 'mapped hook + template',
+    load: {
+      path: '/hooks/tpl',
+      body: '{"pipeline":{"name":"api","run":812},"status":"green","actor":{"login":"ada"}}',
+      headers: { ...bearer(HOOK_TOKEN), 'x-ci': 'ci-1' },
+    },
+    gateway: 'main',
+    connections: 32,
+    goal: 0.7,
+    expect: 200,
+  },
+  {
+    name: 'GitHub-signed mapped hook + template',
+    // A new delivery id each time (the default dedupe key); the signature covers the body only.
+    load: { path: '/hooks/github', body: githubBody, headers: githubHeaders, vary: newDelivery },
+    gateway: 'main',
+    connections: 32,
+    goal: 0.6,
+    expect: 200,
+  },
+  {
+    name: 'mapped hook + transform',
+    load: { path: '/hooks/tr', body: '{"service":"api","status":"done"}', headers: bearer(HOOK_TOKEN) },
+    gateway: 'main',
+    connections: 32,
+    goal: 0.4,
+    expect: 200,
+  },
+  {
+    name: 'wake with a fresh Idempotency-Key each',
+    load: { path: '/hooks/wake', body: WAKE, headers: bearer(HOOK_TOKEN), vary: freshKey },
+    gateway: 'main',
+    connections: 32,
+    goal: 0.7,
+    expect: 200,
+  },
+  {
+    name: 'wake, one Idempotency-Key repeated (duplicates)',
+    load: { path: '/hooks/wake', body: WAKE, headers: { ...bearer(HOOK_TOKEN), 'idempotency-key': 'bench-repeated' } },
+    gateway: 'main',
+    connections: 32,
+    goal: 0.85,
+    expect: 200,
+  },
+  {
+    name: '401 wrong token',
+    load: { path: '/hooks/wake', body: '{"text":"x"}', headers: bearer('wrong-token') },
+    gateway: 'main',
+    connections: 32,
+    goal: 0.85,
+    expect: 401,
+    peer: '401',
+  },
+  {
+    name: '429 locked address',
+    load: {
+      path: '/hooks/wake',
+      body: '{"text":"x"}',
+      headers: { ...bearer(HOOK_TOKEN), 'x-forwarded-for': LOCKED_ADDRESS },
+    },
+    gateway: 'locked',
+    connections: 32,
+    goal: 0.9,
+    expect: 429,
+    peer: '429',
+  },
+  {
+    name: '200 KB body (wake)',
+    load: {
+      path: '/hooks/wake',
+      body: JSON.stringify({ text: `large payload ${'x'.repeat(200 * 1024)}`, mode: 'next-heartbeat' }),
+      headers: bearer(HOOK_TOKEN),
+    },
+    gateway: 'main',
+    connections: 32,
+    expect: 200,
+  },
+];
