@@ -54,19 +54,29 @@ class InFlight implements Claim {
   }
 }
 
-const scoped = (scope: string, key: string): string => `${scope}\u0000${key}`;
-
-/** Only what a duplicate needs is kept (not the scope and key a host's record also carries). */
-const firstAnswer = (a: FirstAnswer): FirstAnswer =>
-  a.body ? { at: a.at, status: a.status, body: a.body } : { at: a.at, status: a.status };
+/**
+ * A key with its first answer, as kept: one small object per key. Keys live in a map per scope, so
+ * the key is the sender's own string (a scoped copy would be a second string per key).
+ */
+class Kept implements FirstAnswer {
+  constructor(
+    readonly scope: string,
+    readonly key: string,
+    readonly at: number,
+    readonly status: number,
+    readonly body: Record<string, unknown> | undefined,
+  ) {}
+}
 
 export class DedupeKeys {
-  /** Insertion order is time order: answers arrive with `at` = now, or restored oldest first. */
-  readonly #answers = new Map<string, FirstAnswer>();
-  /** Keys in the order they were added; a head index instead of shift() keeps removal O(1). */
-  #order: { id: string; answer: FirstAnswer }[] = [];
+  /** Per scope, the keys with their first answers. */
+  readonly #scopes = new Map<string, Map<string, Kept>>();
+  #size = 0;
+  /** Keys in the order they were added, oldest first (answers carry `at` = now, or are restored oldest first); a head index instead of shift() keeps removal O(1). */
+  #order: Kept[] = [];
   #head = 0;
-  readonly #inFlight = new Map<string, InFlight>();
+  /** Requests under way, per scope and key. */
+  readonly #inFlight = new Map<string, Map<string, InFlight>>();
 
   constructor(
     private readonly limits: () => DedupeLimits,
@@ -74,18 +84,19 @@ export class DedupeKeys {
   ) {}
 
   get size(): number {
-    return this.#answers.size;
+    return this.#size;
   }
 
   /** The first answer for this key, or its pending request; undefined when the key is new. */
   seen(scope: string, key: string): Seen | undefined {
-    const id = scoped(scope, key);
-    const flight = this.#inFlight.get(id);
+    const flight = this.#inFlight.get(scope)?.get(key);
     if (flight) return { pending: flight.wait() };
-    const answer = this.#answers.get(id);
+    const keys = this.#scopes.get(scope);
+    const answer = keys?.get(key);
     if (!answer) return undefined;
     if (answer.at <= this.now() - this.limits().windowMs) {
-      this.#answers.delete(id);
+      keys!.delete(key);
+      this.#size--;
       return undefined;
     }
     return { answer };
@@ -93,12 +104,14 @@ export class DedupeKeys {
 
   /** Marks the key as under way; duplicates wait on it. Call only after seen() said it is new. */
   claim(scope: string, key: string): Claim {
-    const id = scoped(scope, key);
+    let flights = this.#inFlight.get(scope);
+    if (!flights) this.#inFlight.set(scope, (flights = new Map()));
     const flight = new InFlight((answer) => {
-      this.#inFlight.delete(id);
-      if (answer) this.#add(id, firstAnswer(answer));
+      flights.delete(key);
+      if (flights.size === 0) this.#inFlight.delete(scope);
+      if (answer) this.#add(scope, key, answer);
     });
-    this.#inFlight.set(id, flight);
+    flights.set(key, flight);
     return flight;
   }
 
@@ -106,14 +119,19 @@ export class DedupeKeys {
   restore(records: Iterable<IdempotencyRecord>): void {
     const oldest = this.now() - this.limits().windowMs;
     for (const r of records) {
-      if (r.at > oldest) this.#add(scoped(r.scope, r.key), firstAnswer(r));
+      if (r.at > oldest) this.#add(r.scope, r.key, r);
     }
   }
 
-  #add(id: string, answer: FirstAnswer): void {
-    if (this.#answers.has(id)) this.#answers.delete(id);
-    this.#answers.set(id, answer);
-    this.#order.push({ id, answer });
+  #add(scope: string, key: string, answer: FirstAnswer): void {
+    let keys = this.#scopes.get(scope);
+    if (!keys) this.#scopes.set(scope, (keys = new Map()));
+    const kept = new Kept(scope, key, answer.at, answer.status, answer.body);
+    // Added again: the new entry takes a new place in the order (the old place is skipped as stale).
+    if (keys.delete(key)) this.#size--;
+    keys.set(key, kept);
+    this.#size++;
+    this.#order.push(kept);
     this.#evict();
   }
 
@@ -122,11 +140,16 @@ export class DedupeKeys {
     const { maxKeys, windowMs } = this.limits();
     const oldest = this.now() - windowMs;
     while (this.#head < this.#order.length) {
-      const { id, answer } = this.#order[this.#head]!;
+      const kept = this.#order[this.#head]!;
+      const keys = this.#scopes.get(kept.scope);
       // A key removed, or added again since, has a newer place in the order: this one is stale.
-      const live = this.#answers.get(id) === answer;
-      if (live && this.#answers.size <= maxKeys && answer.at > oldest) break;
-      if (live) this.#answers.delete(id);
+      const live = keys?.get(kept.key) === kept;
+      if (live && this.#size <= maxKeys && kept.at > oldest) break;
+      if (live) {
+        keys!.delete(kept.key);
+        this.#size--;
+        if (keys!.size === 0) this.#scopes.delete(kept.scope);
+      }
       this.#head++;
     }
     // Entries before the head are dropped once they are a quarter of the array.
