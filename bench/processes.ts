@@ -104,9 +104,12 @@ export function gatewayConfig(hooks: Record<string, unknown>, gateway: Record<st
 }
 
 /** The compiled standalone gateway, as `npm start` runs it, on a fresh state dir. */
-export async function startHookgate(hooks: Record<string, unknown>): Promise<Side & { dir: string }> {
+export async function startHookgate(
+  hooks: Record<string, unknown>,
+  gateway: Record<string, unknown> = {},
+): Promise<Side & { dir: string }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'hookgate-bench-'));
-  await writeFile(path.join(dir, 'gateway.json5'), JSON.stringify(gatewayConfig(hooks)));
+  await writeFile(path.join(dir, 'gateway.json5'), JSON.stringify(gatewayConfig(hooks, gateway)));
   await mkdir(path.join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(path.join(dir, 'hooks', 'transforms', 'bench.ts'), TRANSFORM);
   // The log goes beside the state dir, not into it: the config dir is watched for changes.

@@ -20,8 +20,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 /** Runs only the scenarios whose name contains this text (e.g. BENCH_ONLY=429); all by default. */
 const ONLY = process.env.BENCH_ONLY ?? '';
 const PEERS = (process.env.BENCH_PEERS ?? '').split(',').filter(Boolean);
-/** How long the gateway is left idle before its settled RSS is read. */
-const SETTLE_MS = 10_000;
+/** How long the gateway is left idle before its settled RSS is read: past the transform workers' idle retirement (60 s). */
+const SETTLE_MS = 65_000;
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 const round1 = (x: number): number => Math.round(x * 10) / 10;
@@ -100,8 +100,9 @@ async function main(): Promise<void> {
   const scenarios = SCENARIOS.filter((s) => s.name.includes(ONLY));
   const bare = await startBare();
   const gateways = new Map<string, Side & { dir: string }>();
-  for (const name of new Set(scenarios.map((s) => s.gateway).concat('main'))) {
-    gateways.set(name, await startHookgate(GATEWAYS[name]!));
+  for (const name of new Set(scenarios.flatMap((s) => [s.gateway, ...(s.variants ?? [])]).concat('main'))) {
+    const spec = GATEWAYS[name]!;
+    gateways.set(name, await startHookgate(spec.hooks, spec.gateway));
   }
   const locked = gateways.get('locked');
   if (locked) {
@@ -124,8 +125,9 @@ async function main(): Promise<void> {
   for (const s of scenarios) {
     const gw = gateways.get(s.gateway)!;
     const peer = s.peer && openclaw ? openclaw : undefined;
+    const variants = (s.variants ?? []).map((name) => ({ name, side: gateways.get(name)!, runs: [] as Figures[] }));
     // Warm up every side briefly, then measure them alternately.
-    for (const side of [gw, bare, ...(peer ? [peer] : [])]) {
+    for (const side of [gw, bare, ...variants.map((v) => v.side), ...(peer ? [peer] : [])]) {
       await autocannon({
         url: side.url + s.load.path,
         method: 'POST',
@@ -144,6 +146,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       runs.bare.push(await drive(bare.url, bare.pid, s.load, s.connections, SECONDS));
       runs.hookgate.push(await drive(gw.url, gw.pid, s.load, s.connections, SECONDS));
+      for (const v of variants) v.runs.push(await drive(v.side.url, v.side.pid, s.load, s.connections, SECONDS));
       if (peer) {
         if (s.peer === '429') await lockOnOpenClaw(peer.url, LOCKED_ADDRESS);
         runs.openclaw.push(await drive(peer.url, peer.pid, peerLoad(s), s.connections, SECONDS));
@@ -166,6 +169,16 @@ async function main(): Promise<void> {
       rssMb: await rssMb(gw.pid),
       peakRssMb,
       openclaw: o && { ...o, statusSeen: await status(peer!.url, peerLoad(s)), ratio: ratio(o.reqPerSec, b.reqPerSec) },
+      /** The same load on other gateways: req/s and CPU per request against the main figure. */
+      variants: variants.map((v) => {
+        const f = combine(v.runs);
+        return {
+          gateway: v.name,
+          ...f,
+          ofHookgate: ratio(f.reqPerSec, g.reqPerSec),
+          cpuOfHookgate: ratio(f.cpuUsPerReq, g.cpuUsPerReq),
+        };
+      }),
       /** hookgate's req/s over OpenClaw's. */
       timesOpenclaw: o ? round1(g.reqPerSec / Math.max(1, o.reqPerSec)) : undefined,
     };
@@ -176,13 +189,17 @@ async function main(): Promise<void> {
     console.log(`${s.name} (${s.connections} conn.)`);
     console.log(`  ${describe('hookgate', g)} | RSS ${row.rssMb} MB, peak ${peakRssMb} MB`);
     console.log(`  ${describe('bare    ', b)}`);
+    for (const v of row.variants)
+      console.log(
+        `  ${describe(v.gateway.padEnd(8), v)} | ${v.ofHookgate.toFixed(2)} of hookgate's req/s, CPU ${v.cpuOfHookgate.toFixed(2)}x`,
+      );
     if (o) console.log(`  ${describe('openclaw', o)} | status ${row.openclaw!.statusSeen}`);
     console.log(
       `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}`,
     );
   }
   const main = gateways.get('main')!;
-  const reload = await reloadApplyTimes(main, GATEWAYS.main!);
+  const reload = await reloadApplyTimes(main, GATEWAYS.main!.hooks);
   console.log(
     `\nhot reload: write -> first request served by the new config: median ${reload.medianMs} ms, max ${reload.maxMs} ms`,
   );

@@ -43,15 +43,23 @@ const MAPPINGS = [
   },
 ];
 
-/** The gateways' `hooks` blocks, by name. `main` serves most rows; `locked` has locked one address. */
-export const GATEWAYS: Record<string, Record<string, unknown>> = {
-  // maxFailures is high so the 401 scenario stays 401.
-  main: {
-    maxBodyBytes: 1024 * 1024,
-    authRateLimit: { maxFailures: 1_000_000, windowSeconds: 1, lockoutSeconds: 1 },
-    mappings: MAPPINGS,
-  },
-  locked: { authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } },
+/** A gateway the bench starts: its `hooks` block and its `gateway` keys. */
+export interface GatewaySpec {
+  hooks: Record<string, unknown>;
+  gateway?: Record<string, unknown>;
+}
+
+// maxFailures is high so the 401 scenario stays 401.
+const MAIN_HOOKS = {
+  maxBodyBytes: 1024 * 1024,
+  authRateLimit: { maxFailures: 1_000_000, windowSeconds: 1, lockoutSeconds: 1 },
+  mappings: MAPPINGS,
+};
+
+/** The gateways, by name. `main` serves most rows; `locked` has locked one address. */
+export const GATEWAYS: Record<string, GatewaySpec> = {
+  main: { hooks: MAIN_HOOKS },
+  locked: { hooks: { authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } } },
 };
 
 /** The address the `locked` gateway (and the OpenClaw peer) has locked, sent as X-Forwarded-For. */
@@ -70,6 +78,8 @@ export interface Scenario {
   goal?: number;
   expect: number;
   peer?: PeerRow;
+  /** Other gateways (of GATEWAYS) driven with the same load in the same rounds: the cost of a feature. */
+  variants?: string[];
 }
 
 const bearer = (t: string) => ({ authorization: `Bearer ${t}`, 'content-type': 'application/json' });
