@@ -1,0 +1,66 @@
+// Prints bench/results/latest.json as the README's Markdown table: `npx tsx bench/table.ts`.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ROOT } from './processes.ts';
+
+interface SideFigures {
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuUsPerReq: number;
+}
+interface Row {
+  scenario: string;
+  connections: number;
+  goal?: number;
+  bare: SideFigures;
+  hookgate: SideFigures;
+  ratio: number;
+  cpuRatio: number;
+  rssMb: number;
+  peakRssMb: number;
+  variants: (SideFigures & { gateway: string; ofHookgate: number; cpuOfHookgate: number })[];
+  openclaw?: SideFigures & { statusSeen: number };
+  timesOpenclaw?: number;
+}
+
+const result = JSON.parse(await readFile(path.join(ROOT, 'bench', 'results', 'latest.json'), 'utf8')) as {
+  date: string;
+  machine: { cpus: number; model: string; memGiB: number; node: string };
+  secondsPerRun: number;
+  rounds: number;
+  rows: Row[];
+  reloadApplyMs: { medianMs: number };
+  memory: { peakRssMb: Record<string, number>; settledRssMb: number; openclawRssMb?: number };
+};
+const n = (x: number): string => x.toLocaleString('en-US');
+const ms = (f: SideFigures): string => `${f.p50Ms < 10 ? f.p50Ms.toFixed(2) : Math.round(f.p50Ms)} / ${f.p99Ms} ms`;
+const peers = result.rows.some((r) => r.openclaw);
+const lines = [
+  `${result.date.slice(0, 10)}, ${result.machine.cpus} vCPU ${result.machine.model}, ${result.machine.memGiB} GiB, Node ${result.machine.node.slice(1)}; ${result.rounds} x ${result.secondsPerRun} s per side and row.`,
+  '',
+  `| Row | conn. | hookgate req/s | p50 / p99 | CPU µs/req | bare req/s | bare CPU µs/req | ratio (goal) | CPU vs bare (at most) |${peers ? ' OpenClaw req/s | CPU µs/req | hookgate ÷ OpenClaw |' : ''}`,
+  `|---|---|---|---|---|---|---|---|---|${peers ? '---|---|---|' : ''}`,
+];
+for (const r of result.rows) {
+  const goal = r.goal ? ` (${r.goal})` : '';
+  const cpuGoal = r.goal ? ` (${(1 / r.goal).toFixed(2)})` : '';
+  const peer = r.openclaw
+    ? ` ${n(r.openclaw.reqPerSec)} | ${n(r.openclaw.cpuUsPerReq)} | ${r.timesOpenclaw}x |`
+    : peers
+      ? ' | | |'
+      : '';
+  lines.push(
+    `| ${r.scenario} | ${r.connections} | ${n(r.hookgate.reqPerSec)} | ${ms(r.hookgate)} | ${r.hookgate.cpuUsPerReq} | ${n(r.bare.reqPerSec)} | ${r.bare.cpuUsPerReq} | ${r.ratio.toFixed(2)}${goal} | ${r.cpuRatio.toFixed(2)}${cpuGoal} |${peer}`,
+  );
+  for (const v of r.variants ?? [])
+    lines.push(
+      `| … ${v.gateway} | ${r.connections} | ${n(v.reqPerSec)} | ${ms(v)} | ${v.cpuUsPerReq} | | | ${v.ofHookgate.toFixed(2)} of the row above | ${v.cpuOfHookgate.toFixed(2)}x the row above |${peers ? ' | | |' : ''}`,
+    );
+}
+const m = result.memory;
+lines.push(
+  '',
+  `Memory (main gateway): peak RSS through the bench ${m.peakRssMb.main} MB, ${m.settledRssMb} MB once idle${m.openclawRssMb ? `; OpenClaw ${m.openclawRssMb} MB` : ''}. Hot reload applies in ${result.reloadApplyMs.medianMs} ms (median of 5).`,
+);
+console.log(lines.join('\n'));
