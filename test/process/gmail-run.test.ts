@@ -300,3 +300,76 @@ test('gateway: runs the watcher itself; a revoked token is a clear error in the 
     await gw.stop();
   }
 });
+
+test('run in push mode: a valid OIDC token starts a sync; wrong audience, issuer, email, expiry or signature are 401 and deliver nothing', async () => {
+  const endpoint = 'https://hooks.example.test/gmail-pubsub';
+  const serviceAccount = 'gmail-push@proj-test.iam.gserviceaccount.com';
+  const box = await mailbox({
+    mode: 'push',
+    pushEndpoint: endpoint,
+    pushServiceAccount: serviceAccount,
+    serve: { bind: '127.0.0.1', port: 0, path: '/gmail-pubsub' },
+  });
+  const p = spawnGmail(['run', '--state-dir', box.stateDir, '--gateway-url', box.proxy.url]);
+  try {
+    const pushUrl = (await p.waitFor(/push on (http:\/\/[^\s),]+)/))[1]!;
+    await eventually(async () => fake.mailbox(box.account).watches.length > 0 && (await box.cursor().catch(() => '')));
+    const now = Math.floor(Date.now() / 1000);
+    const good = {
+      iss: 'https://accounts.google.com',
+      aud: endpoint,
+      email: serviceAccount,
+      email_verified: true,
+      iat: now,
+      exp: now + 3600,
+      sub: '1234567890',
+    };
+    const push = async (token: string | undefined) => {
+      const data = Buffer.from(JSON.stringify({ emailAddress: box.account, historyId: 1 })).toString('base64');
+      const r = await fetch(pushUrl, {
+        method: 'POST',
+        headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+        body: JSON.stringify({
+          message: { data, messageId: '42' },
+          subscription: 'projects/proj-test/subscriptions/x',
+        }),
+      });
+      return { status: r.status, body: await r.text() };
+    };
+
+    const first = fake.addMessage(box.account);
+    assert.equal((await push(fake.signJwt(good))).status, 204);
+    assertEachOnce(box, [first]);
+
+    const waiting = fake.addMessage(box.account);
+    const posted = box.proxy.batches.length;
+    const forged = { ...good, aud: endpoint };
+    const refused: [string, string | undefined][] = [
+      ['no token', undefined],
+      ['wrong audience', fake.signJwt({ ...good, aud: 'https://attacker.example/push' })],
+      ['wrong issuer', fake.signJwt({ ...good, iss: 'https://evil.example.com' })],
+      ['wrong email', fake.signJwt({ ...good, email: 'someone@else.iam.gserviceaccount.com' })],
+      ['unverified email', fake.signJwt({ ...good, email_verified: false })],
+      ['expired', fake.signJwt({ ...good, iat: now - 7200, exp: now - 3600 })],
+      ['signed by a key Google never published', fake.signJwt(forged, FakeGoogle.strayKey())],
+      ['alg none', fake.signJwt(good).replace(/^[^.]+/, Buffer.from('{"alg":"none","kid":"x"}').toString('base64url'))],
+      ['not a JWT', 'abc'],
+    ];
+    for (const [what, token] of refused) {
+      const r = await push(token);
+      assert.equal(r.status, 401, what);
+      assert.match(r.body, /"code":"unauthorized"/, what);
+    }
+    assert.equal(box.proxy.batches.length, posted, 'nothing delivered by a refused push');
+
+    // Google rotates its keys: a token from the new key fetches them again.
+    fake.rotateKeys(true);
+    await new Promise((r) => setTimeout(r, 2100));
+    assert.equal((await push(fake.signJwt(good))).status, 204);
+    assertEachOnce(box, [first, waiting]);
+    assert.ok(!p.output().includes(fake.signJwt(good).split('.')[2]!), 'no token in the log');
+  } finally {
+    await p.stop();
+    await box.proxy.close();
+  }
+});
