@@ -139,6 +139,16 @@ export function spawnGmail(args: string[]): RunProcess {
   };
 }
 
+/** Runs `hookgate <args>` to its end. */
+export async function runCli(args: string[]): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  return { code, out };
+}
+
 /** Runs `hookgate webhooks gmail <args>` to its end. */
 export async function runGmail(args: string[]): Promise<{ code: number | null; out: string }> {
   const p = spawnGmail(args);

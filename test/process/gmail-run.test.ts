@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { writeGmailCredentials } from '../../plugin/gmail/gmail-credentials.ts';
 import { FakeGoogle } from '../helpers/fake-google.ts';
-import { runGmail, spawnGmail, startHookProxy, type HookProxy, type RunProcess } from '../helpers/gmail-run.ts';
+import { runCli, runGmail, spawnGmail, startHookProxy, type HookProxy, type RunProcess } from '../helpers/gmail-run.ts';
 import { eventually, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 
 let fake: FakeGoogle;
@@ -372,4 +372,15 @@ test('run in push mode: a valid OIDC token starts a sync; wrong audience, issuer
     await p.stop();
     await box.proxy.close();
   }
+});
+
+test('gateway and config check refuse a hooks.gmail that cannot run, naming the key', async () => {
+  const dir = await tempStateDir();
+  await writeConfig(dir, {
+    hooks: { presets: ['gmail'], gmail: { account: 'me@example.com', project: 'proj-test', mode: 'push' } },
+  });
+  await assert.rejects(spawnGateway(dir), /hooks\.gmail\.pushEndpoint is required when hooks\.gmail\.mode is push/);
+  const check = await runCli(['config', 'check', '--state-dir', dir]);
+  assert.equal(check.code, 1);
+  assert.match(check.out, /hooks\.gmail\.pushEndpoint is required/);
 });
