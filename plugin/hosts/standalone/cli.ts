@@ -1,19 +1,21 @@
 // The `hookgate` command line: run the standalone gateway, or create, check and read its config.
 import { access } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   ConfigError,
   loadConfig,
   readConfigFile,
+  resolveGmailSettings,
   resolveHooksConfig,
   selectStandaloneConfig,
   type GatewayHost,
 } from '../../host-kit.ts';
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from './config.ts';
 import { startGateway } from './gateway.ts';
+import { GMAIL_RUN_HELP, gmailRunCommand, gmailStatusCommand } from './commands/gmail-run.ts';
 import { createLineLogger } from './logger.ts';
+import { resolvePaths } from './state-paths.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -25,10 +27,12 @@ Commands:
   config init     Write a default config with fresh tokens, if none exists
   config check    Validate a config file and report every problem
   config get KEY  Print one value of the config, e.g. hooks.token
+  webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail
+  webhooks gmail status  Show the Gmail watcher's state
   help [command]  Show help for a command
 
 Run \`hookgate help <command>\` or \`hookgate <command> --help\` for its options.`,
-  gateway: `Usage: hookgate gateway [--config FILE] [--state-dir DIR] [--port N] [--host ADDR]
+  gateway: `Usage: hookgate gateway [--config FILE] [--state-dir DIR] [--port N] [--host ADDR] [--no-gmail]
 
 Runs the standalone gateway: hooks under hooks.path and the admin API under /api/.
 
@@ -38,6 +42,8 @@ Options:
   --state-dir DIR   Sessions, runs and outbox. Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.
   --port N          Port (0 = any free port). Default: gateway.port, else 18789.
   --host ADDR       Address to bind. Default: gateway.bind, else 127.0.0.1.
+  --no-gmail        Do not run the Gmail watcher here even though hooks.gmail.account is set
+                    (run \`hookgate webhooks gmail run\` elsewhere instead).
 
 Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops it cleanly.`,
   config: `Usage: hookgate config <init|check|get KEY> [--config FILE] [--state-dir DIR]
@@ -46,20 +52,12 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
             unless the file exists.
   check     Validate the whole file; prints every problem with its key, exits 1 if any.
   get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
+  webhooks: `Usage: hookgate webhooks gmail <command> [options]
+
+Gmail notifications into /hooks/gmail, over Google's APIs (no gcloud needed).
+
+${GMAIL_RUN_HELP}`,
 };
-
-interface Paths {
-  configPath: string;
-  stateDir: string;
-}
-
-function resolvePaths(values: { config?: string; 'state-dir'?: string }): Paths {
-  const stateDir = path.resolve(
-    values['state-dir'] ?? process.env.HOOKGATE_STATE_DIR ?? path.join(homedir(), '.hookgate'),
-  );
-  const configPath = path.resolve(values.config ?? process.env.HOOKGATE_CONFIG ?? path.join(stateDir, 'gateway.json5'));
-  return { configPath, stateDir };
-}
 
 async function exists(file: string): Promise<boolean> {
   try {
@@ -78,6 +76,7 @@ async function runGateway(args: string[]): Promise<number> {
       'state-dir': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
+      'no-gmail': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -96,7 +95,7 @@ async function runGateway(args: string[]): Promise<number> {
     created = true;
   }
   const logger = createLineLogger();
-  const gw = await startGateway({ ...paths, port, host: values.host, logger });
+  const gw = await startGateway({ ...paths, port, host: values.host, logger, gmail: !values['no-gmail'] });
   const hooksPath = gw.plugin.snapshot().path;
   if (created) {
     console.log(`Wrote a new config with fresh hook and gateway tokens to ${paths.configPath} (mode 0600).`);
@@ -155,6 +154,7 @@ async function runConfig(args: string[]): Promise<number> {
       throw new ConfigError([...err.problems, ...hooks], configPath);
     }
     await loadConfig(checkingHost(configPath, settings));
+    resolveGmailSettings(file.hooks, 'hooks', configPath);
     return print(`${configPath}: OK`);
   }
   if (sub === 'get') {
@@ -170,6 +170,18 @@ async function runConfig(args: string[]): Promise<number> {
     return print(typeof value === 'string' ? value : JSON.stringify(value, null, 2));
   }
   throw new UsageError(`unknown config command "${sub}"`);
+}
+
+async function runWebhooks(args: string[]): Promise<number> {
+  const [sender, sub, ...rest] = args;
+  if (sender !== 'gmail' || sub === undefined || sub === '--help' || sub === '-h') {
+    if (sender !== undefined && sender !== 'gmail' && !sender.startsWith('-'))
+      throw new UsageError(`unknown webhooks sender "${sender}"`);
+    return print(HELP.webhooks!);
+  }
+  if (sub === 'run') return gmailRunCommand(rest);
+  if (sub === 'status') return gmailStatusCommand(rest);
+  throw new UsageError(`unknown webhooks gmail command "${sub}"`);
 }
 
 class UsageError extends Error {}
@@ -208,6 +220,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'help') return print(HELP[rest[0] ?? 'main'] ?? HELP.main!);
     if (command === 'gateway') return await runGateway(rest);
     if (command === 'config') return await runConfig(rest);
+    if (command === 'webhooks') return await runWebhooks(rest);
     throw new UsageError(`unknown command "${command}"`);
   } catch (err) {
     if (err instanceof ConfigError) console.error(err.message);

@@ -27,6 +27,7 @@ import { Heartbeats } from './heartbeat.ts';
 import type { RunRegistry } from './run-registry.ts';
 import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
+import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
 
 export interface GatewayOptions {
   configPath: string;
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   /** Overrides gateway.bind. */
   host?: string;
   logger: Logger;
+  /** Run the Gmail watcher when hooks.gmail.account is set (default true; `--no-gmail` turns it off). */
+  gmail?: boolean;
 }
 
 export interface RunningGateway {
@@ -55,6 +58,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const { logger } = opts;
   const file = await readConfigFile(opts.configPath);
   let settings = resolveGatewaySettings(file, opts.configPath);
+  // hooks.gmail is checked before anything starts; the watcher itself starts once the gateway listens.
+  const startGmail = planGatewayGmail({
+    file,
+    configPath: opts.configPath,
+    stateDir: opts.stateDir,
+    hooksPath: () => plugin.snapshot().path,
+    run: opts.gmail !== false,
+    logger,
+  });
 
   // Everything the gateway writes lives under data/: the config's folder is watched, and writes
   // beside the config file would wake the watcher on every request.
@@ -175,7 +187,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     store,
     outbox,
     runs: registry,
+    gmail: async () => gmail?.status(),
   });
+  let gmail: GatewayGmail | undefined;
 
   // Timeouts are checked every second (Node's default is every 30 s, which lets slow headers linger).
   // The Host check is ours (Node's own answers without a body): HTTP/1.1 requires the header.
@@ -231,6 +245,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   heartbeats.startPeriodic(settings.heartbeatSeconds);
   const { port } = server.address() as AddressInfo;
   const urlHost = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
+  gmail = await startGmail?.(
+    `http://${bindHost === '0.0.0.0' ? '127.0.0.1' : bindHost === '::' ? '[::1]' : urlHost}:${port}`,
+  );
 
   let closing: Promise<void> | undefined;
   return {
@@ -243,6 +260,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     plugin,
     close() {
       closing ??= (async () => {
+        await gmail?.stop();
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         await stopped; // in-flight requests are answered first
