@@ -1,0 +1,118 @@
+// Unit tests of the JSON5 edit `webhooks gmail setup` makes: the contracted keys in, comments and other
+// keys kept, a second run byte for byte the same, odd shapes refused with the key named.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import JSON5 from 'json5';
+import { ConfigError } from '../../plugin/errors.ts';
+import {
+  applyGmailSetup,
+  writeConfigAtomically,
+  type GmailSetupKeys,
+} from '../../plugin/hosts/standalone/gmail-config-edit.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
+
+const PULL: GmailSetupKeys = {
+  account: 'me@example.com',
+  project: 'my-project',
+  topic: 'gmail-watch',
+  subscription: 'gmail-watch-sub',
+  mode: 'pull',
+  label: 'INBOX',
+};
+
+const FILE = `// my gateway
+{
+  gateway: { port: 18789, auth: { token: "gw" } }, // trailing remark
+  hooks: {
+    enabled: false,
+    /* block comment */
+    token: 'hook',
+    presets: ["github",],
+    gmail: { account: "old@example.com", maxBytes: 5000, model: "openai/gpt" },
+  },
+  extra: [1, 2, 3,],
+}
+`;
+
+test('writes the contracted keys, keeps comments, other keys and the user’s tunables', () => {
+  const out = applyGmailSetup(FILE, PULL, 'x.json5');
+  for (const kept of [
+    '// my gateway',
+    '// trailing remark',
+    '/* block comment */',
+    "token: 'hook'",
+    'extra: [1, 2, 3,]',
+  ])
+    assert.ok(out.includes(kept), `kept: ${kept}`);
+  const parsed = JSON5.parse<{ hooks: Record<string, unknown> }>(out);
+  assert.equal(parsed.hooks.enabled, true);
+  assert.deepEqual(parsed.hooks.presets, ['github', 'gmail']);
+  assert.deepEqual(parsed.hooks.gmail, {
+    account: 'me@example.com',
+    project: 'my-project',
+    topic: 'gmail-watch',
+    subscription: 'gmail-watch-sub',
+    mode: 'pull',
+    label: 'INBOX',
+    maxBytes: 5000,
+    model: 'openai/gpt',
+    includeBody: true,
+    renewEveryMinutes: 720,
+    resyncMessages: 20,
+  });
+  assert.equal(applyGmailSetup(out, PULL, 'x.json5'), out, 'a second run changes nothing');
+});
+
+test('a file without hooks gains the block; push mode adds the endpoint and serve, pull removes the endpoint', () => {
+  const push = applyGmailSetup(
+    '{\n  gateway: { port: 1 },\n}\n',
+    { ...PULL, mode: 'push', pushEndpoint: 'https://hooks.example.com/gmail-pubsub' },
+    'x.json5',
+  );
+  const parsed = JSON5.parse<{ hooks: { gmail: Record<string, unknown>; presets: string[]; enabled: boolean } }>(push);
+  assert.equal(parsed.hooks.enabled, true);
+  assert.deepEqual(parsed.hooks.presets, ['gmail']);
+  assert.equal(parsed.hooks.gmail.pushEndpoint, 'https://hooks.example.com/gmail-pubsub');
+  assert.deepEqual(parsed.hooks.gmail.serve, { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' });
+  const pull = JSON5.parse<{ hooks: { gmail: Record<string, unknown> } }>(applyGmailSetup(push, PULL, 'x.json5'));
+  assert.equal(pull.hooks.gmail.mode, 'pull');
+  assert.equal(pull.hooks.gmail.pushEndpoint, undefined);
+  assert.deepEqual(pull.hooks.gmail.serve, { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' });
+});
+
+test('an edit that would not read back as intended is refused, never written', () => {
+  // The library misprints a removal inside an object written on one line without spaces.
+  const compact = '{hooks: {gmail: {pushEndpoint: "https://x.example/p",serve: {port: 1}}}}';
+  assert.throws(
+    () => applyGmailSetup(compact, PULL, 'x.json5'),
+    (err) =>
+      err instanceof ConfigError && /by hand/.test(err.message) && err.message.includes('"project":"my-project"'),
+  );
+});
+
+test('odd shapes are refused naming the key, not overwritten', () => {
+  for (const [text, key] of [
+    ['{ hooks: [] }', 'hooks must be an object'],
+    ['{ hooks: { presets: "gmail" } }', 'hooks.presets must be a list'],
+    ['{ hooks: { gmail: true } }', 'hooks.gmail must be an object'],
+    ['[1]', 'not a JSON5 object'],
+    ['{ hooks: ', 'not a JSON5 object'],
+  ] as const) {
+    assert.throws(
+      () => applyGmailSetup(text, PULL, 'x.json5'),
+      (err) => err instanceof ConfigError && err.message.includes(key),
+      text,
+    );
+  }
+});
+
+test('the atomic write replaces the file in one step with mode 0600', async () => {
+  const dir = await tempDir('hookgate-gmail-edit-');
+  const file = path.join(dir, 'gateway.json5');
+  await writeFile(file, '{}', { mode: 0o644 });
+  await writeConfigAtomically(file, '{ a: 1 }\n');
+  assert.equal(await readFile(file, 'utf8'), '{ a: 1 }\n');
+  assert.equal((await stat(file)).mode & 0o777, 0o600);
+});
