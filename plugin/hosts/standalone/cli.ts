@@ -1,6 +1,5 @@
 // The `hookgate` command line: run the standalone gateway, or create, check and read its config.
 import { access } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -14,6 +13,7 @@ import {
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from './config.ts';
 import { startGateway } from './gateway.ts';
 import { createLineLogger } from './logger.ts';
+import { resolvePaths } from './state-paths.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -47,19 +47,6 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
   check     Validate the whole file; prints every problem with its key, exits 1 if any.
   get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
 };
-
-interface Paths {
-  configPath: string;
-  stateDir: string;
-}
-
-function resolvePaths(values: { config?: string; 'state-dir'?: string }): Paths {
-  const stateDir = path.resolve(
-    values['state-dir'] ?? process.env.HOOKGATE_STATE_DIR ?? path.join(homedir(), '.hookgate'),
-  );
-  const configPath = path.resolve(values.config ?? process.env.HOOKGATE_CONFIG ?? path.join(stateDir, 'gateway.json5'));
-  return { configPath, stateDir };
-}
 
 async function exists(file: string): Promise<boolean> {
   try {
