@@ -65,6 +65,23 @@ export default tseslint.config(
     },
   },
   {
+    // The same one level down, for a host's command files (plugin/hosts/<host>/commands/).
+    files: ['plugin/hosts/*/commands/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: String.raw`^\.\./\.\./(?!\.\./host-kit\.ts$|\.\./\.\./schema/)`,
+              message: 'a host uses the core through plugin/host-kit.ts only',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs'],
     languageOptions: {
       globals: Object.fromEntries(

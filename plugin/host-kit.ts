@@ -18,3 +18,15 @@ export { loadConfig } from './config/load-snapshot.ts';
 export { DEFAULTS } from './config/defaults.ts';
 export { resolveHooksConfig, selectStandaloneConfig } from './config/hooks-config.ts';
 export { compileSchema, formatErrors } from './config/schemas.ts';
+// Gmail setup (the `webhooks gmail setup` command).
+export { googleEndpoints } from './gmail/google-endpoints.ts';
+export {
+  assertAccountName,
+  readGmailCredentials,
+  writeGmailCredentials,
+  type GmailCredentials,
+} from './gmail/gmail-credentials.ts';
+export { parsePastedCallback, readClientSecretFile, type Callback } from './gmail/installed-app-oauth.ts';
+export { runGmailSetup, SETUP_STEPS } from './gmail/gmail-setup.ts';
+export { SetupStepError, TESTING_MODE } from './gmail/setup-advice.ts';
+export { writeFileAtomic } from './util/write-file-atomic.ts';

@@ -59,7 +59,13 @@ function label(n: number, name: string): string {
   return `[${n}/${SETUP_STEPS}] ${name}`;
 }
 
-async function step<T>(n: number, name: string, kind: SetupStepKind, project: string, run: () => Promise<T>): Promise<T> {
+async function step<T>(
+  n: number,
+  name: string,
+  kind: SetupStepKind,
+  project: string,
+  run: () => Promise<T>,
+): Promise<T> {
   try {
     return await run();
   } catch (err) {
@@ -73,7 +79,9 @@ export async function runGmailSetup(r: GmailSetupRequest): Promise<GmailSetupRes
   // 1. A refresh token for the account: the stored one when it still works, else a new consent.
   const authName = `authorization ${r.account}`;
   const auth = await step(1, authName, 'authorize', project, () => authorize(r));
-  r.progress(`${label(1, authName)} … ${auth.authorized ? 'authorized (refresh token stored)' : 'reused stored token'}`);
+  r.progress(
+    `${label(1, authName)} … ${auth.authorized ? 'authorized (refresh token stored)' : 'reused stored token'}`,
+  );
   const { tokens } = auth;
 
   const pubsub = { pubsubUrl: endpoints.pubsub, tokens, project };

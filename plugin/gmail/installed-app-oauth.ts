@@ -29,7 +29,9 @@ export async function readClientSecretFile(file: string): Promise<OAuthClient> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read the client secret file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new Error(`cannot read the client secret file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, {
+      cause: err,
+    });
   }
   let parsed: unknown;
   try {
@@ -126,8 +128,7 @@ export interface LoopbackReceiver {
   close(): Promise<void>;
 }
 
-const PAGE = (text: string): string =>
-  `<!doctype html><meta charset="utf-8"><title>hookgate</title><p>${text}</p>`;
+const PAGE = (text: string): string => `<!doctype html><meta charset="utf-8"><title>hookgate</title><p>${text}</p>`;
 
 /**
  * A listener on 127.0.0.1 (random port) for the consent page's redirect. A request with another state
@@ -153,9 +154,7 @@ export async function startLoopbackReceiver(state: string): Promise<LoopbackRece
     done = true;
     res
       .writeHead(200)
-      .end(
-        PAGE('code' in result ? 'hookgate is authorized. You can close this tab.' : 'Authorization refused.'),
-      );
+      .end(PAGE('code' in result ? 'hookgate is authorized. You can close this tab.' : 'Authorization refused.'));
     settle(result);
   });
   await new Promise<void>((resolve, reject) => {

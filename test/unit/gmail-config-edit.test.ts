@@ -2,16 +2,9 @@
 // keys kept, a second run byte for byte the same, odd shapes refused with the key named.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, stat, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import JSON5 from 'json5';
 import { ConfigError } from '../../plugin/errors.ts';
-import {
-  applyGmailSetup,
-  writeConfigAtomically,
-  type GmailSetupKeys,
-} from '../../plugin/hosts/standalone/gmail-config-edit.ts';
-import { tempDir } from '../helpers/temp-dir.ts';
+import { applyGmailSetup, type GmailSetupKeys } from '../../plugin/hosts/standalone/gmail-config-edit.ts';
 
 const PULL: GmailSetupKeys = {
   account: 'me@example.com',
@@ -106,13 +99,4 @@ test('odd shapes are refused naming the key, not overwritten', () => {
       text,
     );
   }
-});
-
-test('the atomic write replaces the file in one step with mode 0600', async () => {
-  const dir = await tempDir('hookgate-gmail-edit-');
-  const file = path.join(dir, 'gateway.json5');
-  await writeFile(file, '{}', { mode: 0o644 });
-  await writeConfigAtomically(file, '{ a: 1 }\n');
-  assert.equal(await readFile(file, 'utf8'), '{ a: 1 }\n');
-  assert.equal((await stat(file)).mode & 0o777, 0o600);
 });

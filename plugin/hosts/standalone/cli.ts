@@ -12,6 +12,7 @@ import {
 } from '../../host-kit.ts';
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from './config.ts';
 import { startGateway } from './gateway.ts';
+import { GMAIL_SETUP_HELP, gmailSetupCommand } from './commands/gmail-setup.ts';
 import { createLineLogger } from './logger.ts';
 import { resolvePaths } from './state-paths.ts';
 
@@ -25,6 +26,7 @@ Commands:
   config init     Write a default config with fresh tokens, if none exists
   config check    Validate a config file and report every problem
   config get KEY  Print one value of the config, e.g. hooks.token
+  webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)
   help [command]  Show help for a command
 
 Run \`hookgate help <command>\` or \`hookgate <command> --help\` for its options.`,
@@ -46,6 +48,11 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
             unless the file exists.
   check     Validate the whole file; prints every problem with its key, exits 1 if any.
   get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
+  webhooks: `Usage: hookgate webhooks gmail <command> [options]
+
+Gmail notifications into /hooks/gmail, over Google's APIs (no gcloud needed).
+
+${GMAIL_SETUP_HELP}`,
 };
 
 async function exists(file: string): Promise<boolean> {
@@ -159,6 +166,17 @@ async function runConfig(args: string[]): Promise<number> {
   throw new UsageError(`unknown config command "${sub}"`);
 }
 
+async function runWebhooks(args: string[]): Promise<number> {
+  const [sender, sub, ...rest] = args;
+  if (sender !== 'gmail' || sub === undefined || sub === '--help' || sub === '-h') {
+    if (sender !== undefined && sender !== 'gmail' && !sender.startsWith('-'))
+      throw new UsageError(`unknown webhooks sender "${sender}"`);
+    return print(HELP.webhooks!);
+  }
+  if (sub === 'setup') return gmailSetupCommand(rest);
+  throw new UsageError(`unknown webhooks gmail command "${sub}"`);
+}
+
 class UsageError extends Error {}
 
 /** A host that only answers what loading a config asks (agents, channels); nothing runs. */
@@ -195,6 +213,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'help') return print(HELP[rest[0] ?? 'main'] ?? HELP.main!);
     if (command === 'gateway') return await runGateway(rest);
     if (command === 'config') return await runConfig(rest);
+    if (command === 'webhooks') return await runWebhooks(rest);
     throw new UsageError(`unknown command "${command}"`);
   } catch (err) {
     if (err instanceof ConfigError) console.error(err.message);

@@ -1,8 +1,5 @@
 // What `webhooks gmail setup` writes into the gateway config: hooks.gmail, hooks.presets += gmail and
 // hooks.enabled, edited into the JSON5 text so that the file's comments, layout and every other key stay.
-import { randomBytes } from 'node:crypto';
-import { chmod, rename, rm, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { JsonArrayNode, JsonObjectNode, JsonParser, JsonPrimitiveNode, type Formatting } from '@croct/json5-parser';
 import JSON5 from 'json5';
@@ -134,17 +131,4 @@ function setIfDifferent(node: JsonObjectNode, key: string, value: Json): void {
     if (current instanceof JsonPrimitiveNode && current.toJSON() === value) return;
   }
   node.set(key, value);
-}
-
-/** Replaces the file in one rename (never a half-written config), mode 0600 as it holds tokens. */
-export async function writeConfigAtomically(file: string, text: string): Promise<void> {
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  try {
-    await writeFile(temp, text, { mode: 0o600, flag: 'wx', flush: true });
-    await chmod(temp, 0o600);
-    await rename(temp, file);
-  } catch (err) {
-    await rm(temp, { force: true });
-    throw err;
-  }
 }

@@ -217,7 +217,10 @@ async function setup(v: SetupValues): Promise<number> {
 }
 
 /** The config text as it is (or would be written on first run) and with the setup applied and validated. */
-async function editedConfig(configPath: string, keys: GmailSetupKeys): Promise<{ original: string | undefined; edited: string }> {
+async function editedConfig(
+  configPath: string,
+  keys: GmailSetupKeys,
+): Promise<{ original: string | undefined; edited: string }> {
   let original: string | undefined;
   try {
     original = await readFile(configPath, 'utf8');
@@ -233,7 +236,12 @@ async function editedConfig(configPath: string, keys: GmailSetupKeys): Promise<{
 }
 
 /** Shows the consent URL and waits for the loopback redirect or, without a browser, a pasted code. */
-async function consent(url: string, fromLoopback: Promise<Callback>, noBrowser: boolean, account: string): Promise<Callback> {
+async function consent(
+  url: string,
+  fromLoopback: Promise<Callback>,
+  noBrowser: boolean,
+  account: string,
+): Promise<Callback> {
   const opened = !noBrowser && openBrowser(url);
   console.error(
     opened
@@ -263,7 +271,10 @@ async function consent(url: string, fromLoopback: Promise<Callback>, noBrowser: 
   let timer: NodeJS.Timeout | undefined;
   waits.push(
     new Promise<Callback>((resolve) => {
-      timer = setTimeout(() => resolve({ error: 'no answer from the consent page within 10 minutes' }), CONSENT_TIMEOUT_MS);
+      timer = setTimeout(
+        () => resolve({ error: 'no answer from the consent page within 10 minutes' }),
+        CONSENT_TIMEOUT_MS,
+      );
     }),
   );
   try {
