@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import JSON5 from 'json5';
 import { ConfigError } from '../../plugin/errors.ts';
+import { defaultConfigText } from '../../plugin/hosts/standalone/config.ts';
 import { applyGmailSetup, type GmailSetupKeys } from '../../plugin/hosts/standalone/gmail-config-edit.ts';
 
 const PULL: GmailSetupKeys = {
@@ -75,14 +76,19 @@ test('a file without hooks gains the block; push mode adds the endpoint and serv
   assert.deepEqual(pull.hooks.gmail.serve, { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' });
 });
 
-test('an edit that would not read back as intended is refused, never written', () => {
-  // The library misprints a removal inside an object written on one line without spaces.
-  const compact = '{hooks: {gmail: {pushEndpoint: "https://x.example/p",serve: {port: 1}}}}';
-  assert.throws(
-    () => applyGmailSetup(compact, PULL, 'x.json5'),
-    (err) =>
-      err instanceof ConfigError && /by hand/.test(err.message) && err.message.includes('"project":"my-project"'),
-  );
+test('the default config and a compact one-line file are edited and read back as intended', () => {
+  const defaults = defaultConfigText();
+  const out = applyGmailSetup(defaults, PULL, 'x.json5');
+  assert.ok(out.startsWith(defaults.slice(0, defaults.indexOf('enabled: true'))), 'the text before hooks is untouched');
+  assert.ok(out.includes('list: [{ id: "main", default: true }]'));
+  assert.equal(JSON5.parse<{ hooks: { gmail: { account: string } } }>(out).hooks.gmail.account, PULL.account);
+  const compact = '{"hooks":{"gmail":{"pushEndpoint":"https://x.example/p","serve":{"port":1}},"presets":["github"]}}';
+  const edited = applyGmailSetup(compact, PULL, 'x.json5');
+  const hooks = JSON5.parse<{ hooks: Record<string, any> }>(edited).hooks;
+  assert.deepEqual(hooks.presets, ['github', 'gmail']);
+  assert.equal(hooks.gmail.pushEndpoint, undefined);
+  assert.deepEqual(hooks.gmail.serve, { port: 1 });
+  assert.equal(applyGmailSetup(edited, PULL, 'x.json5'), edited);
 });
 
 test('odd shapes are refused naming the key, not overwritten', () => {
@@ -90,8 +96,8 @@ test('odd shapes are refused naming the key, not overwritten', () => {
     ['{ hooks: [] }', 'hooks must be an object'],
     ['{ hooks: { presets: "gmail" } }', 'hooks.presets must be a list'],
     ['{ hooks: { gmail: true } }', 'hooks.gmail must be an object'],
-    ['[1]', 'not a JSON5 object'],
-    ['{ hooks: ', 'not a JSON5 object'],
+    ['[1]', 'must hold one JSON5 object'],
+    ['{ hooks: ', 'not valid JSON5'],
   ] as const) {
     assert.throws(
       () => applyGmailSetup(text, PULL, 'x.json5'),

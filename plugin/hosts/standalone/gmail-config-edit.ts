@@ -1,11 +1,9 @@
 // What `webhooks gmail setup` writes into the gateway config: hooks.gmail, hooks.presets += gmail and
 // hooks.enabled, edited into the JSON5 text so that the file's comments, layout and every other key stay.
 import { isDeepStrictEqual } from 'node:util';
-import { JsonArrayNode, JsonObjectNode, JsonParser, JsonPrimitiveNode, type Formatting } from '@croct/json5-parser';
 import JSON5 from 'json5';
 import { ConfigError } from '../../host-kit.ts';
-
-type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+import { appendItem, deleteProperty, Json5EditError, setProperty, type Json } from './json5-edit.ts';
 
 /** The hooks.gmail keys setup decides (they follow the command line on every run). */
 export interface GmailSetupKeys {
@@ -18,117 +16,117 @@ export interface GmailSetupKeys {
   pushEndpoint?: string;
 }
 
+type JsonObject = { [key: string]: Json };
+
 /**
  * Tunables written with their defaults only when absent, so the user sees them in the file and their own
  * values survive a second setup.
  */
-const TUNABLE_DEFAULTS: Record<string, Json> = {
+const TUNABLE_DEFAULTS: JsonObject = {
   includeBody: true,
   maxBytes: 20000,
   renewEveryMinutes: 720,
   resyncMessages: 20,
 };
-const PUSH_SERVE_DEFAULT: Json = { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' };
+const PUSH_SERVE_DEFAULT: JsonObject = { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' };
 
-/**
- * Returns the config text with the setup applied. Only values that differ are touched, so running it on
- * its own output returns the same text byte for byte.
- */
-export function applyGmailSetup(text: string, keys: GmailSetupKeys, configPath: string): string {
-  let root: JsonObjectNode;
-  try {
-    root = JsonParser.parse(text, JsonObjectNode);
-  } catch (err) {
-    throw new ConfigError([`the file is not a JSON5 object (${(err as Error).message})`], configPath);
-  }
-  const hooksIsNew = !root.has('hooks');
-  const hooks = objectAt(root, 'hooks', configPath);
-  setIfDifferent(hooks, 'enabled', true);
+function isObject(v: unknown): v is JsonObject {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
 
-  if (!hooks.has('presets')) hooks.set('presets', ['gmail']);
-  else {
-    const presets = hooks.get('presets');
-    if (!(presets instanceof JsonArrayNode)) throw new ConfigError(['hooks.presets must be a list'], configPath);
-    if (!presets.toJSON().includes('gmail')) presets.push('gmail');
-  }
-
-  const gmailIsNew = !hooks.has('gmail');
-  const gmail = objectAt(hooks, 'gmail', configPath, 'hooks.');
-  const owned: Record<string, Json> = {
+/** The whole file as it should be after setup (other keys as they are). */
+function wantedFile(file: JsonObject, keys: GmailSetupKeys, configPath: string): JsonObject {
+  const hooks = file.hooks ?? {};
+  if (!isObject(hooks)) throw new ConfigError(['hooks must be an object'], configPath);
+  const presets = hooks.presets ?? [];
+  if (!Array.isArray(presets)) throw new ConfigError(['hooks.presets must be a list'], configPath);
+  const gmail = hooks.gmail ?? {};
+  if (!isObject(gmail)) throw new ConfigError(['hooks.gmail must be an object'], configPath);
+  const { pushEndpoint: _stale, ...rest } = gmail;
+  const owned: JsonObject = {
     account: keys.account,
     project: keys.project,
     topic: keys.topic,
     subscription: keys.subscription,
     mode: keys.mode,
     label: keys.label,
+    ...(keys.mode === 'push' ? { pushEndpoint: keys.pushEndpoint! } : {}),
   };
-  for (const [key, value] of Object.entries(owned)) setIfDifferent(gmail, key, value);
-  if (keys.mode === 'push') {
-    setIfDifferent(gmail, 'pushEndpoint', keys.pushEndpoint!);
-    if (!gmail.has('serve')) gmail.set('serve', PUSH_SERVE_DEFAULT);
-  } else if (gmail.has('pushEndpoint')) {
-    // A pull setup after a push one: a stale endpoint would only mislead.
-    gmail.delete('pushEndpoint');
-  }
-  for (const [key, value] of Object.entries(TUNABLE_DEFAULTS)) if (!gmail.has(key)) gmail.set(key, value);
-  // A block made here copies its parent's style, which for a one-line parent is one long line.
-  if (hooksIsNew) hooks.reformat(blockStyle(1));
-  else if (gmailIsNew) gmail.reformat(blockStyle(2));
-  return printChecked(root, configPath);
+  // The owned keys lead a new block; the user's values win over the defaults, the command line over both.
+  // A pull setup after a push one drops the endpoint: a stale one would only mislead.
+  const next: JsonObject = {
+    ...owned,
+    ...(keys.mode === 'push' ? { serve: PUSH_SERVE_DEFAULT } : {}),
+    ...TUNABLE_DEFAULTS,
+    ...rest,
+    ...owned,
+  };
+  return {
+    ...file,
+    hooks: {
+      ...hooks,
+      enabled: true,
+      presets: presets.includes('gmail') ? presets : [...presets, 'gmail'],
+      gmail: next,
+    },
+  };
 }
 
 /**
- * The edited text, checked to read back as the edited value: the library can misprint some compact
- * layouts, and a config that no longer loads must never be written.
+ * Rewrites the object at `path` from `current` to `wanted` touching only what differs: new keys added
+ * last, changed scalars replaced, lists that only grew appended to, keys no longer wanted removed.
  */
-function printChecked(root: JsonObjectNode, configPath: string): string {
-  const text = root.toString();
-  const intended = root.toJSON();
+function editObject(text: string, path: string[], current: JsonObject, wanted: JsonObject): string {
+  let out = text;
+  for (const [key, value] of Object.entries(wanted)) {
+    const at = [...path, key];
+    const now = Object.hasOwn(current, key) ? current[key] : undefined;
+    if (now === undefined) out = setProperty(out, at, value);
+    else if (isDeepStrictEqual(now, value)) continue;
+    else if (isObject(now) && isObject(value)) out = editObject(out, at, now, value);
+    else if (Array.isArray(now) && Array.isArray(value) && isDeepStrictEqual(value.slice(0, now.length), now))
+      for (const item of value.slice(now.length)) out = appendItem(out, at, item);
+    else out = setProperty(out, at, value);
+  }
+  for (const key of Object.keys(current)) if (!Object.hasOwn(wanted, key)) out = deleteProperty(out, [...path, key]);
+  return out;
+}
+
+/**
+ * Returns the config text with the setup applied. Only values that differ are touched, so running it on
+ * its own output returns the same text byte for byte. The result is read back and must equal the
+ * intended value: a config that no longer loads is never returned.
+ */
+export function applyGmailSetup(text: string, keys: GmailSetupKeys, configPath: string): string {
+  let file: unknown;
+  try {
+    file = JSON5.parse(text);
+  } catch (err) {
+    throw new ConfigError([`the file is not valid JSON5 (${(err as Error).message})`], configPath);
+  }
+  if (!isObject(file)) throw new ConfigError(['the file must hold one JSON5 object'], configPath);
+  const wanted = wantedFile(file, keys, configPath);
+  let out: string | undefined;
+  try {
+    out = editObject(text, [], file, wanted);
+  } catch (err) {
+    if (!(err instanceof Json5EditError)) throw err;
+  }
   let readBack: unknown;
   try {
-    readBack = JSON5.parse(text);
+    readBack = out === undefined ? undefined : JSON5.parse(out);
   } catch {
     readBack = undefined;
   }
-  if (!isDeepStrictEqual(readBack, intended)) {
-    const gmail = (intended.hooks as Record<string, unknown>).gmail;
+  if (out === undefined || !isDeepStrictEqual(readBack, wanted)) {
+    const hooks = wanted.hooks as JsonObject;
     throw new ConfigError(
       [
-        `could not edit the file keeping its layout; set hooks.enabled: true, add "gmail" to hooks.presets ` +
-          `and set hooks.gmail to ${JSON.stringify(gmail)} by hand`,
+        'could not edit the file keeping its layout; set hooks.enabled: true, add "gmail" to hooks.presets ' +
+          `and set hooks.gmail to ${JSON.stringify(hooks.gmail)} by hand`,
       ],
       configPath,
     );
   }
-  return text;
-}
-
-/** The layout writeDefaultConfig uses: one key per line, two spaces, trailing commas. */
-function blockStyle(indentationLevel: number): Formatting {
-  const block = {
-    indentationSize: 2,
-    leadingIndentation: true,
-    trailingIndentation: true,
-    entryIndentation: true,
-    trailingComma: true,
-    commaSpacing: true,
-    colonSpacing: true,
-  };
-  return { indentationLevel, property: { unquoted: true }, string: { quote: 'double' }, object: block, array: block };
-}
-
-/** The object at key, created empty when missing; anything else there is a config problem. */
-function objectAt(parent: JsonObjectNode, key: string, configPath: string, prefix = ''): JsonObjectNode {
-  if (!parent.has(key)) parent.set(key, {});
-  const node = parent.get(key);
-  if (!(node instanceof JsonObjectNode)) throw new ConfigError([`${prefix}${key} must be an object`], configPath);
-  return node;
-}
-
-function setIfDifferent(node: JsonObjectNode, key: string, value: Json): void {
-  if (node.has(key)) {
-    const current = node.get(key);
-    if (current instanceof JsonPrimitiveNode && current.toJSON() === value) return;
-  }
-  node.set(key, value);
+  return out;
 }
