@@ -18,14 +18,14 @@ export { loadConfig } from './config/load-snapshot.ts';
 export { DEFAULTS } from './config/defaults.ts';
 export { resolveHooksConfig, selectStandaloneConfig } from './config/hooks-config.ts';
 export { compileSchema, formatErrors } from './config/schemas.ts';
-// Gmail setup (the `webhooks gmail setup` command).
+export { GmailWatcher, type GmailWatcherState, type GmailWatcherCounters } from './gmail/watcher.ts';
+export { resolveGmailSettings, type GmailSettings } from './gmail/gmail-settings.ts';
+export { gmailHookTarget } from './gmail/hook-target.ts';
 export { googleEndpoints } from './gmail/google-endpoints.ts';
-export {
-  assertAccountName,
-  readGmailCredentials,
-  writeGmailCredentials,
-  type GmailCredentials,
-} from './gmail/gmail-credentials.ts';
+export { readGmailCredentials } from './gmail/gmail-credentials.ts';
+export { GmailStatusWriter, gmailStatusPath, readGmailStatus, type GmailStatus } from './gmail/status-file.ts';
+// Gmail setup (the `webhooks gmail setup` command).
+export { assertAccountName, writeGmailCredentials, type GmailCredentials } from './gmail/gmail-credentials.ts';
 export { parsePastedCallback, readClientSecretFile, type Callback } from './gmail/installed-app-oauth.ts';
 export { runGmailSetup, SETUP_STEPS } from './gmail/gmail-setup.ts';
 export { SetupStepError, TESTING_MODE } from './gmail/setup-advice.ts';

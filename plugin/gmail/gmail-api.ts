@@ -32,7 +32,10 @@ export interface WatchResult {
 export interface HistoryResult {
   /** Ids of the messages added since the start id, oldest first, each once. */
   messageIds: string[];
-  /** The mailbox's history id when the last page was read: the next cursor. */
+  /**
+   * The mailbox's history id when the first page was read: the next cursor. Everything up to it was
+   * listed; anything added while the pages were read is listed again next time (the dedupe absorbs it).
+   */
   historyId: string;
   pages: number;
 }
@@ -103,7 +106,7 @@ export class GmailApi {
     const seen = new Set<string>();
     const messageIds: string[] = [];
     let pageToken: string | undefined;
-    let historyId = startHistoryId;
+    let historyId: string | undefined;
     let pages = 0;
     do {
       const page = await this.#call<{ history?: unknown; nextPageToken?: unknown; historyId?: unknown }>(
@@ -122,10 +125,12 @@ export class GmailApi {
           }
         }
       }
-      if (typeof page.historyId === 'string' || typeof page.historyId === 'number') historyId = String(page.historyId);
+      if (historyId === undefined && (typeof page.historyId === 'string' || typeof page.historyId === 'number')) {
+        historyId = String(page.historyId);
+      }
       pageToken = typeof page.nextPageToken === 'string' && page.nextPageToken !== '' ? page.nextPageToken : undefined;
     } while (pageToken !== undefined && pages < MAX_HISTORY_PAGES);
-    return { messageIds, historyId, pages };
+    return { messageIds, historyId: historyId ?? startHistoryId, pages };
   }
 
   /** users.messages.get, format full; undefined when the message is gone (404: deleted meanwhile). */

@@ -10,7 +10,7 @@ import type { Logger } from '../host.ts';
 import type { TransformCall, TransformRunner } from './transform-runner.ts';
 import type { Template, TemplateContext } from './template.ts';
 import type { CompiledMapping } from './mapping.ts';
-import { gmailAgentSpecs } from './gmail.ts';
+import { gmailAgentSpecs, gmailItemSpec, gmailMessages } from './gmail.ts';
 
 /** A mapping's action as rendered, and what a transform may return over it. */
 interface ActionFields extends RunOptions {
@@ -76,6 +76,8 @@ function contextOf(payload: Record<string, unknown>, request: MappedRequest, ite
 /** The forEach items of this payload: a 400 when the path is not an array or holds too many. */
 export function forEachItems(m: CompiledMapping, payload: Record<string, unknown>): ForEachItem[] | undefined {
   if (!m.forEach) return undefined;
+  // The preset checks every message before the first one runs.
+  if (m.preset === 'gmail') gmailMessages(payload);
   const items = m.forEach.read(payload);
   if (!Array.isArray(items))
     throw refuse.invalidPayload(`mapping "${m.id}": forEach "${m.forEach.path}" is not an array in this payload`);
@@ -113,6 +115,9 @@ export async function buildItemAction(
   logger: Logger,
   item?: ForEachItem,
 ): Promise<Action> {
+  if (m.preset === 'gmail') {
+    return { wakes: [], runs: item ? [gmailItemSpec(payload, item.item)] : gmailAgentSpecs(payload) };
+  }
   const ctx = contextOf(payload, request, item);
   const fields: ActionFields = {
     action: m.action,

@@ -1,11 +1,14 @@
 // The built-in `gmail` preset: POST <hooks.path>/gmail with { source, messages: [...] } becomes one
-// agent run named Gmail per message, each in a session of its own message id.
+// agent run named Gmail per message, each in a session of its own message id. Each message is its own
+// delivery keyed by its Gmail id (forEach with a per-item dedupe key), so a batch sent again, or one
+// overlapping an earlier batch, runs only the messages not seen before.
 import { refuse } from '../errors.ts';
 import { formatErrors, validateGmailPayload } from '../config/schemas.ts';
 import type { AgentSpec } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
 import type { CompiledMapping } from './mapping.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';
+import { compileTemplate } from './template.ts';
 
 interface GmailMessage {
   id?: string;
@@ -19,6 +22,8 @@ interface GmailMessage {
 /** Room for a batch of messages. */
 const GMAIL_MAX_BODY_BYTES = 4 * 1024 * 1024;
 const BODY_MAX_CHARS = 20_000;
+/** As many as the payload schema admits. */
+const GMAIL_MAX_MESSAGES = 500;
 
 export const GMAIL_PRESET = {
   sessionKeyPrefix: 'hook:gmail:',
@@ -33,26 +38,53 @@ export const GMAIL_PRESET = {
     preset: 'gmail',
     bodyFormat: 'json',
     hiddenHeaders: SECRET_HEADERS,
+    forEach: Object.freeze({
+      path: 'messages',
+      read: (payload: unknown) => (payload as { messages?: unknown }).messages,
+      maxItems: GMAIL_MAX_MESSAGES,
+    }),
+    dedupeKey: compileTemplate('{{item.id}}'),
   } satisfies CompiledMapping),
 };
 
-export function gmailAgentSpecs(payload: Record<string, unknown>): AgentSpec[] {
+/** The payload's messages, all checked before any of them runs: a 400 names the first bad one. */
+export function gmailMessages(payload: Record<string, unknown>): GmailMessage[] {
   if (!validateGmailPayload(payload)) {
     throw refuse.invalidPayload(formatErrors(validateGmailPayload.errors).join('; '));
   }
   const messages = (payload as { messages: GmailMessage[] }).messages;
-  const source = typeof payload.source === 'string' && payload.source.trim() ? payload.source.trim() : 'gmail';
-  return messages.map((msg, i) => {
-    const sender = msg.sender ?? msg.from;
-    if (sender === undefined) throw refuse.invalidPayload(`messages[${i}].sender (or from) is required`);
-    const lines = [`New email from ${sender}`, `Subject: ${msg.subject}`, '', msg.snippet];
-    if (msg.body) lines.push('', msg.body.length > BODY_MAX_CHARS ? `${msg.body.slice(0, BODY_MAX_CHARS)}…` : msg.body);
-    return {
-      message: wrapExternalContent(lines.join('\n'), { source, hookName: 'Gmail', kind: 'email' }),
-      name: 'Gmail',
-      mappingSessionKey: msg.id ? `${GMAIL_PRESET.sessionKeyPrefix}${msg.id}` : undefined,
-      alreadyWrapped: true,
-      source,
-    };
+  messages.forEach((msg, i) => {
+    if (msg.sender === undefined && msg.from === undefined) {
+      throw refuse.invalidPayload(`messages[${i}].sender (or from) is required`);
+    }
   });
+  return messages;
+}
+
+function sourceOf(payload: Record<string, unknown>): string {
+  return typeof payload.source === 'string' && payload.source.trim() ? payload.source.trim() : 'gmail';
+}
+
+export function gmailAgentSpecs(payload: Record<string, unknown>): AgentSpec[] {
+  const source = sourceOf(payload);
+  return gmailMessages(payload).map((msg) => gmailAgentSpec(msg, source));
+}
+
+/** The run of one message (already checked by gmailMessages). */
+export function gmailAgentSpec(msg: GmailMessage, source: string): AgentSpec {
+  const sender = msg.sender ?? msg.from;
+  const lines = [`New email from ${sender}`, `Subject: ${msg.subject}`, '', msg.snippet];
+  if (msg.body) lines.push('', msg.body.length > BODY_MAX_CHARS ? `${msg.body.slice(0, BODY_MAX_CHARS)}…` : msg.body);
+  return {
+    message: wrapExternalContent(lines.join('\n'), { source, hookName: 'Gmail', kind: 'email' }),
+    name: 'Gmail',
+    mappingSessionKey: msg.id ? `${GMAIL_PRESET.sessionKeyPrefix}${msg.id}` : undefined,
+    alreadyWrapped: true,
+    source,
+  };
+}
+
+/** One forEach item of the preset as its action. */
+export function gmailItemSpec(payload: Record<string, unknown>, item: unknown): AgentSpec {
+  return gmailAgentSpec(item as GmailMessage, sourceOf(payload));
 }

@@ -421,6 +421,7 @@ test('push mode: a push subscription with an OIDC token; the same name in pull m
   const gmail = hooksOf(await readFile(d.configPath, 'utf8')).gmail;
   assert.equal(gmail.mode, 'push');
   assert.equal(gmail.pushEndpoint, endpoint);
+  assert.equal(gmail.pushServiceAccount, PUSH_SA);
   assert.deepEqual(gmail.serve, { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' });
   const config = await readFile(d.configPath, 'utf8');
 

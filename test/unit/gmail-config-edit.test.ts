@@ -62,17 +62,24 @@ test('writes the contracted keys, keeps comments, other keys and the user’s tu
 test('a file without hooks gains the block; push mode adds the endpoint and serve, pull removes the endpoint', () => {
   const push = applyGmailSetup(
     '{\n  gateway: { port: 1 },\n}\n',
-    { ...PULL, mode: 'push', pushEndpoint: 'https://hooks.example.com/gmail-pubsub' },
+    {
+      ...PULL,
+      mode: 'push',
+      pushEndpoint: 'https://hooks.example.com/gmail-pubsub',
+      pushServiceAccount: 'push@my-project.iam.gserviceaccount.com',
+    },
     'x.json5',
   );
   const parsed = JSON5.parse<{ hooks: { gmail: Record<string, unknown>; presets: string[]; enabled: boolean } }>(push);
   assert.equal(parsed.hooks.enabled, true);
   assert.deepEqual(parsed.hooks.presets, ['gmail']);
   assert.equal(parsed.hooks.gmail.pushEndpoint, 'https://hooks.example.com/gmail-pubsub');
+  assert.equal(parsed.hooks.gmail.pushServiceAccount, 'push@my-project.iam.gserviceaccount.com');
   assert.deepEqual(parsed.hooks.gmail.serve, { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' });
   const pull = JSON5.parse<{ hooks: { gmail: Record<string, unknown> } }>(applyGmailSetup(push, PULL, 'x.json5'));
   assert.equal(pull.hooks.gmail.mode, 'pull');
   assert.equal(pull.hooks.gmail.pushEndpoint, undefined);
+  assert.equal(pull.hooks.gmail.pushServiceAccount, undefined);
   assert.deepEqual(pull.hooks.gmail.serve, { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' });
 });
 

@@ -26,6 +26,8 @@ export interface AdminDeps {
   store: SessionStore;
   outbox: Outbox;
   runs: RunRegistry;
+  /** The Gmail watcher's state (this process's, or a `webhooks gmail run`'s); undefined: none. */
+  gmail?: () => Promise<unknown>;
 }
 
 const PREFIX = '/api/';
@@ -117,6 +119,11 @@ export class AdminApi {
     if (parts.length === 1 && parts[0] === 'outbox') {
       const { limit, before } = pageQuery(url);
       return paged(() => outbox.page(limit, before));
+    }
+    if (parts.length === 1 && parts[0] === 'gmail') {
+      const state = await this.deps.gmail?.();
+      if (state === undefined) throw refuse.notFound('no Gmail watcher: hooks.gmail.account is not set');
+      return state;
     }
     throw refuse.notFound('no such admin endpoint');
   }

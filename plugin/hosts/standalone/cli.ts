@@ -13,6 +13,7 @@ import {
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from './config.ts';
 import { startGateway } from './gateway.ts';
 import { GMAIL_SETUP_HELP, gmailSetupCommand } from './commands/gmail-setup.ts';
+import { GMAIL_RUN_HELP, gmailRunCommand, gmailStatusCommand } from './commands/gmail-run.ts';
 import { createLineLogger } from './logger.ts';
 import { resolvePaths } from './state-paths.ts';
 
@@ -27,10 +28,12 @@ Commands:
   config check    Validate a config file and report every problem
   config get KEY  Print one value of the config, e.g. hooks.token
   webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)
+  webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail
+  webhooks gmail status  Show the Gmail watcher's state
   help [command]  Show help for a command
 
 Run \`hookgate help <command>\` or \`hookgate <command> --help\` for its options.`,
-  gateway: `Usage: hookgate gateway [--config FILE] [--state-dir DIR] [--port N] [--host ADDR]
+  gateway: `Usage: hookgate gateway [--config FILE] [--state-dir DIR] [--port N] [--host ADDR] [--no-gmail]
 
 Runs the standalone gateway: hooks under hooks.path and the admin API under /api/.
 
@@ -40,6 +43,8 @@ Options:
   --state-dir DIR   Sessions, runs and outbox. Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.
   --port N          Port (0 = any free port). Default: gateway.port, else 18789.
   --host ADDR       Address to bind. Default: gateway.bind, else 127.0.0.1.
+  --no-gmail        Do not run the Gmail watcher here even though hooks.gmail.account is set
+                    (run \`hookgate webhooks gmail run\` elsewhere instead).
 
 Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops it cleanly.`,
   config: `Usage: hookgate config <init|check|get KEY> [--config FILE] [--state-dir DIR]
@@ -52,7 +57,9 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
 
 Gmail notifications into /hooks/gmail, over Google's APIs (no gcloud needed).
 
-${GMAIL_SETUP_HELP}`,
+${GMAIL_SETUP_HELP}
+
+${GMAIL_RUN_HELP}`,
 };
 
 async function exists(file: string): Promise<boolean> {
@@ -72,6 +79,7 @@ async function runGateway(args: string[]): Promise<number> {
       'state-dir': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
+      'no-gmail': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -90,7 +98,7 @@ async function runGateway(args: string[]): Promise<number> {
     created = true;
   }
   const logger = createLineLogger();
-  const gw = await startGateway({ ...paths, port, host: values.host, logger });
+  const gw = await startGateway({ ...paths, port, host: values.host, logger, gmail: !values['no-gmail'] });
   const hooksPath = gw.plugin.snapshot().path;
   if (created) {
     console.log(`Wrote a new config with fresh hook and gateway tokens to ${paths.configPath} (mode 0600).`);
@@ -174,6 +182,8 @@ async function runWebhooks(args: string[]): Promise<number> {
     return print(HELP.webhooks!);
   }
   if (sub === 'setup') return gmailSetupCommand(rest);
+  if (sub === 'run') return gmailRunCommand(rest);
+  if (sub === 'status') return gmailStatusCommand(rest);
   throw new UsageError(`unknown webhooks gmail command "${sub}"`);
 }
 

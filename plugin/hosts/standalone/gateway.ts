@@ -27,6 +27,7 @@ import { Heartbeats } from './heartbeat.ts';
 import type { RunRegistry } from './run-registry.ts';
 import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
+import { startGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
 
 export interface GatewayOptions {
   configPath: string;
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   /** Overrides gateway.bind. */
   host?: string;
   logger: Logger;
+  /** Run the Gmail watcher when hooks.gmail.account is set (default true; `--no-gmail` turns it off). */
+  gmail?: boolean;
 }
 
 export interface RunningGateway {
@@ -175,7 +178,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     store,
     outbox,
     runs: registry,
+    gmail: async () => gmail?.status(),
   });
+  let gmail: GatewayGmail | undefined;
 
   // Timeouts are checked every second (Node's default is every 30 s, which lets slow headers linger).
   // The Host check is ours (Node's own answers without a body): HTTP/1.1 requires the header.
@@ -231,6 +236,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   heartbeats.startPeriodic(settings.heartbeatSeconds);
   const { port } = server.address() as AddressInfo;
   const urlHost = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
+  gmail = await startGatewayGmail({
+    file: await readConfigFile(opts.configPath),
+    configPath: opts.configPath,
+    stateDir: opts.stateDir,
+    ownUrl: `http://${bindHost === '0.0.0.0' ? '127.0.0.1' : bindHost === '::' ? '[::1]' : urlHost}:${port}`,
+    hooksPath: plugin.snapshot().path,
+    run: opts.gmail !== false,
+    logger,
+  });
 
   let closing: Promise<void> | undefined;
   return {
@@ -243,6 +257,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     plugin,
     close() {
       closing ??= (async () => {
+        await gmail?.stop();
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         await stopped; // in-flight requests are answered first

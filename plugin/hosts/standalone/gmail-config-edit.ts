@@ -14,6 +14,8 @@ export interface GmailSetupKeys {
   mode: 'pull' | 'push';
   label: string;
   pushEndpoint?: string;
+  /** Push mode: the service account the push's OIDC token is signed as (the watcher checks its email). */
+  pushServiceAccount?: string;
 }
 
 type JsonObject = { [key: string]: Json };
@@ -42,7 +44,7 @@ function wantedFile(file: JsonObject, keys: GmailSetupKeys, configPath: string):
   if (!Array.isArray(presets)) throw new ConfigError(['hooks.presets must be a list'], configPath);
   const gmail = hooks.gmail ?? {};
   if (!isObject(gmail)) throw new ConfigError(['hooks.gmail must be an object'], configPath);
-  const { pushEndpoint: _stale, ...rest } = gmail;
+  const { pushEndpoint: _endpoint, pushServiceAccount: _account, ...rest } = gmail;
   const owned: JsonObject = {
     account: keys.account,
     project: keys.project,
@@ -51,9 +53,10 @@ function wantedFile(file: JsonObject, keys: GmailSetupKeys, configPath: string):
     mode: keys.mode,
     label: keys.label,
     ...(keys.mode === 'push' ? { pushEndpoint: keys.pushEndpoint! } : {}),
+    ...(keys.mode === 'push' && keys.pushServiceAccount ? { pushServiceAccount: keys.pushServiceAccount } : {}),
   };
   // The owned keys lead a new block; the user's values win over the defaults, the command line over both.
-  // A pull setup after a push one drops the endpoint: a stale one would only mislead.
+  // A pull setup after a push one drops the push keys: stale ones would only mislead.
   const next: JsonObject = {
     ...owned,
     ...(keys.mode === 'push' ? { serve: PUSH_SERVE_DEFAULT } : {}),

@@ -60,8 +60,8 @@ const STEP_CONFIG = SETUP_STEPS;
 const CONSENT_TIMEOUT_MS = 10 * 60_000;
 /** Pub/Sub's rule for topic and subscription ids. */
 const PUBSUB_ID = /^(?!goog)[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/;
-/** Project ids: 6-30 lowercase letters, digits and hyphens (older ones may carry a domain prefix). */
-const PROJECT_ID = /^(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
+/** Project ids: 6-30 lowercase letters, digits and hyphens, starting with a letter. */
+const PROJECT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
 
 class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -122,7 +122,7 @@ interface SetupValues {
   'state-dir'?: string;
 }
 
-function checkedKeys(v: SetupValues): GmailSetupKeys & { pushServiceAccount?: string } {
+function checkedKeys(v: SetupValues): GmailSetupKeys {
   const missing = (['account', 'project', 'client-secret'] as const).filter((k) => !v[k]);
   if (missing.length) throw new UsageError(`setup needs ${missing.map((k) => `--${k}`).join(', ')}`);
   try {
@@ -138,7 +138,7 @@ function checkedKeys(v: SetupValues): GmailSetupKeys & { pushServiceAccount?: st
   if (!/^[A-Za-z0-9_-]{1,100}$/.test(v.label))
     throw new UsageError('--label must be a Gmail label id (INBOX, UNREAD, Label_123, …)');
   if (v.mode !== 'pull' && v.mode !== 'push') throw new UsageError('--mode must be pull or push');
-  const keys: GmailSetupKeys & { pushServiceAccount?: string } = {
+  const keys: GmailSetupKeys = {
     account: v.account!,
     project: v.project!,
     topic: v.topic,
