@@ -24,3 +24,9 @@ export { gmailHookTarget } from './gmail/hook-target.ts';
 export { googleEndpoints } from './gmail/google-endpoints.ts';
 export { readGmailCredentials } from './gmail/gmail-credentials.ts';
 export { GmailStatusWriter, gmailStatusPath, readGmailStatus, type GmailStatus } from './gmail/status-file.ts';
+// Gmail setup (the `webhooks gmail setup` command).
+export { assertAccountName, writeGmailCredentials, type GmailCredentials } from './gmail/gmail-credentials.ts';
+export { parsePastedCallback, readClientSecretFile, type Callback } from './gmail/installed-app-oauth.ts';
+export { runGmailSetup, SETUP_STEPS } from './gmail/gmail-setup.ts';
+export { SetupStepError, TESTING_MODE } from './gmail/setup-advice.ts';
+export { writeFileAtomic } from './util/write-file-atomic.ts';

@@ -151,6 +151,8 @@ export class FakeGoogle {
   readonly accessTokens = new Map<string, IssuedToken>();
   /** Lifetime of the access tokens the token endpoint issues. */
   tokenLifetimeSeconds = 3600;
+  /** The token endpoint's authorization-code grant, when setup's routes are registered. */
+  authorizationCodeGrant: ((req: FakeRequest) => FakeAnswer) | undefined;
 
   // Signing keys: `keys` are published; the first one signs by default.
   keys: SigningKey[] = [makeKey()];
@@ -322,6 +324,7 @@ export class FakeGoogle {
   #registerOAuth(): void {
     this.route('POST', /^\/token$/, (req) => {
       const b = req.body as Record<string, string>;
+      if (b.grant_type === 'authorization_code' && this.authorizationCodeGrant) return this.authorizationCodeGrant(req);
       if (b.grant_type !== 'refresh_token') {
         return { status: 400, body: { error: 'unsupported_grant_type', error_description: 'Invalid grant_type' } };
       }

@@ -13,6 +13,7 @@ import {
 } from '../../host-kit.ts';
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from './config.ts';
 import { startGateway } from './gateway.ts';
+import { GMAIL_SETUP_HELP, gmailSetupCommand } from './commands/gmail-setup.ts';
 import { GMAIL_RUN_HELP, gmailRunCommand, gmailStatusCommand } from './commands/gmail-run.ts';
 import { createLineLogger } from './logger.ts';
 import { resolvePaths } from './state-paths.ts';
@@ -27,6 +28,7 @@ Commands:
   config init     Write a default config with fresh tokens, if none exists
   config check    Validate a config file and report every problem
   config get KEY  Print one value of the config, e.g. hooks.token
+  webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)
   webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail
   webhooks gmail status  Show the Gmail watcher's state
   help [command]  Show help for a command
@@ -55,6 +57,8 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
   webhooks: `Usage: hookgate webhooks gmail <command> [options]
 
 Gmail notifications into /hooks/gmail, over Google's APIs (no gcloud needed).
+
+${GMAIL_SETUP_HELP}
 
 ${GMAIL_RUN_HELP}`,
 };
@@ -179,6 +183,7 @@ async function runWebhooks(args: string[]): Promise<number> {
       throw new UsageError(`unknown webhooks sender "${sender}"`);
     return print(HELP.webhooks!);
   }
+  if (sub === 'setup') return gmailSetupCommand(rest);
   if (sub === 'run') return gmailRunCommand(rest);
   if (sub === 'status') return gmailStatusCommand(rest);
   throw new UsageError(`unknown webhooks gmail command "${sub}"`);

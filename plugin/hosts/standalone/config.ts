@@ -106,7 +106,14 @@ function freshToken(): string {
 
 /** The config written on first run: hooks on, fresh tokens, mode 0600. */
 export async function writeDefaultConfig(file: string): Promise<void> {
-  const text = `// hookgate gateway config (JSON5). Every key is described in README.md, "Config reference".
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  // wx: never overwrite a file that appeared meanwhile.
+  await writeFile(file, defaultConfigText(), { mode: 0o600, flag: 'wx' });
+}
+
+/** The text of the first-run config, with fresh tokens. */
+export function defaultConfigText(): string {
+  return `// hookgate gateway config (JSON5). Every key is described in README.md, "Config reference".
 {
   gateway: {
     port: ${DEFAULT_PORT},
@@ -133,9 +140,6 @@ export async function writeDefaultConfig(file: string): Promise<void> {
   heartbeat: { everySeconds: ${DEFAULT_HEARTBEAT_SECONDS} },
 }
 `;
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  // wx: never overwrite a file that appeared meanwhile.
-  await writeFile(file, text, { mode: 0o600, flag: 'wx' });
 }
 
 function connectionLimits(gateway: GatewayFile['gateway']): ConnectionLimits {

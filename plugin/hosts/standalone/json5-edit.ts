@@ -1,0 +1,265 @@
+// Small edits to JSON5 text that keep everything else as written: comments, quotes, layout, trailing
+// commas. The text is scanned into value spans (objects, arrays, scalars with their offsets); an edit
+// replaces or inserts text at those offsets, laid out like its neighbours. Callers check the result
+// reads back as intended (JSON5.parse), so a scan mistake can never write a wrong config.
+import JSON5 from 'json5';
+
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+interface Span {
+  start: number;
+  end: number;
+}
+interface Property extends Span {
+  key: string;
+  value: Node;
+}
+type Node =
+  | (Span & { kind: 'object'; props: Property[] })
+  | (Span & { kind: 'array'; items: Node[] })
+  | (Span & { kind: 'scalar' });
+type ObjectNode = Extract<Node, { kind: 'object' }>;
+type ArrayNode = Extract<Node, { kind: 'array' }>;
+
+export class Json5EditError extends Error {
+  override readonly name = 'Json5EditError';
+}
+
+const IDENT_START = /[$_\p{L}\p{Nl}]/u;
+const IDENT_PART = /[$_\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}\u200C\u200D]/u;
+const INDENT_UNIT = '  ';
+
+/** Scans JSON5 text into spans; throws Json5EditError on anything it does not understand. */
+export function scan(text: string): Node {
+  let i = 0;
+  const fail = (what: string): never => {
+    throw new Json5EditError(`${what} at offset ${i}`);
+  };
+  const skip = (): void => {
+    for (;;) {
+      const c = text[i];
+      if (c === undefined) return;
+      if (/\s|\uFEFF/.test(c)) i++;
+      else if (text.startsWith('//', i)) {
+        const nl = text.indexOf('\n', i);
+        i = nl < 0 ? text.length : nl;
+      } else if (text.startsWith('/*', i)) {
+        const close = text.indexOf('*/', i + 2);
+        if (close < 0) fail('unterminated comment');
+        i = close + 2;
+      } else return;
+    }
+  };
+  const string = (): string => {
+    const quote = text[i]!;
+    const start = i++;
+    while (i < text.length && text[i] !== quote) {
+      if (text[i] === '\\') i++;
+      else if (text[i] === '\n') fail('line break in a string');
+      i++;
+    }
+    if (text[i] !== quote) fail('unterminated string');
+    i++;
+    return JSON5.parse<string>(text.slice(start, i));
+  };
+  const value = (): Node => {
+    skip();
+    const start = i;
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      const props: Property[] = [];
+      for (;;) {
+        skip();
+        if (text[i] === '}') break;
+        const keyStart = i;
+        let key: string;
+        if (text[i] === '"' || text[i] === "'") key = string();
+        else {
+          if (!IDENT_START.test(text[i] ?? '')) fail('expected a key');
+          while (i < text.length && IDENT_PART.test(text[i]!)) i++;
+          key = text.slice(keyStart, i);
+        }
+        skip();
+        if (text[i] !== ':') fail('expected ":"');
+        i++;
+        const v = value();
+        props.push({ key, start: keyStart, end: v.end, value: v });
+        skip();
+        if (text[i] === ',') i++;
+        else if (text[i] !== '}') fail('expected "," or "}"');
+      }
+      i++;
+      return { kind: 'object', start, end: i, props };
+    }
+    if (c === '[') {
+      i++;
+      const items: Node[] = [];
+      for (;;) {
+        skip();
+        if (text[i] === ']') break;
+        items.push(value());
+        skip();
+        if (text[i] === ',') i++;
+        else if (text[i] !== ']') fail('expected "," or "]"');
+      }
+      i++;
+      return { kind: 'array', start, end: i, items };
+    }
+    if (c === '"' || c === "'") {
+      string();
+      return { kind: 'scalar', start, end: i };
+    }
+    while (i < text.length && /[^\s,\]}/]/.test(text[i]!)) i++;
+    if (i === start) fail('expected a value');
+    JSON5.parse(text.slice(start, i)); // a number, true, false, null, Infinity, NaN: or it throws
+    return { kind: 'scalar', start, end: i };
+  };
+  const root = value();
+  skip();
+  if (i !== text.length) fail('text after the value');
+  return root;
+}
+
+/** The property at `path` (keys from the root object), or undefined. */
+function find(root: Node, path: readonly string[]): { prop?: Property; node: Node } | undefined {
+  let node = root;
+  let prop: Property | undefined;
+  for (const key of path) {
+    if (node.kind !== 'object') return undefined;
+    // A repeated key: the last one is what JSON5 reads.
+    prop = undefined;
+    for (const p of node.props) if (p.key === key) prop = p;
+    if (!prop) return undefined;
+    node = prop.value;
+  }
+  return { prop, node };
+}
+
+/** The whitespace that starts the line `offset` is on. */
+function indentAt(text: string, offset: number): string {
+  const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
+  return /^[ \t]*/.exec(text.slice(lineStart))![0];
+}
+
+/** After `offset`: a comma (skipping spaces), then the rest of the line if it is only a comment. */
+function afterEntry(text: string, offset: number): { comma: boolean; lineEnd: number } {
+  let i = offset;
+  while (text[i] === ' ' || text[i] === '\t') i++;
+  const comma = text[i] === ',';
+  if (comma) i++;
+  let j = i;
+  while (text[j] === ' ' || text[j] === '\t') j++;
+  if (text.startsWith('//', j)) j = text.indexOf('\n', j) < 0 ? text.length : text.indexOf('\n', j);
+  return { comma, lineEnd: text[j] === '\n' || j === text.length ? j : i };
+}
+
+function renderKey(key: string): string {
+  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+}
+
+/** A value as the default config writes it: objects one key per line, lists and scalars inline. */
+export function render(value: Json, indent: string): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((v) => render(v, indent)).join(', ')}]`;
+  const entries = Object.entries(value);
+  if (!entries.length) return '{}';
+  const inner = indent + INDENT_UNIT;
+  return `{\n${entries.map(([k, v]) => `${inner}${renderKey(k)}: ${render(v, inner)},`).join('\n')}\n${indent}}`;
+}
+
+function splice(text: string, start: number, end: number, insert: string): string {
+  return text.slice(0, start) + insert + text.slice(end);
+}
+
+/** Inserts `entry` (a "key: value" or an item) as the last entry of the object or array `node`. */
+function insertLast(text: string, node: ObjectNode | ArrayNode, entry: (indent: string) => string): string {
+  const entries: Span[] = node.kind === 'object' ? node.props : node.items;
+  const multiLine = text.slice(node.start, node.end).includes('\n');
+  const last = entries.at(-1);
+  if (!last) {
+    const outer = indentAt(text, node.start);
+    if (node.kind === 'array' || !multiLineParent(text, node)) {
+      const [open, close] = node.kind === 'object' ? [' ', ' '] : ['', ''];
+      return splice(text, node.start + 1, node.end - 1, `${open}${entry(outer)}${close}`);
+    }
+    const inner = outer + INDENT_UNIT;
+    return splice(text, node.start + 1, node.end - 1, `\n${inner}${entry(inner)},\n${outer}`);
+  }
+  const after = afterEntry(text, last.end);
+  if (multiLine && after.lineEnd > last.end && text[after.lineEnd] === '\n') {
+    const indent = indentAt(text, last.start);
+    if (after.comma) return splice(text, after.lineEnd, after.lineEnd, `\n${indent}${entry(indent)},`);
+    const withComma = splice(text, last.end, last.end, ',');
+    const lineEnd = after.lineEnd + 1;
+    return splice(withComma, lineEnd, lineEnd, `\n${indent}${entry(indent)}`);
+  }
+  const indent = indentAt(text, last.start);
+  if (after.comma) {
+    const commaEnd = text.indexOf(',', last.end) + 1;
+    return splice(text, commaEnd, commaEnd, ` ${entry(indent)},`);
+  }
+  return splice(text, last.end, last.end, `, ${entry(indent)}`);
+}
+
+/** An empty object written on several lines, or one whose parent is: it gets one key per line. */
+function multiLineParent(text: string, node: Span): boolean {
+  return text.slice(node.start, node.end).includes('\n') || indentAt(text, node.start) !== '';
+}
+
+/**
+ * Sets the property at `path` to `value`: the value's text replaced if the key exists, else the property
+ * added as the last of its object (which must exist). An equal scalar is left as written.
+ */
+export function setProperty(text: string, path: readonly string[], value: Json): string {
+  const root = scan(text);
+  const found = find(root, path);
+  if (found?.prop) {
+    const { node } = found;
+    if (node.kind === 'scalar' && JSON5.parse(text.slice(node.start, node.end)) === value) return text;
+    return splice(text, node.start, node.end, render(value, indentAt(text, found.prop.start)));
+  }
+  const parent = path.length === 1 ? { node: root } : find(root, path.slice(0, -1));
+  if (!parent || parent.node.kind !== 'object')
+    throw new Json5EditError(`${path.slice(0, -1).join('.') || 'the file'} is not an object`);
+  const key = path.at(-1)!;
+  return insertLast(text, parent.node, (indent) => `${renderKey(key)}: ${render(value, indent)}`);
+}
+
+/** Adds `value` as the last item of the array at `path`. */
+export function appendItem(text: string, path: readonly string[], value: Json): string {
+  const found = find(scan(text), path);
+  if (!found || found.node.kind !== 'array') throw new Json5EditError(`${path.join('.')} is not a list`);
+  return insertLast(text, found.node, (indent) => render(value, indent));
+}
+
+/** Removes the property at `path` (its whole line when it has one to itself). */
+export function deleteProperty(text: string, path: readonly string[]): string {
+  const found = find(scan(text), path);
+  if (!found?.prop) return text;
+  const { prop } = found;
+  const after = afterEntry(text, prop.end);
+  const lineStart = text.lastIndexOf('\n', prop.start - 1) + 1;
+  const ownLine = text.slice(lineStart, prop.start).trim() === '' && text[after.lineEnd] === '\n';
+  if (ownLine) return splice(text, lineStart, after.lineEnd + 1, '');
+  if (after.comma) {
+    let end = text.indexOf(',', prop.end) + 1;
+    while (text[end] === ' ') end++;
+    return splice(text, prop.start, end, '');
+  }
+  // The last entry without a comma: take the comma before it.
+  let start = prop.start;
+  while (start > 0 && /\s/.test(text[start - 1]!)) start--;
+  if (text[start - 1] === ',') start--;
+  return splice(text, start, prop.end, '');
+}
+
+/** The value at `path` as parsed JSON5, or undefined. */
+export function valueAt(text: string, path: readonly string[]): unknown {
+  let v: unknown = JSON5.parse(text);
+  for (const key of path) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || !Object.hasOwn(v, key)) return undefined;
+    v = (v as Record<string, unknown>)[key];
+  }
+  return v;
+}
