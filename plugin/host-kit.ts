@@ -18,3 +18,7 @@ export { loadConfig } from './config/load-snapshot.ts';
 export { DEFAULTS } from './config/defaults.ts';
 export { resolveHooksConfig, selectStandaloneConfig } from './config/hooks-config.ts';
 export { compileSchema, formatErrors } from './config/schemas.ts';
+export { createMetrics, type HookMetrics, type EndpointLabel, type GmailErrorStage } from './observe/metrics.ts';
+export { REQUEST_LOG_SIZE, type RequestEntry, type RequestLog } from './observe/request-log.ts';
+export { dryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
+export { TransformRunner } from './mappings/transform-runner.ts';

@@ -165,7 +165,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     host.channels = settings.channels;
   };
 
-  const plugin = await createHooksPlugin(host, { watch: true });
+  const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
+  plugin.metrics.observeGauge('outbox_size', () => outbox.appended);
   started = true;
   await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
@@ -175,6 +176,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     store,
     outbox,
     runs: registry,
+    requests: plugin.requests,
+    metrics: plugin.metrics,
+    metricsPublic: () => settings.metrics.public,
   });
 
   // Timeouts are checked every second (Node's default is every 30 s, which lets slow headers linger).
