@@ -92,10 +92,11 @@ export class HookLifecycle {
     };
     const { answers } = this.parts;
     const trace: Trace = { authenticated: false, duplicate: false, endpoint: 'unknown', mapping: '', bytes: 0 };
+    // The target first (a lookup, no check): refusals in admit count under the endpoint they were for.
+    const target = targetOf(name, snap);
+    traceTarget(trace, target);
     try {
       this.admit(request);
-      const target = targetOf(name, snap);
-      traceTarget(trace, target);
       const verifier = target.kind === 'mapped' ? target.verifier : undefined;
       if (!verifier) {
         this.authenticate(request, snap);

@@ -52,7 +52,6 @@ export class RequestLog {
 
 /** A sender-chosen key as it may be stored and shown: control characters removed, length capped. */
 export function loggableKey(key: string): string {
-  // eslint-disable-next-line no-control-regex
   const clean = key.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '');
   return clean.length > LOGGED_KEY_MAX ? `${clean.slice(0, LOGGED_KEY_MAX)}…` : clean;
 }
