@@ -56,7 +56,8 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: String.raw`^\.\./\.\./(?!host-kit\.ts$|\.\./schema/)`,
+              // Commands sit one folder deeper (plugin/hosts/standalone/commands/).
+              regex: String.raw`^\.\./\.\./(?!(\.\./)?host-kit\.ts$|(\.\./)?\.\./schema/)`,
               message: 'a host uses the core through plugin/host-kit.ts only',
             },
           ],

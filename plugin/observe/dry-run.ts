@@ -78,9 +78,7 @@ export async function dryRun(
       throw refuse.signatureExpired();
     }
     const delivery = deliveryOf(target, payload, { headers, name, query: request.query, bodyBytes: body.length }, snap);
-    result.target = delivery.mapping
-      ? `mapping "${delivery.mapping.id}" (${delivery.mapping.where})`
-      : `/${delivery.kind}`;
+    result.target = delivery.mapping ? delivery.mapping.where : `the ${delivery.kind} endpoint`;
     result.dedupeKeys = deliveryKeys(delivery);
     const action =
       delivery.endpoint ??

@@ -1,19 +1,14 @@
 // The `hookgate` command line: run the standalone gateway, or create, check and read its config.
 import { access } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  ConfigError,
-  loadConfig,
-  readConfigFile,
-  resolveHooksConfig,
-  selectStandaloneConfig,
-  type GatewayHost,
-} from '../../host-kit.ts';
+import { ConfigError, loadConfig, readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../host-kit.ts';
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from './config.ts';
 import { startGateway } from './gateway.ts';
 import { createLineLogger } from './logger.ts';
+import { checkingHost, resolvePaths, UsageError } from './commands/cli-common.ts';
+import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
+import { runWebhooks, WEBHOOKS_HELP } from './commands/webhooks-test.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -25,6 +20,8 @@ Commands:
   config init     Write a default config with fresh tokens, if none exists
   config check    Validate a config file and report every problem
   config get KEY  Print one value of the config, e.g. hooks.token
+  requests        The last hook requests as a table (--follow for new ones)
+  webhooks test   Resolve a hook request as the gateway would, without any effect
   help [command]  Show help for a command
 
 Run \`hookgate help <command>\` or \`hookgate <command> --help\` for its options.`,
@@ -46,20 +43,9 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
             unless the file exists.
   check     Validate the whole file; prints every problem with its key, exits 1 if any.
   get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
+  requests: REQUESTS_HELP,
+  webhooks: WEBHOOKS_HELP,
 };
-
-interface Paths {
-  configPath: string;
-  stateDir: string;
-}
-
-function resolvePaths(values: { config?: string; 'state-dir'?: string }): Paths {
-  const stateDir = path.resolve(
-    values['state-dir'] ?? process.env.HOOKGATE_STATE_DIR ?? path.join(homedir(), '.hookgate'),
-  );
-  const configPath = path.resolve(values.config ?? process.env.HOOKGATE_CONFIG ?? path.join(stateDir, 'gateway.json5'));
-  return { configPath, stateDir };
-}
 
 async function exists(file: string): Promise<boolean> {
   try {
@@ -172,30 +158,6 @@ async function runConfig(args: string[]): Promise<number> {
   throw new UsageError(`unknown config command "${sub}"`);
 }
 
-class UsageError extends Error {}
-
-/** A host that only answers what loading a config asks (agents, channels); nothing runs. */
-function checkingHost(configPath: string, settings: GatewaySettings): GatewayHost {
-  const unused = (): never => {
-    throw new Error('config check runs nothing');
-  };
-  return {
-    logger: { info() {}, warn() {}, error() {} },
-    configPath,
-    configDir: path.dirname(configPath),
-    agents: {
-      list: settings.agents,
-      defaultId: settings.defaultAgentId,
-      models: settings.models,
-      timeoutSeconds: settings.timeoutSeconds,
-    },
-    channels: settings.channels,
-    sessions: { mainSessionKey: unused, enqueueSystemEvent: unused, requestHeartbeat: unused, lastRoute: unused },
-    runs: { runIsolatedTurn: unused },
-    deliver: unused,
-  };
-}
-
 function print(text: string): number {
   console.log(text);
   return 0;
@@ -208,6 +170,8 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'help') return print(HELP[rest[0] ?? 'main'] ?? HELP.main!);
     if (command === 'gateway') return await runGateway(rest);
     if (command === 'config') return await runConfig(rest);
+    if (command === 'requests') return await runRequests(rest);
+    if (command === 'webhooks') return await runWebhooks(rest);
     throw new UsageError(`unknown command "${command}"`);
   } catch (err) {
     if (err instanceof ConfigError) console.error(err.message);

@@ -1,0 +1,43 @@
+// What every CLI command shares: where the config and state live, the error that means "wrong usage"
+// (exit 2), and a host that only answers what loading a config asks.
+import { homedir } from 'node:os';
+import path from 'node:path';
+import type { GatewayHost } from '../../../host-kit.ts';
+import type { GatewaySettings } from '../config.ts';
+
+export interface Paths {
+  configPath: string;
+  stateDir: string;
+}
+
+export function resolvePaths(values: { config?: string; 'state-dir'?: string }): Paths {
+  const stateDir = path.resolve(
+    values['state-dir'] ?? process.env.HOOKGATE_STATE_DIR ?? path.join(homedir(), '.hookgate'),
+  );
+  const configPath = path.resolve(values.config ?? process.env.HOOKGATE_CONFIG ?? path.join(stateDir, 'gateway.json5'));
+  return { configPath, stateDir };
+}
+
+export class UsageError extends Error {}
+
+/** A host that only answers what loading a config asks (agents, channels); nothing runs. */
+export function checkingHost(configPath: string, settings: GatewaySettings): GatewayHost {
+  const unused = (): never => {
+    throw new Error('config check runs nothing');
+  };
+  return {
+    logger: { info() {}, warn() {}, error() {} },
+    configPath,
+    configDir: path.dirname(configPath),
+    agents: {
+      list: settings.agents,
+      defaultId: settings.defaultAgentId,
+      models: settings.models,
+      timeoutSeconds: settings.timeoutSeconds,
+    },
+    channels: settings.channels,
+    sessions: { mainSessionKey: unused, enqueueSystemEvent: unused, requestHeartbeat: unused, lastRoute: unused },
+    runs: { runIsolatedTurn: unused },
+    deliver: unused,
+  };
+}
