@@ -59,10 +59,13 @@ async function startProcess(args: string[], logFile: string): Promise<Proc> {
   throw new Error(`${args.join(' ')} did not start: ${await readFile(logFile, 'utf8')}`);
 }
 
-async function startGateway(hooks: Record<string, unknown>): Promise<Proc & { dir: string }> {
+async function startGateway(
+  hooks: Record<string, unknown>,
+  gateway: Record<string, unknown> = {},
+): Promise<Proc & { dir: string }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'hookgate-bench-'));
   const config = {
-    gateway: { auth: { token: GATEWAY_TOKEN }, trustedProxies: ['127.0.0.1'] },
+    gateway: { auth: { token: GATEWAY_TOKEN }, trustedProxies: ['127.0.0.1'], ...gateway },
     hooks: { enabled: true, token: HOOK_TOKEN, defaultSessionKey: 'hook:bench', ...hooks },
     agents: { defaults: { model: 'echo/echo' }, list: [{ id: 'main', default: true }] },
     channels: { slack: { defaultTo: '#bench' } },
@@ -91,7 +94,7 @@ interface Scenario {
   body: string;
   headers?: Record<string, string>;
   /** Which gateway serves it. */
-  target: 'main' | 'locked';
+  target: 'main' | 'locked' | 'noMetrics';
   /** Ratio the issue asks for (undefined: reported only). */
   goal?: number;
   expect: number;
@@ -150,6 +153,15 @@ const scenarios: Scenario[] = [
     headers: bearer(HOOK_TOKEN),
     target: 'main',
     goal: 0.8,
+    expect: 200,
+  },
+  {
+    // The row above with gateway.metrics.enabled: false: what counting costs.
+    name: 'wake (next-heartbeat), metrics off',
+    path: '/hooks/wake',
+    body: '{"text":"bench event","mode":"next-heartbeat"}',
+    headers: bearer(HOOK_TOKEN),
+    target: 'noMetrics',
     expect: 200,
   },
   {
@@ -340,6 +352,7 @@ async function main(): Promise<void> {
     mappings: MAPPINGS,
   };
   const gw = await startGateway(mainHooks);
+  const noMetrics = await startGateway(mainHooks, { metrics: { enabled: false } });
   const locked = await startGateway({ authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } });
   await fetch(`${locked.url}/hooks/wake`, {
     method: 'POST',
@@ -355,7 +368,7 @@ async function main(): Promise<void> {
   );
   const rows = [];
   for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
-    const target = s.target === 'main' ? gw : locked;
+    const target = { main: gw, locked, noMetrics }[s.target];
     // Warm up both sides briefly, then measure bare and gateway alternately.
     await autocannon({
       url: target.url + s.path,
@@ -425,7 +438,7 @@ async function main(): Promise<void> {
   console.log('\nwritten to bench/results/latest.json');
   for (const c of started) c.kill('SIGTERM');
   await rm(bareDir, { recursive: true, force: true });
-  for (const d of [gw.dir, locked.dir]) {
+  for (const d of [gw.dir, locked.dir, noMetrics.dir]) {
     await rm(d, { recursive: true, force: true });
     await rm(`${d}.log`, { force: true });
   }
