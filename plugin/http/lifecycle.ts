@@ -157,7 +157,7 @@ export class HookLifecycle {
     if (trace.duplicate) metrics.duplicate(trace.endpoint, trace.mapping);
     const key = trace.key ?? headerKey(request.req.headers['idempotency-key']);
     this.parts.requests.add({
-      at: new Date().toISOString(),
+      atMs: Date.now(),
       requestId: request.id,
       client: request.client,
       path,

@@ -39,6 +39,13 @@ export interface HookMetrics {
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BODY_BUCKETS = [0, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304];
 
+/** The series of one endpoint and mapping. */
+interface Children {
+  byStatus: Map<number, Counter.Internal>;
+  duration: Histogram.Internal<string>;
+  bodies: Histogram.Internal<string>;
+}
+
 class PromMetrics implements HookMetrics {
   readonly #registry = new Registry();
   readonly #requests = new Counter({
@@ -120,33 +127,32 @@ class PromMetrics implements HookMetrics {
     registers: [this.#registry],
   });
 
-  // Children per label set, looked up once: the hot path then costs a Map lookup and two increments.
-  readonly #requestChildren = new Map<string, Counter.Internal>();
-  readonly #timingChildren = new Map<
-    string,
-    { duration: Histogram.Internal<string>; bodies: Histogram.Internal<string> }
-  >();
+  // Children per label set, looked up once: the hot path then costs two Map lookups and three updates.
+  readonly #children = new Map<string, Children>();
 
   #counter(name: string, help: string): Counter {
     return new Counter({ name, help, registers: [this.#registry] });
   }
 
   request(endpoint: EndpointLabel, mapping: string, status: number, seconds: number, bodyBytes: number): void {
-    const key = `${endpoint}\0${mapping}\0${status}`;
-    let counter = this.#requestChildren.get(key);
+    const key = `${endpoint}\0${mapping}`;
+    let children = this.#children.get(key);
+    if (!children) {
+      children = {
+        byStatus: new Map(),
+        duration: this.#duration.labels(endpoint, mapping),
+        bodies: this.#bodies.labels(endpoint, mapping),
+      };
+      this.#children.set(key, children);
+    }
+    let counter = children.byStatus.get(status);
     if (!counter) {
       counter = this.#requests.labels(endpoint, mapping, String(status));
-      this.#requestChildren.set(key, counter);
+      children.byStatus.set(status, counter);
     }
     counter.inc();
-    const timingKey = `${endpoint}\0${mapping}`;
-    let timing = this.#timingChildren.get(timingKey);
-    if (!timing) {
-      timing = { duration: this.#duration.labels(endpoint, mapping), bodies: this.#bodies.labels(endpoint, mapping) };
-      this.#timingChildren.set(timingKey, timing);
-    }
-    timing.duration.observe(seconds);
-    timing.bodies.observe(bodyBytes);
+    children.duration.observe(seconds);
+    children.bodies.observe(bodyBytes);
   }
 
   authFailure(): void {

@@ -25,17 +25,20 @@ export interface RequestEntry {
   duplicate?: boolean;
 }
 
+/** As held in the ring: the time as a number, formatted only when read. */
+export type LoggedRequest = Omit<RequestEntry, 'at'> & { atMs: number };
+
 /** A fixed ring: adding the 1001st entry drops the oldest. */
 export class RequestLog {
-  readonly #ring: (RequestEntry | undefined)[];
+  readonly #ring: (LoggedRequest | undefined)[];
   #next = 0;
   #count = 0;
 
   constructor(readonly size = REQUEST_LOG_SIZE) {
-    this.#ring = new Array<RequestEntry | undefined>(size);
+    this.#ring = new Array<LoggedRequest | undefined>(size);
   }
 
-  add(entry: RequestEntry): void {
+  add(entry: LoggedRequest): void {
     this.#ring[this.#next] = entry;
     this.#next = (this.#next + 1) % this.size;
     if (this.#count < this.size) this.#count++;
@@ -45,7 +48,10 @@ export class RequestLog {
   latest(limit = this.size): RequestEntry[] {
     const n = Math.min(Math.max(0, limit), this.#count);
     const out: RequestEntry[] = [];
-    for (let i = n; i > 0; i--) out.push(this.#ring[(this.#next - i + this.size) % this.size]!);
+    for (let i = n; i > 0; i--) {
+      const { atMs, ...rest } = this.#ring[(this.#next - i + this.size) % this.size]!;
+      out.push({ at: new Date(atMs).toISOString(), ...rest });
+    }
     return out;
   }
 }

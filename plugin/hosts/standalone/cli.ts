@@ -7,6 +7,7 @@ import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from
 import { startGateway } from './gateway.ts';
 import { createLineLogger } from './logger.ts';
 import { checkingHost, resolvePaths, UsageError } from './commands/cli-common.ts';
+import { configSummary } from './commands/config-summary.ts';
 import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
 import { runWebhooks, WEBHOOKS_HELP } from './commands/webhooks-test.ts';
 
@@ -140,8 +141,8 @@ async function runConfig(args: string[]): Promise<number> {
       }
       throw new ConfigError([...err.problems, ...hooks], configPath);
     }
-    await loadConfig(checkingHost(configPath, settings));
-    return print(`${configPath}: OK`);
+    const { snapshot } = await loadConfig(checkingHost(configPath, settings));
+    return print(`${configPath}: OK\n\n${configSummary(snapshot)}`);
   }
   if (sub === 'get') {
     if (!key) throw new UsageError('config get needs a key, e.g. hooks.token');
