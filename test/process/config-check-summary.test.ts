@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -29,13 +30,10 @@ test('config check prints the mappings as a table', async () => {
       ],
     },
   });
-  const out = await new Promise<string>((resolve, reject) =>
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', CLI, 'config', 'check', '--config', configPath],
-      { cwd: ROOT },
-      (err, stdout) => (err ? reject(err) : resolve(stdout)),
-    ),
+  const { stdout: out } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', CLI, 'config', 'check', '--config', configPath],
+    { cwd: ROOT },
   );
   const lines = out.trimEnd().split('\n');
   assert.equal(lines[0], `${configPath}: OK`);
