@@ -56,8 +56,8 @@ export default tseslint.config(
         {
           patterns: [
             {
-              // commands/ sits one level deeper: ../../../host-kit.ts is the same kit.
-              regex: String.raw`^\.\./\.\./(?!(?:\.\./)?host-kit\.ts$|\.\./schema/)`,
+              // Commands sit one folder deeper (plugin/hosts/standalone/commands/).
+              regex: String.raw`^\.\./\.\./(?!(\.\./)?host-kit\.ts$|(\.\./)?\.\./schema/)`,
               message: 'a host uses the core through plugin/host-kit.ts only',
             },
           ],

@@ -60,6 +60,8 @@ const MAIN_HOOKS = {
 export const GATEWAYS: Record<string, GatewaySpec> = {
   main: { hooks: MAIN_HOOKS },
   locked: { hooks: { authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } } },
+  // The main gateway without counting: what metrics cost.
+  'metrics off': { hooks: MAIN_HOOKS, gateway: { metrics: { enabled: false } } },
 };
 
 /** The address the `locked` gateway (and the OpenClaw peer) has locked, sent as X-Forwarded-For. */
@@ -96,6 +98,7 @@ const wake = (connections: number, goal?: number): Scenario => ({
   goal,
   expect: 200,
   peer: connections === 32 ? 'wake' : undefined,
+  variants: connections === 32 ? ['metrics off'] : undefined,
 });
 
 export const SCENARIOS: Scenario[] = [

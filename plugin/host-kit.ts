@@ -30,3 +30,8 @@ export { parsePastedCallback, readClientSecretFile, type Callback } from './gmai
 export { runGmailSetup, SETUP_STEPS } from './gmail/gmail-setup.ts';
 export { SetupStepError, TESTING_MODE } from './gmail/setup-advice.ts';
 export { writeFileAtomic } from './util/write-file-atomic.ts';
+export { createMetrics, type HookMetrics, type EndpointLabel, type GmailErrorStage } from './observe/metrics.ts';
+export { REQUEST_LOG_SIZE, type RequestEntry, type RequestLog } from './observe/request-log.ts';
+export { dryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
+export { TransformRunner } from './mappings/transform-runner.ts';
+export type { HooksSnapshot } from './config/snapshot.ts';

@@ -18,10 +18,14 @@ import { RefusalLog } from './http/refusal-log.ts';
 import { TransformRunner } from './mappings/transform-runner.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 import { OnceDelivery } from './dedupe/once-delivery.ts';
+import { createMetrics, type HookMetrics } from './observe/metrics.ts';
+import { RequestLog } from './observe/request-log.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
   watch?: boolean;
+  /** Count requests, runs, transforms and reloads for /metrics (default true). */
+  metrics?: boolean;
 }
 
 export type ReloadResult = { ok: true; changed: string[] } | { ok: false; error: ConfigError };
@@ -39,6 +43,10 @@ export interface HooksPlugin {
   close(graceMs?: number): Promise<void>;
   readonly runs: { readonly queued: number; readonly running: number };
   readonly limiter: AuthFailureLimiter;
+  /** This instance's metrics: /metrics shows them; hosts add their own events (outbox, Gmail, shared state). */
+  readonly metrics: HookMetrics;
+  /** The last hook requests (GET /api/requests). */
+  readonly requests: RequestLog;
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -46,9 +54,21 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   let loaded: LoadedConfig = await loadConfig(host);
   loaded.applyHostConfig();
   let current = loaded.snapshot;
+  const metrics = createMetrics(options.metrics ?? true);
+  const requests = new RequestLog();
   const limiter = new AuthFailureLimiter();
-  const runs = new RunService(host, () => current);
-  const transforms = new TransformRunner({ timeoutMs: current.transformTimeoutMs, logger: host.logger });
+  const runs = new RunService(
+    host,
+    () => current,
+    (status) => metrics.runStatus(status),
+  );
+  metrics.observeGauge('run_queue_depth', () => runs.queued);
+  metrics.observeGauge('runs_running', () => runs.running);
+  const transforms = new TransformRunner({
+    timeoutMs: current.transformTimeoutMs,
+    logger: host.logger,
+    events: metrics,
+  });
   const refusals = new RefusalLog(host.logger);
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe);
@@ -59,7 +79,16 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     transforms,
     logger: host.logger,
   });
-  const lifecycle = new HookLifecycle({ host, limiter, refusals, delivery, answers: new AnswerBatch(), bodies });
+  const lifecycle = new HookLifecycle({
+    host,
+    limiter,
+    refusals,
+    delivery,
+    answers: new AnswerBatch(),
+    bodies,
+    metrics,
+    requests,
+  });
 
   // One reload at a time; a change arriving meanwhile gives one more reload after it.
   let reloading: Promise<ReloadResult> | undefined;
@@ -70,6 +99,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       next = await loadConfig(host);
     } catch (err) {
       const error = err instanceof ConfigError ? err : new ConfigError([String(err)], host.configPath);
+      metrics.reload(false);
       return { ok: false, error };
     }
     const changed = changedKeys(loaded.selected, next.selected);
@@ -77,6 +107,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     next.applyHostConfig();
     current = next.snapshot;
     transforms.setTimeoutMs(current.transformTimeoutMs);
+    metrics.reload(true);
     return { ok: true, changed };
   };
   const reload = (): Promise<ReloadResult> => {
@@ -137,5 +168,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     },
     runs,
     limiter,
+    metrics,
+    requests,
   };
 }

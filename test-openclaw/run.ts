@@ -185,6 +185,17 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
     );
   });
 
+  test('GET /hookgate/metrics: behind OpenClaw gateway auth, the plugin registry', async () => {
+    const open = await post('/hookgate/metrics', '', { method: 'GET' });
+    assert.equal(open.status, 401, open.text);
+    const hookToken = await post('/hookgate/metrics', '', { method: 'GET', token: HOOKS.token });
+    assert.equal(hookToken.status, 401, hookToken.text);
+    const r = await post('/hookgate/metrics', '', { method: 'GET', token: files.gatewayToken });
+    assert.equal(r.status, 200, r.text);
+    assert.match(String(r.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+    assert.match(r.text, /^hookgate_requests_total\{endpoint="wake",mapping="",status="200"\} [1-9]/m);
+  });
+
   test('refusals: 401, 400 (query token, bad JSON, bad payload), 404, 405, 413', async () => {
     const bad = await post('/hooks/wake', JSON.stringify({ text: 'x' }), { token: 'wrong-token' });
     assert.equal(bad.status, 401);

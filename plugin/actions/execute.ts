@@ -4,7 +4,7 @@
 // record the host keeps in the same write as the events or the runs' acceptance.
 import type { GatewayHost, IdempotencyRecord } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
-import type { Action, Outcome } from './action.ts';
+import type { Action, AgentJob, Outcome } from './action.ts';
 import { prepareAgentJob } from './agent.ts';
 import type { RunService } from './run-service.ts';
 import { runWake } from './wake.ts';
@@ -23,11 +23,7 @@ export class ActionExecutor {
   /** Throws the refusal of the first policy that refuses; nothing is done then. */
   async execute(action: Action, snap: HooksSnapshot, key?: { scope: string; key: string }): Promise<ExecutedOutcome> {
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
-    const jobs = action.runs.map((spec) => prepareAgentJob(spec, snap, this.host));
-    const outcome = answerFor(
-      action,
-      jobs.map((j) => j.runId),
-    );
+    const { jobs, outcome } = prepareAction(action, snap, this.host);
     const record: IdempotencyRecord | undefined = key && {
       scope: key.scope,
       key: key.key,
@@ -39,6 +35,25 @@ export class ActionExecutor {
     if (jobs.length) await this.runs.submit(jobs, record);
     return { ...outcome, record };
   }
+}
+
+/**
+ * The action with every policy applied: its agent jobs and the answer it would get. Throws the
+ * first refusal; does nothing (the dry run shows what it returns).
+ */
+export function prepareAction(
+  action: Action,
+  snap: HooksSnapshot,
+  host: GatewayHost,
+): { jobs: AgentJob[]; outcome: Outcome } {
+  const jobs = action.runs.map((spec) => prepareAgentJob(spec, snap, host));
+  return {
+    jobs,
+    outcome: answerFor(
+      action,
+      jobs.map((j) => j.runId),
+    ),
+  };
 }
 
 const WAKE_ANSWERS = Object.freeze({

@@ -88,6 +88,8 @@ export class RunService {
   constructor(
     private readonly host: GatewayHost,
     private readonly limits: () => RunLimits,
+    /** Told each status a run reaches (metrics). */
+    private readonly onStatus: (status: RunStatus) => void = () => {},
   ) {}
 
   get queued(): number {
@@ -255,6 +257,7 @@ export class RunService {
     error?: string,
     idempotency?: IdempotencyRecord,
   ): Promise<void> | undefined {
+    this.onStatus(status);
     const notify = this.host.runs.onRunUpdate;
     if (!notify) return undefined;
     const record: RunRecord = {

@@ -30,6 +30,44 @@ export interface Delivery {
   payload: Record<string, unknown>;
 }
 
+/** The answer, whether it repeats an earlier one, and the key the delivery was deduplicated by. */
+export type Delivered = Outcome & { duplicate: boolean; key?: string };
+
+/**
+ * The delivery's key, scoped by endpoint or mapping: the Idempotency-Key header for wake and agent;
+ * for a mapping its dedupe.key, else its sender's delivery id, else the header.
+ */
+export function deliveryKey(
+  kind: DeliveryKind,
+  headers: IncomingHttpHeaders,
+  mapping: CompiledMapping | undefined,
+  mapped: MappedRequest | undefined,
+  payload: Record<string, unknown>,
+): { scope: string; key: string } | undefined {
+  if (!mapping) {
+    const key = idempotencyKeyHeader(headers);
+    return key === undefined ? undefined : { scope: kind, key };
+  }
+  const key = mapping.dedupeKey
+    ? derivedKey(renderDedupeKey(mapping.dedupeKey, payload, mapped!))
+    : (derivedKey(mapping.verifier?.deliveryId(headers, payload)) ?? idempotencyKeyHeader(headers));
+  return key === undefined ? undefined : { scope: `mapping:${mapping.id}`, key };
+}
+
+/** The keys a delivery would be deduplicated by: one, one per forEach item when the key reads the item, or none. */
+export function deliveryKeys({ kind, headers, mapping, mapped, payload }: Delivery): { scope: string; key: string }[] {
+  if (mapping?.forEach && mapping.dedupeKey?.perItem) {
+    const keys: { scope: string; key: string }[] = [];
+    for (const item of forEachItems(mapping, payload)!) {
+      const key = derivedKey(renderDedupeKey(mapping.dedupeKey, payload, mapped!, item));
+      if (key !== undefined) keys.push({ scope: `mapping:${mapping.id}`, key });
+    }
+    return keys;
+  }
+  const key = deliveryKey(kind, headers, mapping, mapped, payload);
+  return key ? [key] : [];
+}
+
 export class OnceDelivery {
   constructor(
     private readonly parts: {
@@ -41,46 +79,26 @@ export class OnceDelivery {
   ) {}
 
   /**
-   * The delivery's key, scoped by endpoint or mapping: the Idempotency-Key header for wake and agent;
-   * for a mapping its dedupe.key, else its sender's delivery id, else the header.
-   */
-  #key(
-    kind: DeliveryKind,
-    headers: IncomingHttpHeaders,
-    mapping: CompiledMapping | undefined,
-    mapped: MappedRequest | undefined,
-    payload: Record<string, unknown>,
-  ): { scope: string; key: string } | undefined {
-    if (!mapping) {
-      const key = idempotencyKeyHeader(headers);
-      return key === undefined ? undefined : { scope: kind, key };
-    }
-    const key = mapping.dedupeKey
-      ? derivedKey(renderDedupeKey(mapping.dedupeKey, payload, mapped!))
-      : (derivedKey(mapping.verifier?.deliveryId(headers, payload)) ?? idempotencyKeyHeader(headers));
-    return key === undefined ? undefined : { scope: `mapping:${mapping.id}`, key };
-  }
-
-  /**
    * The delivery acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts.
    */
   async deliver(
     { kind, headers, endpoint, mapping, mapped, payload }: Delivery,
     snap: HooksSnapshot,
-  ): Promise<Outcome & { duplicate: boolean }> {
+  ): Promise<Delivered> {
     // A forEach whose key reads the item: each item is a delivery of its own.
     if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.#eachItemOnce(mapping, mapped!, payload, snap);
-    const key = this.#key(kind, headers, mapping, mapped, payload);
+    const key = deliveryKey(kind, headers, mapping, mapped, payload);
     const seen = key && this.parts.dedupe.seen(key.scope, key.key);
-    if (seen) return { ...duplicateOf('answer' in seen ? seen.answer : await seen.pending), duplicate: true };
+    if (seen)
+      return { ...duplicateOf('answer' in seen ? seen.answer : await seen.pending), duplicate: true, key: key.key };
     const claim = key && this.parts.dedupe.claim(key.scope, key.key);
     try {
       const action =
         endpoint ?? (await buildMappedAction(mapping!, payload, mapped!, this.parts.transforms, this.parts.logger));
       const outcome = await this.parts.executor.execute(action, snap, key);
       claim?.settle(outcome.record!);
-      return { status: outcome.status, body: outcome.body, duplicate: false };
+      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
     } catch (err) {
       claim?.release(err);
       throw err;
@@ -96,7 +114,7 @@ export class OnceDelivery {
     mapped: MappedRequest,
     payload: Record<string, unknown>,
     snap: HooksSnapshot,
-  ): Promise<Outcome & { duplicate: boolean }> {
+  ): Promise<Delivered> {
     const scope = `mapping:${mapping.id}`;
     const { dedupe, executor, transforms, logger } = this.parts;
     const runIds: string[] = [];

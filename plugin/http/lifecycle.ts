@@ -18,21 +18,15 @@ import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthFailureLimiter } from '../auth/limiter.ts';
-import type { Action } from '../actions/action.ts';
-import { parseWakePayload } from '../actions/wake.ts';
-import { parseAgentPayload } from '../actions/agent.ts';
-import type { CompiledMapping } from '../mappings/mapping.ts';
-import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
-import type { MappedRequest } from '../mappings/build-action.ts';
 import type { OnceDelivery } from '../dedupe/once-delivery.ts';
 import type { Verifier } from '../verify/verifier.ts';
+import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
+import { loggableKey, type RequestLog } from '../observe/request-log.ts';
 import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
-import { parseJsonObject } from './body.ts';
-import { parseFormObject } from './form-body.ts';
 import { clientAddress } from './client-address.ts';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts';
 import type { RefusalLog } from './refusal-log.ts';
+import { deliveryOf, isKnownName, parsePayload, targetOf, type Target } from './resolve.ts';
 import { requestId } from './request-id.ts';
 import { splitTarget } from './request-target.ts';
 
@@ -44,20 +38,9 @@ export interface LifecycleParts {
   delivery: OnceDelivery;
   answers: AnswerBatch;
   bodies: BodyReceiver;
+  metrics: HookMetrics;
+  requests: RequestLog;
 }
-
-/** What a request is aimed at once its name is known. */
-type Target =
-  | { kind: 'wake' | 'agent'; maxBodyBytes: number }
-  | {
-      kind: 'mapped';
-      /** Empty when no mapping owns the name: 404 once the token is accepted. */
-      candidates: readonly CompiledMapping[];
-      maxBodyBytes: number;
-      bodyFormat: 'json' | 'form';
-      /** A signed name's verifier: it admits the request instead of the hook token. */
-      verifier: Verifier | undefined;
-    };
 
 /** What the phases after routing know of the request. */
 interface HookRequest {
@@ -71,11 +54,21 @@ interface HookRequest {
   readonly query: string | undefined;
 }
 
+/** What finish() reports of a request: filled in as its phases pass. */
+interface Trace {
+  authenticated: boolean;
+  duplicate: boolean;
+  endpoint: EndpointLabel;
+  /** The owning mapping's id (from the config), '' when none. */
+  mapping: string;
+  bytes: number;
+  code?: string;
+  /** The idempotency key the delivery used. */
+  key?: string;
+}
+
 /** Marks the answer to a repeated idempotency key. */
 const DUPLICATE = Object.freeze({ 'x-hookgate-duplicate': '1' });
-
-/** The query of a URL without one; shared, since templates and transforms only read it. */
-const NO_QUERY = new URLSearchParams();
 
 export class HookLifecycle {
   constructor(private readonly parts: LifecycleParts) {}
@@ -98,64 +91,84 @@ export class HookLifecycle {
       query,
     };
     const { answers } = this.parts;
-    let authenticated = false;
-    let duplicate = false;
+    const trace: Trace = { authenticated: false, duplicate: false, endpoint: 'unknown', mapping: '', bytes: 0 };
+    // The target first (a lookup, no check): refusals in admit count under the endpoint they were for.
+    const target = targetOf(name, snap);
+    traceTarget(trace, target);
     try {
       this.admit(request);
-      const target = this.target(request, snap);
       const verifier = target.kind === 'mapped' ? target.verifier : undefined;
       if (!verifier) {
         this.authenticate(request, snap);
-        authenticated = true;
+        trace.authenticated = true;
         if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
       }
       const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
+      trace.bytes = body.length;
       if (verifier) {
         this.verify(request, verifier, body, snap);
-        authenticated = true;
+        trace.authenticated = true;
       }
-      const payload = this.parse(target, body);
+      const payload = parsePayload(target, body);
       if (verifier) this.checkFresh(request, verifier, payload, snap);
-      const endpoint = target.kind === 'mapped' ? undefined : endpointAction(target.kind, payload);
-      const mapping = target.kind === 'mapped' ? this.pick(target.candidates, payload, body.length, snap) : undefined;
-      const mapped = mapping && this.mappedRequest(request, mapping, snap);
-      const outcome = await this.parts.delivery.deliver(
-        { kind: target.kind, headers: req.headers, endpoint, mapping, mapped, payload },
-        snap,
-      );
-      duplicate = outcome.duplicate;
-      answers.send(res, outcome.status, outcome.body, request.id, duplicate ? DUPLICATE : undefined);
+      const delivery = deliveryOf(target, payload, { headers: req.headers, name, query, bodyBytes: body.length }, snap);
+      if (delivery.mapping) trace.mapping = delivery.mapping.id;
+      const outcome = await this.parts.delivery.deliver(delivery, snap);
+      trace.duplicate = outcome.duplicate;
+      trace.key = outcome.key;
+      answers.send(res, outcome.status, outcome.body, request.id, trace.duplicate ? DUPLICATE : undefined);
     } catch (err) {
-      answers.sendError(res, this.refusalOf(err, request), request.id);
+      const refusal = this.refusalOf(err, request);
+      trace.code = refusal.code;
+      answers.sendError(res, refusal, request.id);
     }
 
-    return this.finish(request, pathname, started, snap, authenticated, duplicate);
+    return this.finish(request, pathname, started, snap, trace);
   }
 
-  /** Logs the request once its answer is out; the host hears back after that. */
+  /** Logs, counts and records the request once its answer is out; the host hears back after that. */
   private async finish(
     request: HookRequest,
     pathname: string,
     started: number,
     snap: HooksSnapshot,
-    authenticated: boolean,
-    duplicate: boolean,
+    trace: Trace,
   ): Promise<true> {
     // The log line carries the status that went out, and the host hears back once the answer is written.
     await this.parts.answers.written();
+    const ms = performance.now() - started;
+    const status = request.res.statusCode;
+    // A name no mapping is for may be anything the client typed (a token, even): not logged.
+    const path = isKnownName(request.name, snap) ? pathname : `${snap.path}/…`;
     const fields = {
       requestId: request.id,
       method: request.req.method,
-      // A name no mapping is for may be anything the client typed (a token, even): not logged.
-      path: isKnownName(request.name, snap) ? pathname : `${snap.path}/…`,
-      status: request.res.statusCode,
-      ms: Math.round((performance.now() - started) * 10) / 10,
+      path,
+      status,
+      ms: Math.round(ms * 10) / 10,
       client: request.client,
-      ...(duplicate ? { duplicate } : {}),
+      ...(trace.duplicate ? { duplicate: true } : {}),
     };
     // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.
-    if (authenticated) this.parts.host.logger.info('hook request', fields);
+    if (trace.authenticated) this.parts.host.logger.info('hook request', fields);
     else this.parts.refusals.note(fields);
+    const { metrics } = this.parts;
+    metrics.request(trace.endpoint, trace.mapping, status, ms / 1000, trace.bytes);
+    if (trace.duplicate) metrics.duplicate(trace.endpoint, trace.mapping);
+    const key = trace.key ?? headerKey(request.req.headers['idempotency-key']);
+    this.parts.requests.add({
+      atMs: Date.now(),
+      requestId: request.id,
+      client: request.client,
+      path,
+      ...(trace.mapping ? { mapping: trace.mapping } : {}),
+      status,
+      ...(trace.code ? { code: trace.code } : {}),
+      ms: fields.ms,
+      bytes: trace.bytes,
+      ...(key ? { idempotencyKey: loggableKey(key) } : {}),
+      ...(trace.duplicate ? { duplicate: true } : {}),
+    });
     return true;
   }
 
@@ -177,7 +190,7 @@ export class HookLifecycle {
   /** A signed mapping's proof, over the body exactly as received. */
   private verify(request: HookRequest, verifier: Verifier, body: Buffer, snap: HooksSnapshot): void {
     const outcome = verifier.verify({ headers: request.req.headers, body, nowMs: Date.now() });
-    if (!outcome.ok) throw this.signatureFailure(request, snap, outcome);
+    if (!outcome.ok) throw this.signatureFailure(request, verifier, snap, outcome);
   }
 
   /** For senders that sign a timestamp inside the payload (Linear), once it is parsed. */
@@ -189,71 +202,34 @@ export class HookLifecycle {
   ): void {
     if (!verifier.fresh || verifier.fresh(payload, Date.now())) return;
     const proof = request.req.headers[verifier.proofHeaders[0]!];
-    throw this.signatureFailure(request, snap, { expired: true, attempt: typeof proof === 'string' ? proof : null });
+    throw this.signatureFailure(request, verifier, snap, {
+      expired: true,
+      attempt: typeof proof === 'string' ? proof : null,
+    });
   }
 
   /** A bad or late signature counts against the address like a wrong token. */
   private signatureFailure(
     { client }: HookRequest,
+    verifier: Verifier,
     snap: HooksSnapshot,
     outcome: { expired: boolean; attempt: string | null },
   ): HookError {
+    this.parts.metrics.signatureFailure(verifier.scheme);
     this.failedAuthentication(client, snap, outcome.attempt);
     return outcome.expired ? refuse.signatureExpired() : refuse.signatureInvalid();
   }
 
   private failedAuthentication(client: string, snap: HooksSnapshot, attempt: string | null): void {
     const lockSeconds = this.parts.limiter.recordFailure(client, snap.authRateLimit, attempt);
+    this.parts.metrics.authFailure();
     if (lockSeconds > 0) {
+      this.parts.metrics.addressLocked();
       this.parts.host.logger.warn('client address locked after repeated authentication failures', {
         client,
         seconds: lockSeconds,
       });
     }
-  }
-
-  /** The endpoint or the mappings the name may belong to; the payload picks among mappings later. */
-  private target({ name }: HookRequest, snap: HooksSnapshot): Target {
-    if (name === 'wake' || name === 'agent') return { kind: name, maxBodyBytes: snap.maxBodyBytes };
-    const candidates = candidatesFor(name, snap.mappingIndex);
-    let maxBodyBytes = 0;
-    for (const m of candidates) maxBodyBytes = Math.max(maxBodyBytes, m.maxBodyBytes ?? snap.maxBodyBytes);
-    // Mappings with this very name decide how its body is read; mappings for any name read JSON.
-    const bodyFormat = candidates.find((m) => m.matchPath === name)?.bodyFormat ?? 'json';
-    const verifier = candidates.length === 1 ? candidates[0]!.verifier : undefined;
-    return { kind: 'mapped', candidates, maxBodyBytes, bodyFormat, verifier };
-  }
-
-  /** The payload: a JSON object, or a form for mappings that read one. */
-  private parse(target: Target, body: Buffer): Record<string, unknown> {
-    if (target.kind !== 'mapped') return parseJsonObject(body);
-    if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
-      throw refuse.invalidPayload(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
-    }
-    return target.bodyFormat === 'form' ? parseFormObject(body) : parseJsonObject(body);
-  }
-
-  /** The mapping that owns this payload, within its own body limit. */
-  private pick(
-    candidates: readonly CompiledMapping[],
-    payload: Record<string, unknown>,
-    bodyBytes: number,
-    snap: HooksSnapshot,
-  ): CompiledMapping {
-    const mapping = pickMapping(candidates, payload);
-    if (!mapping) throw refuse.notFound();
-    const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
-    if (bodyBytes > own) throw refuse.payloadTooLarge(own);
-    return mapping;
-  }
-
-  private mappedRequest(
-    { req, name, query }: HookRequest,
-    mapping: CompiledMapping,
-    snap: HooksSnapshot,
-  ): MappedRequest {
-    const params = query === undefined ? NO_QUERY : new URLSearchParams(query);
-    return { headers: req.headers, query: params, name, bodyLimit: mapping.maxBodyBytes ?? snap.maxBodyBytes };
   }
 
   /** A HookError as it is; anything else is a fault of ours, logged and answered as a 500. */
@@ -267,15 +243,20 @@ export class HookLifecycle {
   }
 }
 
-function isKnownName(name: string, snap: HooksSnapshot): boolean {
-  return name === 'wake' || name === 'agent' || snap.mappingIndex.byName.has(name);
+/** The endpoint label, and for a name only one mapping owns (a signed one, say) that mapping. */
+function traceTarget(trace: Trace, target: Target): void {
+  if (target.kind !== 'mapped') {
+    trace.endpoint = target.kind;
+    return;
+  }
+  if (target.candidates.length === 0) return;
+  trace.endpoint = 'mapping';
+  if (target.candidates.length === 1) trace.mapping = target.candidates[0]!.id;
 }
 
-/** The action of the wake and agent endpoints: their payload, checked. */
-function endpointAction(kind: 'wake' | 'agent', payload: Record<string, unknown>): Action {
-  return kind === 'wake'
-    ? { wakes: [parseWakePayload(payload)], runs: [] }
-    : { wakes: [], runs: [parseAgentPayload(payload)] };
+/** The Idempotency-Key header of a refused request, as sent (the log makes it safe to show). */
+function headerKey(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /** The part after the prefix: '' for the bare prefix, undefined when the path is not ours. */

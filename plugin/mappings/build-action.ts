@@ -7,10 +7,15 @@ import { formatErrors, validateTransformResult } from '../config/schemas.ts';
 import { SKIP, type Action, type RunOptions } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
 import type { Logger } from '../host.ts';
-import type { TransformCall, TransformRunner } from './transform-runner.ts';
+import type { TransformCall, TransformOutcome } from './transform-runner.ts';
 import type { Template, TemplateContext } from './template.ts';
 import type { CompiledMapping } from './mapping.ts';
 import { gmailAgentSpecs, gmailItemSpec, gmailMessages } from './gmail.ts';
+
+/** What building an action needs of the transform runner: calling a transform. */
+export interface Transforms {
+  run(call: TransformCall): Promise<TransformOutcome>;
+}
 
 /** A mapping's action as rendered, and what a transform may return over it. */
 interface ActionFields extends RunOptions {
@@ -90,7 +95,7 @@ export async function buildMappedAction(
   m: CompiledMapping,
   payload: Record<string, unknown>,
   request: MappedRequest,
-  transforms: TransformRunner,
+  transforms: Transforms,
   logger: Logger,
 ): Promise<Action> {
   if (m.preset === 'gmail') return { wakes: [], runs: gmailAgentSpecs(payload, m) };
@@ -111,7 +116,7 @@ export async function buildItemAction(
   m: CompiledMapping,
   payload: Record<string, unknown>,
   request: MappedRequest,
-  transforms: TransformRunner,
+  transforms: Transforms,
   logger: Logger,
   item?: ForEachItem,
 ): Promise<Action> {
@@ -145,7 +150,7 @@ async function transformed(
   rendered: ActionFields,
   payload: Record<string, unknown>,
   request: MappedRequest,
-  transforms: TransformRunner,
+  transforms: Transforms,
   logger: Logger,
   item?: ForEachItem,
 ): Promise<Action> {

@@ -82,6 +82,14 @@ export interface TransformRunnerOptions {
   /** A worker with no call for this long is retired. Default 60000. */
   idleRetireMs?: number;
   logger?: { warn(msg: string, fields?: Record<string, unknown>): void };
+  /** Told of each call's end, of calls stopped at their time limit, and of workers replaced after a fault. */
+  events?: TransformEvents;
+}
+
+export interface TransformEvents {
+  transformCall(ok: boolean): void;
+  transformTimeout(): void;
+  transformWorkerRestart(): void;
 }
 
 const DEFAULT_TIMEOUT_MS = 2000;
@@ -183,6 +191,7 @@ export class TransformRunner {
   private readonly loadTimeoutMs: number | undefined;
   private readonly idleRetireMs: number;
   private readonly logger: TransformRunnerOptions['logger'];
+  private readonly events: TransformEvents | undefined;
 
   private readonly slots = new Set<Slot>();
   private readonly queue: PendingCall[] = [];
@@ -202,6 +211,7 @@ export class TransformRunner {
       opts.loadTimeoutMs !== undefined ? positive(opts.loadTimeoutMs, DEFAULT_LOAD_TIMEOUT_MS) : undefined;
     this.idleRetireMs = positive(opts.idleRetireMs, DEFAULT_IDLE_RETIRE_MS);
     this.logger = opts.logger;
+    this.events = opts.events;
   }
 
   /** Workers currently alive (idle or busy); for status pages and tests. */
@@ -416,6 +426,8 @@ export class TransformRunner {
   private onDeadline(slot: Slot, late: PendingCall, reason: string): void {
     if (slot.dead || late.settled || !slot.calls.has(late.id)) return;
     this.logger?.warn('transform stopped: worker terminated', this.fields(late, reason));
+    this.events?.transformTimeout();
+    this.events?.transformWorkerRestart();
     slot.calls.delete(late.id);
     this.settle(late, { ok: false, reason });
     void this.retire(slot);
@@ -429,6 +441,7 @@ export class TransformRunner {
   private onOverMemory(slot: Slot): void {
     if (slot.dead) return;
     const started = [...slot.calls.values()].filter((p) => p.started);
+    this.events?.transformWorkerRestart();
     this.logger?.warn('transform stopped: worker terminated for using too much memory', {
       modules: [...new Set(started.map((p) => path.basename(p.call.file)))],
       reason: MEMORY_REASON,
@@ -481,6 +494,7 @@ export class TransformRunner {
       this.pump();
       return;
     }
+    this.events?.transformWorkerRestart();
     // The calls it was running share the blame; with none running, the call it was loading for.
     const culprits = [...slot.calls.values()].filter((p) => p.started);
     if (culprits.length === 0) culprits.push(slot.calls.values().next().value!);
@@ -565,6 +579,7 @@ export class TransformRunner {
     if (pending.settled) return;
     pending.settled = true;
     clearTimeout(pending.timer);
+    this.events?.transformCall(outcome.ok);
     pending.resolve(outcome);
   }
 

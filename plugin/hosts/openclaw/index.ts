@@ -11,6 +11,8 @@ import { createOpenClawHost } from './host.ts';
 import { ServiceQueue } from './run-queue.ts';
 import { IdempotencyJournal } from './idempotency-journal.ts';
 
+/** Where the plugin's Prometheus metrics answer in OpenClaw. */
+const METRICS_PATH = '/hookgate/metrics';
 /** Runs still going at stop get this long before they are interrupted. */
 const STOP_GRACE_MS = 5_000;
 
@@ -37,6 +39,24 @@ function register(api: OpenClawPluginApi): void {
     auth: 'plugin',
     match: 'prefix',
     handler: (req: IncomingMessage, res: ServerResponse) => (plugin ? plugin.handle(req, res) : unavailable(res)),
+  });
+
+  // The plugin's metrics, behind OpenClaw's own gateway auth.
+  api.registerHttpRoute({
+    path: METRICS_PATH,
+    auth: 'gateway',
+    match: 'exact',
+    handler: async (req: IncomingMessage, res: ServerResponse) => {
+      if (!plugin) return unavailable(res);
+      if (req.method !== 'GET') {
+        writeError(res, refuse.methodNotAllowed('GET', 'metrics are read with GET'));
+        return true;
+      }
+      const { contentType, text } = await plugin.metrics.exposition();
+      res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
+      res.end(text);
+      return true;
+    },
   });
 
   api.registerService({

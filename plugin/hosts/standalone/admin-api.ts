@@ -9,9 +9,12 @@ import {
   extractToken,
   HookError,
   refuse,
+  REQUEST_LOG_SIZE,
   tokenMatches,
   writeError,
   writeJson,
+  type HookMetrics,
+  type RequestLog,
   type TokenDigest,
   type TrustedProxies,
 } from '../../host-kit.ts';
@@ -28,9 +31,17 @@ export interface AdminDeps {
   runs: RunRegistry;
   /** The Gmail watcher's state (this process's, or a `webhooks gmail run`'s); undefined: none. */
   gmail?: () => Promise<unknown>;
+  /** The hooks plugin's request log (GET /api/requests). */
+  requests: RequestLog;
+  /** The hooks plugin's metrics (GET /metrics), and whether they are shown without the gateway token. */
+  metrics: HookMetrics;
+  metricsPublic: () => boolean;
 }
 
 const PREFIX = '/api/';
+const METRICS_PATH = '/metrics';
+/** Hook requests shown when the request names no limit; the log holds 1000. */
+export const DEFAULT_REQUESTS_LIMIT = 100;
 /** Entries per page of history or outbox when the request names no limit, and at most. */
 export const DEFAULT_PAGE_LIMIT = 200;
 export const MAX_PAGE_LIMIT = 1000;
@@ -80,17 +91,34 @@ export class AdminApi {
   /** True when the request was for the admin API (and has been answered). */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const url = req.url ?? '/';
-    if (!url.startsWith(PREFIX)) return false;
-    try {
-      writeJson(res, 200, await this.route(req, url));
-    } catch (err) {
-      writeError(res, err instanceof HookError ? err : refuse.internal());
+    if (url.split('?', 1)[0] === METRICS_PATH) {
+      await this.answer(res, () => this.metrics(req, res));
+      return true;
     }
+    if (!url.startsWith(PREFIX)) return false;
+    await this.answer(res, async () => writeJson(res, 200, await this.route(req, url)));
     return true;
   }
 
-  private async route(req: IncomingMessage, url: string): Promise<unknown> {
-    if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'the admin API is read-only: use GET');
+  private async answer(res: ServerResponse, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (err) {
+      writeError(res, err instanceof HookError ? err : refuse.internal());
+    }
+  }
+
+  /** The Prometheus exposition: the gateway token, unless gateway.metrics.public. */
+  private async metrics(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'metrics are read with GET');
+    if (!this.deps.metricsPublic()) this.authorize(req);
+    const { contentType, text } = await this.deps.metrics.exposition();
+    res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
+    res.end(text);
+  }
+
+  /** The gateway token, with the admin API's own lockout of addresses that keep guessing. */
+  private authorize(req: IncomingMessage): void {
     const client = clientAddress(req, this.deps.trustedProxies());
     const locked = this.limiter.lockedFor(client);
     if (locked > 0) {
@@ -101,6 +129,11 @@ export class AdminApi {
       this.limiter.recordFailure(client, DEFAULTS.authRateLimit, token ?? null);
       throw refuse.unauthorized('missing or wrong gateway token');
     }
+  }
+
+  private async route(req: IncomingMessage, url: string): Promise<unknown> {
+    if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'the admin API is read-only: use GET');
+    this.authorize(req);
     const pathname = url.split('?', 1)[0]!;
     const parts = pathname.slice(PREFIX.length).split('/');
     const { store, outbox, runs } = this.deps;
@@ -125,6 +158,9 @@ export class AdminApi {
       if (state === undefined) throw refuse.notFound('no Gmail watcher: hooks.gmail.account is not set');
       return state;
     }
+    if (parts.length === 1 && parts[0] === 'requests') {
+      return { requests: this.deps.requests.latest(requestsLimit(url)) };
+    }
     throw refuse.notFound('no such admin endpoint');
   }
 
@@ -133,6 +169,19 @@ export class AdminApi {
     if (this.digest?.token !== token) this.digest = { token, digest: digestToken(token) };
     return this.digest.digest;
   }
+}
+
+/** ?limit=N for /api/requests: 1..1000, default 100; anything else is a 400 naming limit. */
+function requestsLimit(url: string): number {
+  const q = url.indexOf('?');
+  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  const limits = params.getAll('limit');
+  if (limits.length === 0) return DEFAULT_REQUESTS_LIMIT;
+  const text = limits[0]!;
+  if (limits.length > 1 || !/^[1-9][0-9]{0,3}$/.test(text) || Number(text) > REQUEST_LOG_SIZE) {
+    throw refuse.badRequest(`limit must be a whole number from 1 to ${REQUEST_LOG_SIZE}, given once`);
+  }
+  return Number(text);
 }
 
 function decode(part: string): string {

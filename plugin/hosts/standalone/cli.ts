@@ -9,7 +9,6 @@ import {
   resolveGmailSettings,
   resolveHooksConfig,
   selectStandaloneConfig,
-  type GatewayHost,
 } from '../../host-kit.ts';
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from './config.ts';
 import { startGateway } from './gateway.ts';
@@ -17,6 +16,10 @@ import { GMAIL_SETUP_HELP, gmailSetupCommand } from './commands/gmail-setup.ts';
 import { GMAIL_RUN_HELP, gmailRunCommand, gmailStatusCommand } from './commands/gmail-run.ts';
 import { createLineLogger } from './logger.ts';
 import { resolvePaths } from './state-paths.ts';
+import { checkingHost, UsageError } from './commands/cli-common.ts';
+import { configSummary } from './commands/config-summary.ts';
+import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
+import { runWebhooksTest, WEBHOOKS_TEST_HELP } from './commands/webhooks-test.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -28,6 +31,8 @@ Commands:
   config init     Write a default config with fresh tokens, if none exists
   config check    Validate a config file and report every problem
   config get KEY  Print one value of the config, e.g. hooks.token
+  requests        The last hook requests as a table (--follow for new ones)
+  webhooks test         Resolve a hook request as the gateway would, without any effect
   webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)
   webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail
   webhooks gmail status  Show the Gmail watcher's state
@@ -54,7 +59,10 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
             unless the file exists.
   check     Validate the whole file; prints every problem with its key, exits 1 if any.
   get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
-  webhooks: `Usage: hookgate webhooks gmail <command> [options]
+  requests: REQUESTS_HELP,
+  webhooks: `Usage: hookgate webhooks <test|gmail> …
+
+${WEBHOOKS_TEST_HELP}
 
 Gmail notifications into /hooks/gmail, over Google's APIs (no gcloud needed).
 
@@ -157,9 +165,9 @@ async function runConfig(args: string[]): Promise<number> {
       }
       throw new ConfigError([...err.problems, ...hooks], configPath);
     }
-    await loadConfig(checkingHost(configPath, settings));
+    const { snapshot } = await loadConfig(checkingHost(configPath, settings));
     resolveGmailSettings(file.hooks, 'hooks', configPath);
-    return print(`${configPath}: OK`);
+    return print(`${configPath}: OK\n\n${configSummary(snapshot)}`);
   }
   if (sub === 'get') {
     if (!key) throw new UsageError('config get needs a key, e.g. hooks.token');
@@ -177,40 +185,17 @@ async function runConfig(args: string[]): Promise<number> {
 }
 
 async function runWebhooks(args: string[]): Promise<number> {
-  const [sender, sub, ...rest] = args;
-  if (sender !== 'gmail' || sub === undefined || sub === '--help' || sub === '-h') {
-    if (sender !== undefined && sender !== 'gmail' && !sender.startsWith('-'))
-      throw new UsageError(`unknown webhooks sender "${sender}"`);
+  const [kind, sub, ...rest] = args;
+  if (kind === 'test') return runWebhooksTest(args.slice(1));
+  if (kind !== 'gmail' || sub === undefined || sub === '--help' || sub === '-h') {
+    if (kind !== undefined && kind !== 'gmail' && !kind.startsWith('-'))
+      throw new UsageError(`unknown webhooks command "${kind}"`);
     return print(HELP.webhooks!);
   }
   if (sub === 'setup') return gmailSetupCommand(rest);
   if (sub === 'run') return gmailRunCommand(rest);
   if (sub === 'status') return gmailStatusCommand(rest);
   throw new UsageError(`unknown webhooks gmail command "${sub}"`);
-}
-
-class UsageError extends Error {}
-
-/** A host that only answers what loading a config asks (agents, channels); nothing runs. */
-function checkingHost(configPath: string, settings: GatewaySettings): GatewayHost {
-  const unused = (): never => {
-    throw new Error('config check runs nothing');
-  };
-  return {
-    logger: { info() {}, warn() {}, error() {} },
-    configPath,
-    configDir: path.dirname(configPath),
-    agents: {
-      list: settings.agents,
-      defaultId: settings.defaultAgentId,
-      models: settings.models,
-      timeoutSeconds: settings.timeoutSeconds,
-    },
-    channels: settings.channels,
-    sessions: { mainSessionKey: unused, enqueueSystemEvent: unused, requestHeartbeat: unused, lastRoute: unused },
-    runs: { runIsolatedTurn: unused },
-    deliver: unused,
-  };
 }
 
 function print(text: string): number {
@@ -225,6 +210,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'help') return print(HELP[rest[0] ?? 'main'] ?? HELP.main!);
     if (command === 'gateway') return await runGateway(rest);
     if (command === 'config') return await runConfig(rest);
+    if (command === 'requests') return await runRequests(rest);
     if (command === 'webhooks') return await runWebhooks(rest);
     throw new UsageError(`unknown command "${command}"`);
   } catch (err) {

@@ -38,6 +38,8 @@ export interface GatewaySettings {
   heartbeatSeconds: number;
   shutdownGraceMs: number;
   storage: StorageLimits;
+  /** gateway.metrics: counting on (enabled), and /metrics open without the gateway token (public). */
+  metrics: { enabled: boolean; public: boolean };
 }
 
 interface GatewayFile {
@@ -48,6 +50,7 @@ interface GatewayFile {
     shutdownGraceSeconds?: number;
     maxConnections?: number;
     maxConnectionsPerAddress?: number;
+    metrics?: { enabled?: boolean; public?: boolean };
   };
   agents?: { defaults?: { model?: string; models?: string[]; timeoutSeconds?: number }; list?: AgentInfo[] };
   models?: { providers?: Record<string, ProviderConfig> };
@@ -97,6 +100,7 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
     heartbeatSeconds: f.heartbeat?.everySeconds ?? DEFAULT_HEARTBEAT_SECONDS,
     shutdownGraceMs: (f.gateway?.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS) * 1000,
     storage,
+    metrics: { enabled: f.gateway?.metrics?.enabled ?? true, public: f.gateway?.metrics?.public ?? false },
   };
 }
 

@@ -177,7 +177,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     host.channels = settings.channels;
   };
 
-  const plugin = await createHooksPlugin(host, { watch: true });
+  const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
+  plugin.metrics.observeGauge('outbox_size', () => outbox.appended);
   started = true;
   await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
@@ -188,6 +189,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     outbox,
     runs: registry,
     gmail: async () => gmail?.status(),
+    requests: plugin.requests,
+    metrics: plugin.metrics,
+    metricsPublic: () => settings.metrics.public,
   });
   let gmail: GatewayGmail | undefined;
 

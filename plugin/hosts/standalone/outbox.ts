@@ -89,6 +89,11 @@ export class Outbox {
     return this.#opening.run();
   }
 
+  /** Deliveries written by this process (hookgate_outbox_size). */
+  get appended(): number {
+    return this.#log.appendCount;
+  }
+
   append(e: Omit<OutboxEntry, 'at'>): Promise<void> {
     const entry: OutboxEntry = {
       channel: e.channel,

@@ -28,6 +28,7 @@ import {
 import { defaultConfigText, resolveGatewaySettings } from '../config.ts';
 import { applyGmailSetup, type GmailSetupKeys } from '../gmail-config-edit.ts';
 import { resolvePaths } from '../state-paths.ts';
+import { UsageError } from './cli-common.ts';
 
 export const GMAIL_SETUP_HELP = `  setup   Connect a Gmail account: authorize hookgate, create the Pub/Sub topic and subscription,
           start the Gmail watch, and write hooks.gmail into the config.
@@ -63,9 +64,6 @@ const PUBSUB_ID = /^(?!goog)[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/;
 /** Project ids: 6-30 lowercase letters, digits and hyphens, starting with a letter. */
 const PROJECT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
 
-class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
 
 export async function gmailSetupCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({

@@ -1,0 +1,241 @@
+// The plugin's Prometheus metrics: one registry per plugin instance (never prom-client's global
+// default, so two instances in one process count apart). Every label value comes from the config
+// or from a fixed set (a mapping id, a status code, a scheme name), never from the request path,
+// so an attacker cannot grow the series. Event sites call the small methods below; metrics off
+// gives NO_METRICS, whose methods do nothing.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The endpoint a request counts under: wake, agent, a mapped hook, or a name no mapping owns. */
+export type EndpointLabel = 'wake' | 'agent' | 'mapping' | 'unknown';
+
+/** Where the Gmail watcher can fail; anything else counts as 'other'. */
+export const GMAIL_ERROR_STAGES = ['watch', 'history', 'fetch', 'deliver', 'other'] as const;
+export type GmailErrorStage = (typeof GMAIL_ERROR_STAGES)[number];
+
+/** Run statuses a run reports (host.ts RunStatus); anything else counts as 'other'. */
+const RUN_STATUSES = new Set(['queued', 'running', 'ok', 'error', 'timeout', 'other']);
+
+export interface HookMetrics {
+  /** A hook request answered: its endpoint, the mapping that owned it ('' when none), status, time and body size. */
+  request(endpoint: EndpointLabel, mapping: string, status: number, seconds: number, bodyBytes: number): void;
+  authFailure(): void;
+  addressLocked(): void;
+  signatureFailure(scheme: string): void;
+  duplicate(endpoint: EndpointLabel, mapping: string): void;
+  runStatus(status: string): void;
+  transformCall(ok: boolean): void;
+  transformTimeout(): void;
+  transformWorkerRestart(): void;
+  reload(ok: boolean): void;
+  gmailNotifications(count?: number): void;
+  gmailError(stage: string): void;
+  sharedStateUp(up: boolean): void;
+  /** A gauge read when metrics are scraped (queue depth, outbox size). */
+  observeGauge(name: 'run_queue_depth' | 'runs_running' | 'outbox_size', read: () => number): void;
+  /** The exposition in the Prometheus text format, and its content type. */
+  exposition(): Promise<{ contentType: string; text: string }>;
+}
+
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const BODY_BUCKETS = [0, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304];
+
+/** The series of one endpoint and mapping. */
+interface Children {
+  byStatus: Map<number, Counter.Internal>;
+  duration: Histogram.Internal<string>;
+  bodies: Histogram.Internal<string>;
+}
+
+class PromMetrics implements HookMetrics {
+  readonly #registry = new Registry();
+  readonly #requests = new Counter({
+    name: 'hookgate_requests_total',
+    help: 'Hook requests answered, by endpoint, mapping id and HTTP status.',
+    labelNames: ['endpoint', 'mapping', 'status'] as const,
+    registers: [this.#registry],
+  });
+  readonly #duration = new Histogram({
+    name: 'hookgate_request_duration_seconds',
+    help: 'Time from the request head to the answer written, by endpoint and mapping id.',
+    labelNames: ['endpoint', 'mapping'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.#registry],
+  });
+  readonly #bodies = new Histogram({
+    name: 'hookgate_request_body_bytes',
+    help: 'Body bytes received per hook request, by endpoint and mapping id.',
+    labelNames: ['endpoint', 'mapping'] as const,
+    buckets: BODY_BUCKETS,
+    registers: [this.#registry],
+  });
+  readonly #authFailures = this.#counter(
+    'hookgate_auth_failures_total',
+    'Wrong or missing hook tokens and signatures.',
+  );
+  readonly #locked = this.#counter('hookgate_addresses_locked_total', 'Client addresses locked by the auth limiter.');
+  readonly #signatures = new Counter({
+    name: 'hookgate_signature_failures_total',
+    help: 'Signed requests refused (invalid or expired proof), by verify scheme.',
+    labelNames: ['scheme'] as const,
+    registers: [this.#registry],
+  });
+  readonly #duplicates = new Counter({
+    name: 'hookgate_duplicates_total',
+    help: 'Requests answered as duplicates of an idempotency key seen before.',
+    labelNames: ['endpoint', 'mapping'] as const,
+    registers: [this.#registry],
+  });
+  readonly #runs = new Counter({
+    name: 'hookgate_runs_total',
+    help: 'Agent runs reaching each status (queued, running, ok, error, timeout).',
+    labelNames: ['status'] as const,
+    registers: [this.#registry],
+  });
+  readonly #transformCalls = new Counter({
+    name: 'hookgate_transform_calls_total',
+    help: 'Transform calls, by result (ok or failed).',
+    labelNames: ['result'] as const,
+    registers: [this.#registry],
+  });
+  readonly #transformTimeouts = this.#counter(
+    'hookgate_transform_timeouts_total',
+    'Transform calls stopped at their time limit.',
+  );
+  readonly #workerRestarts = this.#counter(
+    'hookgate_transform_worker_restarts_total',
+    'Transform workers terminated after a timeout, a crash or too much memory, and replaced.',
+  );
+  readonly #reloads = new Counter({
+    name: 'hookgate_reloads_total',
+    help: 'Config reloads, by result (ok or failed).',
+    labelNames: ['result'] as const,
+    registers: [this.#registry],
+  });
+  readonly #gmailNotifications = this.#counter(
+    'hookgate_gmail_notifications_total',
+    'Gmail push notifications received by the watcher.',
+  );
+  readonly #gmailErrors = new Counter({
+    name: 'hookgate_gmail_errors_total',
+    help: 'Gmail watcher errors, by stage (watch, history, fetch, deliver, other).',
+    labelNames: ['stage'] as const,
+    registers: [this.#registry],
+  });
+  readonly #sharedState = new Gauge({
+    name: 'hookgate_shared_state_up',
+    help: '1 when the shared state (Redis) is reachable, 0 when not; absent without shared state.',
+    registers: [this.#registry],
+  });
+
+  // Children per label set, looked up once: the hot path then costs two Map lookups and three updates.
+  readonly #children = new Map<string, Children>();
+
+  #counter(name: string, help: string): Counter {
+    return new Counter({ name, help, registers: [this.#registry] });
+  }
+
+  request(endpoint: EndpointLabel, mapping: string, status: number, seconds: number, bodyBytes: number): void {
+    const key = `${endpoint}\0${mapping}`;
+    let children = this.#children.get(key);
+    if (!children) {
+      children = {
+        byStatus: new Map(),
+        duration: this.#duration.labels(endpoint, mapping),
+        bodies: this.#bodies.labels(endpoint, mapping),
+      };
+      this.#children.set(key, children);
+    }
+    let counter = children.byStatus.get(status);
+    if (!counter) {
+      counter = this.#requests.labels(endpoint, mapping, String(status));
+      children.byStatus.set(status, counter);
+    }
+    counter.inc();
+    children.duration.observe(seconds);
+    children.bodies.observe(bodyBytes);
+  }
+
+  authFailure(): void {
+    this.#authFailures.inc();
+  }
+  addressLocked(): void {
+    this.#locked.inc();
+  }
+  signatureFailure(scheme: string): void {
+    this.#signatures.labels(scheme).inc();
+  }
+  duplicate(endpoint: EndpointLabel, mapping: string): void {
+    this.#duplicates.labels(endpoint, mapping).inc();
+  }
+  runStatus(status: string): void {
+    this.#runs.labels(RUN_STATUSES.has(status) ? status : 'other').inc();
+  }
+  transformCall(ok: boolean): void {
+    this.#transformCalls.labels(ok ? 'ok' : 'failed').inc();
+  }
+  transformTimeout(): void {
+    this.#transformTimeouts.inc();
+  }
+  transformWorkerRestart(): void {
+    this.#workerRestarts.inc();
+  }
+  reload(ok: boolean): void {
+    this.#reloads.labels(ok ? 'ok' : 'failed').inc();
+  }
+  gmailNotifications(count = 1): void {
+    this.#gmailNotifications.inc(count);
+  }
+  gmailError(stage: string): void {
+    this.#gmailErrors.labels((GMAIL_ERROR_STAGES as readonly string[]).includes(stage) ? stage : 'other').inc();
+  }
+  sharedStateUp(up: boolean): void {
+    this.#sharedState.set(up ? 1 : 0);
+  }
+
+  observeGauge(name: 'run_queue_depth' | 'runs_running' | 'outbox_size', read: () => number): void {
+    this.#registry.removeSingleMetric(`hookgate_${name}`);
+    new Gauge({
+      name: `hookgate_${name}`,
+      help: GAUGE_HELP[name],
+      registers: [this.#registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+
+  async exposition(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.#registry.contentType, text: await this.#registry.metrics() };
+  }
+}
+
+const GAUGE_HELP = {
+  run_queue_depth: 'Agent runs accepted and waiting for a slot.',
+  runs_running: 'Agent runs running now.',
+  outbox_size: 'Deliveries written to the outbox since the gateway started.',
+} as const;
+
+const nothing = (): void => {};
+
+/** Metrics off: every event is dropped, and /metrics has nothing to show. */
+export const NO_METRICS: HookMetrics = {
+  request: nothing,
+  authFailure: nothing,
+  addressLocked: nothing,
+  signatureFailure: nothing,
+  duplicate: nothing,
+  runStatus: nothing,
+  transformCall: nothing,
+  transformTimeout: nothing,
+  transformWorkerRestart: nothing,
+  reload: nothing,
+  gmailNotifications: nothing,
+  gmailError: nothing,
+  sharedStateUp: nothing,
+  observeGauge: nothing,
+  exposition: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '' }),
+};
+
+export function createMetrics(enabled = true): HookMetrics {
+  return enabled ? new PromMetrics() : NO_METRICS;
+}
