@@ -18,6 +18,9 @@ import { RefusalLog } from './http/refusal-log.ts';
 import { TransformRunner } from './mappings/transform-runner.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 import { OnceDelivery } from './dedupe/once-delivery.ts';
+import { SharedRedis } from './shared/shared-redis.ts';
+import { SharedAuthLimiter } from './auth/shared-limiter.ts';
+import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -39,6 +42,8 @@ export interface HooksPlugin {
   close(graceMs?: number): Promise<void>;
   readonly runs: { readonly queued: number; readonly running: number };
   readonly limiter: AuthFailureLimiter;
+  /** Whether state shared with other instances (hooks.sharedState) is in use; undefined when not configured. */
+  readonly sharedStateUp: boolean | undefined;
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -53,13 +58,27 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
+  // Lockouts and dedupe keys shared with other instances; read at start only.
+  const sharedState = current.sharedState;
+  const shared = sharedState && new SharedRedis(sharedState, host.logger);
+  const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, host.logger) : limiter;
+  const sharedDedupe = shared && new SharedDedupe(shared);
+  await shared?.connect();
   const delivery = new OnceDelivery({
     dedupe,
     executor: new ActionExecutor(host, runs),
     transforms,
     logger: host.logger,
+    shared: sharedDedupe,
   });
-  const lifecycle = new HookLifecycle({ host, limiter, refusals, delivery, answers: new AnswerBatch(), bodies });
+  const lifecycle = new HookLifecycle({
+    host,
+    limiter: requestLimiter,
+    refusals,
+    delivery,
+    answers: new AnswerBatch(),
+    bodies,
+  });
 
   // One reload at a time; a change arriving meanwhile gives one more reload after it.
   let reloading: Promise<ReloadResult> | undefined;
@@ -75,6 +94,9 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     const changed = changedKeys(loaded.selected, next.selected);
     loaded = next;
     next.applyHostConfig();
+    if (JSON.stringify(next.snapshot.sharedState) !== JSON.stringify(sharedState)) {
+      host.logger.warn(`${next.selected.hooksKey}.sharedState changed: it takes effect at the next start`);
+    }
     current = next.snapshot;
     transforms.setTimeoutMs(current.transformTimeoutMs);
     return { ok: true, changed };
@@ -134,8 +156,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await transforms.close();
       bodies.close();
       refusals.flush();
+      shared?.close();
     },
     runs,
     limiter,
+    get sharedStateUp() {
+      return shared?.up;
+    },
   };
 }

@@ -77,6 +77,9 @@ function positive(value: number, fallback: number): number {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
+/** What a request needs of a limiter: the local one, or the one shared on Redis. */
+export type AuthLimiter = Pick<AuthFailureLimiter, 'lockedFor' | 'recordFailure'>;
+
 export class AuthFailureLimiter {
   readonly #entries = new Map<string, Entry>();
   /** Least recently failing entry. */
@@ -168,6 +171,33 @@ export class AuthFailureLimiter {
     }
     entry.expiresAt = entry.windowStart + windowMs;
     return 0;
+  }
+
+  /**
+   * A lock another instance took (shared state): `key` is locked here too for `lockMs` from now, and
+   * its count starts afresh. A longer lock already in place stays.
+   */
+  lock(key: string, lockMs: number): void {
+    if (!(lockMs > 0)) return;
+    const now = this.#now();
+    let entry = this.#entries.get(key);
+    if (entry !== undefined) {
+      if (entry !== this.#tail) {
+        this.#unlink(entry);
+        this.#append(entry);
+      }
+    } else {
+      this.#prune(now);
+      entry = this.#claim(key, now);
+      entry.lockedUntil = 0;
+      this.#entries.set(key, entry);
+      this.#append(entry);
+    }
+    entry.count = 0;
+    entry.seen.length = 0;
+    entry.windowStart = now;
+    entry.lockedUntil = Math.max(entry.lockedUntil, now + lockMs);
+    entry.expiresAt = entry.lockedUntil;
   }
 
   /** 48 bits of a salted hash: the salt keeps a guesser from choosing credentials that collide. */
