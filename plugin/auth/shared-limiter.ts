@@ -30,7 +30,8 @@ return lockMs
 
 /** Longest lock a message may install: the schema's lockoutSeconds maximum. */
 const MAX_LOCK_MS = 86_400_000;
-const LOCK_MESSAGE = /^([1-9][0-9]{0,8}) ([^\s]{1,100})$/;
+/** "<lockMs> <address key>"; a key may be the text of a hop that is no address (spaces and all). */
+const LOCK_MESSAGE = /^([1-9][0-9]{0,8}) (.{1,300})$/s;
 
 /** Glob characters of a SCAN pattern, escaped so a prefix matches itself only. */
 const globEscape = (s: string): string => s.replace(/[*?[\]\\]/g, '\\$&');

@@ -34,7 +34,8 @@ export class SharedRedis {
   readonly #endpoint: string;
   #state: 'starting' | 'up' | 'down' = 'starting';
   #closed = false;
-  #onUp: (() => void) | undefined;
+  /** Ends the wait at start: up, or found down. */
+  #started: (() => void) | undefined;
 
   constructor(
     private readonly config: SharedStateConfig,
@@ -53,15 +54,16 @@ export class SharedRedis {
   }
 
   /**
-   * Connects, once subscribe() and onReady() have been given, waiting at most START_WAIT_MS: an
-   * instance whose Redis is down starts on local state and goes over to Redis once it answers.
+   * Connects, once subscribe() and onReady() have been given, waiting at most START_WAIT_MS (less if
+   * Redis refuses): an instance whose Redis is down starts on local state and goes over to Redis once
+   * it answers.
    */
   async connect(): Promise<void> {
-    const up = new Promise<void>((resolve) => (this.#onUp = resolve));
+    const settled = new Promise<void>((resolve) => (this.#started = resolve));
     this.commands.connect().catch(() => {});
     this.#subscriber.connect().catch(() => {});
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([up, new Promise((resolve) => (timer = setTimeout(resolve, START_WAIT_MS)))]);
+    await Promise.race([settled, new Promise((resolve) => (timer = setTimeout(resolve, START_WAIT_MS)))]);
     clearTimeout(timer);
     if (this.#state === 'starting') this.#down();
   }
@@ -114,12 +116,13 @@ export class SharedRedis {
     if (this.commands.status !== 'ready' || this.#subscriber.status !== 'ready' || this.#closed) return;
     if (this.#state === 'down') this.logger.info('shared state on Redis is back', { redis: this.#endpoint });
     this.#state = 'up';
-    this.#onUp?.();
+    this.#started?.();
   }
 
   #down(): void {
     if (this.#closed || this.#state === 'down') return;
     this.#state = 'down';
+    this.#started?.();
     this.logger.warn('shared state on Redis unavailable; serving on local state until it is back', {
       redis: this.#endpoint,
     });
