@@ -22,13 +22,15 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startRedis(): Promise<RedisServer> {
+/** password: the server requires it (requirepass), and `url` carries it. */
+export async function startRedis(opts: { password?: string } = {}): Promise<RedisServer> {
   const dir = await tempDir('hookgate-redis-');
   const port = await freePort();
   let child: ChildProcess | undefined;
 
   const start = async (): Promise<void> => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
+    if (opts.password) args.push('--requirepass', opts.password);
     const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
     let out = '';
@@ -63,7 +65,7 @@ export async function startRedis(): Promise<RedisServer> {
   process.once('exit', () => child?.kill('SIGKILL'));
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${opts.password ? `:${opts.password}@` : ''}127.0.0.1:${port}`,
     start,
     kill: () => end('SIGKILL'),
     stop: () => end('SIGTERM'),
