@@ -7,6 +7,8 @@ import { SharedAuthLimiter } from '../../plugin/auth/shared-limiter.ts';
 import { SharedDedupe } from '../../plugin/dedupe/shared-dedupe.ts';
 import { SharedRedis } from '../../plugin/shared/shared-redis.ts';
 import type { LogFields, Logger } from '../../plugin/host.ts';
+import { resolveHooksConfig, selectStandaloneConfig, type HooksSettings } from '../../plugin/config/hooks-config.ts';
+import { ConfigError } from '../../plugin/errors.ts';
 import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
 import { sleep, waitUntil } from '../helpers/common.ts';
 
@@ -174,4 +176,49 @@ test('Redis down at start: local state, one warning, and shared once it is there
   await waitUntil(() => a.limiter.lockedFor('10.0.0.7') > 0, 'a lock from b reaches a');
   for (const s of open.splice(-2)) s.close();
   await later.stop();
+});
+
+// ---------------------------------------------------------------------------
+// hooks.sharedState in the config
+
+const resolveShared = (sharedState: unknown): HooksSettings =>
+  resolveHooksConfig(
+    selectStandaloneConfig({ hooks: { enabled: true, token: 'config-test-token-0123', sharedState } }),
+    '/etc/hookgate',
+    '/etc/hookgate/gateway.json5',
+  );
+
+function configProblems(sharedState: unknown): string {
+  try {
+    resolveShared(sharedState);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    return err.message;
+  }
+  return assert.fail('expected a ConfigError');
+}
+
+test('sharedState: the URL from the environment, the default prefix', () => {
+  process.env.HOOKGATE_UNIT_REDIS = 'redis://:pw@10.1.2.3:6380/2';
+  try {
+    assert.deepEqual(resolveShared({ redis: '${HOOKGATE_UNIT_REDIS}' }).sharedState, {
+      url: 'redis://:pw@10.1.2.3:6380/2',
+      keyPrefix: 'hookgate:',
+    });
+  } finally {
+    delete process.env.HOOKGATE_UNIT_REDIS;
+  }
+  assert.equal(resolveShared({ redis: 'rediss://r.example:6379', keyPrefix: 'eu:' }).sharedState?.keyPrefix, 'eu:');
+  assert.equal(resolveShared(undefined).sharedState, undefined);
+});
+
+test('sharedState: problems name the key and never quote the URL', () => {
+  assert.match(configProblems({ redis: '${HOOKGATE_UNIT_UNSET}' }), /hooks\.sharedState\.redis: environment variable/);
+  const bad = configProblems({ redis: 'http://user:secret-pw@host' });
+  assert.match(bad, /hooks\.sharedState\.redis must be a redis:\/\/ or rediss:\/\/ URL/);
+  assert.ok(!bad.includes('secret-pw'));
+  assert.match(configProblems({ redis: 'not a url secret-pw' }), /hooks\.sharedState\.redis must be/);
+  assert.match(configProblems({}), /sharedState/);
+  assert.match(configProblems({ redis: 'redis://h', keyPrefix: 'has space' }), /keyPrefix/);
+  assert.match(configProblems({ redis: 'redis://h', extra: 1 }), /sharedState/);
 });
