@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
+import { startRedis } from '../test/helpers/redis-server.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -90,8 +91,8 @@ interface Scenario {
   path: string;
   body: string;
   headers?: Record<string, string>;
-  /** Which gateway serves it. */
-  target: 'main' | 'locked';
+  /** Which gateway serves it ('redis': the main one's config with hooks.sharedState). */
+  target: 'main' | 'locked' | 'redis';
   /** Ratio the issue asks for (undefined: reported only). */
   goal?: number;
   expect: number;
@@ -235,6 +236,18 @@ const scenarios: Scenario[] = [
   },
 ];
 
+/** Rows measured again against a gateway sharing lockouts and dedupe keys on Redis, in the same run. */
+const REDIS_ROWS = [
+  'wake (next-heartbeat)',
+  'wake with a fresh Idempotency-Key each',
+  'wake, one Idempotency-Key repeated (duplicates)',
+  '401 wrong token',
+];
+/** Each such row is followed at once by its Redis twin, so both see the machine in the same state. */
+const withRedisRows = scenarios.flatMap((s): Scenario[] =>
+  REDIS_ROWS.includes(s.name) ? [s, { ...s, name: `${s.name}, Redis on`, target: 'redis', goal: undefined }] : [s],
+);
+
 let keySeq = 0;
 /** Sets a key never sent before (the bare server reads the same header). */
 const freshKey = (req: { headers: Record<string, string> }) => ({
@@ -341,6 +354,9 @@ async function main(): Promise<void> {
   };
   const gw = await startGateway(mainHooks);
   const locked = await startGateway({ authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } });
+  const selected = withRedisRows.filter((x) => x.name.includes(ONLY));
+  const redis = selected.some((x) => x.target === 'redis') ? await startRedis() : undefined;
+  const shared = redis && (await startGateway({ ...mainHooks, sharedState: { redis: redis.url } }));
   await fetch(`${locked.url}/hooks/wake`, {
     method: 'POST',
     headers: { ...bearer('wrong'), 'x-forwarded-for': '203.0.113.9' },
@@ -354,8 +370,8 @@ async function main(): Promise<void> {
     `machine: ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}\n`,
   );
   const rows = [];
-  for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
-    const target = s.target === 'main' ? gw : locked;
+  for (const s of selected) {
+    const target = s.target === 'main' ? gw : s.target === 'redis' ? shared! : locked;
     // Warm up both sides briefly, then measure bare and gateway alternately.
     await autocannon({
       url: target.url + s.path,
@@ -424,8 +440,9 @@ async function main(): Promise<void> {
   await writeFile(path.join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
   console.log('\nwritten to bench/results/latest.json');
   for (const c of started) c.kill('SIGTERM');
+  await redis?.stop();
   await rm(bareDir, { recursive: true, force: true });
-  for (const d of [gw.dir, locked.dir]) {
+  for (const d of [gw.dir, locked.dir, ...(shared ? [shared.dir] : [])]) {
     await rm(d, { recursive: true, force: true });
     await rm(`${d}.log`, { force: true });
   }

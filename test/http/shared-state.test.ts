@@ -103,7 +103,10 @@ test('a reload that changes hooks.sharedState says it takes effect at the next s
 test('close() lets go of its Redis connections', async () => {
   const observer = new Redis(redis.url);
   try {
-    const clients = async (): Promise<number> => (await observer.client('LIST')).toString().trim().split('\n').length;
+    const clients = async (): Promise<number> =>
+      String(await observer.call('CLIENT', 'LIST'))
+        .trim()
+        .split('\n').length;
     const before = await clients();
     const gw = await startTestGateway({ hooks: hooks('http-close:') });
     assert.equal(await clients(), before + 2, 'one connection for commands, one for pub/sub');
