@@ -1,9 +1,11 @@
 // Dedupe keys claimed across instances on Redis (hooks.sharedState). A new key is claimed with one
 // SET NX (a short-lived "pending" value carrying this claim's token); the first answer then replaces
 // it for the dedupe window, or a failure deletes it so a retry is processed. An instance that finds
-// the key pending waits (woken by pub/sub, else polling) until it holds an answer, or is gone and can
-// be claimed. Whenever Redis fails, the caller goes on with its local keys: a request never fails
-// because Redis is down.
+// the key pending polls until it holds an answer, or is gone and can be claimed: the same delivery
+// arriving at two instances at once is rare, so its wait is polled rather than every instance being
+// told of every answer (pub/sub would cost each instance a message per keyed request anywhere).
+// Whenever Redis fails, the caller goes on with its local keys: a request never fails because
+// Redis is down.
 import { randomBytes } from 'node:crypto';
 import { script, type SharedRedis } from '../shared/shared-redis.ts';
 import type { FirstAnswer } from './dedupe-keys.ts';
@@ -13,15 +15,14 @@ import type { FirstAnswer } from './dedupe-keys.ts';
  * takes. An instance that dies meanwhile leaves the key to be claimed again after this.
  */
 const CLAIM_TTL_MS = 60_000;
-/** A waiting instance looks again this often even if no message comes. */
-const POLL_MS = 100;
+/** A waiting instance looks again this often. */
+const POLL_MS = 25;
 
-/** KEYS: the key. ARGV: pending value, answer (empty: release), windowMs, channel. Only the claim's owner. */
+/** KEYS: the key. ARGV: pending value, answer (empty: release), windowMs. Only the claim's owner. */
 const FINISH = script(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1])
 else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
-redis.call('PUBLISH', ARGV[4], KEYS[1])
 return 1
 `);
 
@@ -46,17 +47,7 @@ function parseAnswer(value: string): FirstAnswer | undefined {
 }
 
 export class SharedDedupe {
-  readonly #channel: string;
-  /** Keys this instance waits on, and who to wake when their holder finishes. */
-  readonly #waiting = new Map<string, Set<() => void>>();
-
-  constructor(private readonly redis: SharedRedis) {
-    this.#channel = redis.key('dedupe:finished');
-    redis.subscribe(this.#channel, (id) => {
-      const wake = this.#waiting.get(id);
-      if (wake) for (const w of wake) w();
-    });
-  }
+  constructor(private readonly redis: SharedRedis) {}
 
   /**
    * The key claimed here, or the answer its first request got on any instance; undefined when Redis
@@ -77,7 +68,7 @@ export class SharedDedupe {
           return answer && { answer };
         }
         if (Date.now() > deadline || !this.redis.up) return undefined;
-        await this.#nextChange(id);
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       }
     } catch {
       return undefined;
@@ -85,31 +76,14 @@ export class SharedDedupe {
   }
 
   #held(id: string, pending: string, windowMs: number): SharedClaim {
-    // Not awaited: the answer goes out meanwhile; a waiting instance is woken once it is stored.
+    // Not awaited: the answer goes out meanwhile; a waiting instance sees it once it is stored.
     const finish = (answer: string): void => {
-      this.redis.script(FINISH, [id], [pending, answer, windowMs, this.#channel]).catch(() => {});
+      this.redis.script(FINISH, [id], [pending, answer, windowMs]).catch(() => {});
     };
     return {
       settle: ({ at, status, body }) =>
         finish(JSON.stringify(body === undefined ? { at, status } : { at, status, body })),
       release: () => finish(''),
     };
-  }
-
-  /** Resolves when the key's holder finishes (a message) or after POLL_MS, whichever is first. */
-  #nextChange(id: string): Promise<void> {
-    return new Promise((resolve) => {
-      let wakers = this.#waiting.get(id);
-      if (!wakers) this.#waiting.set(id, (wakers = new Set()));
-      const set = wakers;
-      const done = (): void => {
-        clearTimeout(timer);
-        set.delete(done);
-        if (set.size === 0) this.#waiting.delete(id);
-        resolve();
-      };
-      const timer = setTimeout(done, POLL_MS);
-      set.add(done);
-    });
   }
 }
