@@ -19,6 +19,7 @@ const OPTIONS: RedisOptions = {
   commandTimeout: COMMAND_TIMEOUT_MS,
   connectTimeout: 2000,
   autoResubscribe: false,
+  enableAutoPipelining: true,
   // 100 ms, 200 ms, ... up to 2 s between attempts, for as long as it takes.
   retryStrategy: (times) => Math.min(100 * times, 2000),
 };

@@ -7,6 +7,8 @@ import { tempDir } from './temp-dir.ts';
 export interface RedisServer {
   port: number;
   url: string;
+  /** The running server's process id (for CPU figures). */
+  readonly pid: number | undefined;
   /** Starts it again (after kill()) on the same port. */
   start(): Promise<void>;
   /** SIGKILL: an outage, connections cut at once. */
@@ -65,6 +67,9 @@ export async function startRedis(opts: { password?: string } = {}): Promise<Redi
   process.once('exit', () => child?.kill('SIGKILL'));
   return {
     port,
+    get pid() {
+      return child?.pid;
+    },
     url: `redis://${opts.password ? `:${opts.password}@` : ''}127.0.0.1:${port}`,
     start,
     kill: () => end('SIGKILL'),
