@@ -90,6 +90,7 @@ export class AuthFailureLimiter {
   readonly #now: () => number;
 
   readonly #salt = randomBytes(16).toString('hex');
+  #lastCounted = false;
 
   constructor(opts?: { maxEntries?: number; now?: () => number }) {
     const max = opts?.maxEntries ?? MAX_ENTRIES;
@@ -127,6 +128,7 @@ export class AuthFailureLimiter {
       Number.isFinite(limits.lockoutSeconds) && limits.lockoutSeconds > 0 ? limits.lockoutSeconds * 1000 : 0;
     const now = this.#now();
     const entries = this.#entries;
+    this.#lastCounted = false;
 
     let entry = entries.get(key);
     if (entry !== undefined) {
@@ -157,6 +159,7 @@ export class AuthFailureLimiter {
       if (entry.seen.includes(print)) return 0;
       entry.seen.push(print);
     }
+    this.#lastCounted = true;
     entry.count++;
     if (entry.count >= maxFailures) {
       entry.count = 0;
@@ -204,6 +207,14 @@ export class AuthFailureLimiter {
   #fingerprint(attempt: string | null): number {
     if (attempt === null) return -1;
     return hash('sha256', this.#salt + attempt, 'buffer').readUIntBE(0, 6);
+  }
+
+  /**
+   * Whether the last recordFailure() counted its failure: false for a credential already counted in
+   * the window (or an address locked), which the shared limiter then need not send to Redis again.
+   */
+  get lastCounted(): boolean {
+    return this.#lastCounted;
   }
 
   /** Number of addresses tracked (including expired ones not yet dropped). */

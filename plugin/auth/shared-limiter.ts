@@ -57,7 +57,11 @@ export class SharedAuthLimiter implements AuthLimiter {
 
   recordFailure(key: string, limits: AuthRateLimit, attempt?: string | null): number {
     const locked = this.local.recordFailure(key, limits, attempt);
-    if (this.redis.up && this.#salt !== undefined) void this.#recordShared(key, limits, attempt, locked > 0);
+    // What this instance already counted in its window, Redis has been told: a flood repeating one
+    // wrong credential costs Redis nothing.
+    if (this.local.lastCounted && this.redis.up && this.#salt !== undefined) {
+      void this.#recordShared(key, limits, attempt, locked > 0);
+    }
     return locked;
   }
 

@@ -84,6 +84,22 @@ test('the same wrong credential repeated on both instances (a rotation) never lo
   assert.equal(b.limiter.lockedFor('10.0.0.3'), 0);
 });
 
+test('one wrong credential repeated by an address goes to Redis once per window, not once per request', async () => {
+  const a = await instance('unit-repeat:');
+  const scripts = async (): Promise<number> => {
+    const stats = String(await a.shared.commands.info('commandstats'));
+    return [...stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  };
+  const before = await scripts();
+  for (let i = 0; i < 50; i++) a.limiter.recordFailure('10.0.0.8', LIMITS, 'the-same-wrong-token');
+  a.limiter.recordFailure('10.0.0.8', LIMITS, 'another-wrong-token');
+  await sleep(100);
+  assert.equal((await scripts()) - before, 2);
+  assert.equal(a.local.lastCounted, true);
+  a.local.recordFailure('10.0.0.8', LIMITS, 'another-wrong-token');
+  assert.equal(a.local.lastCounted, false);
+});
+
 test('an instance that connects later loads the locks in force', async () => {
   const a = await instance('unit-late:');
   for (let i = 0; i < 4; i++) a.limiter.recordFailure('10.0.0.4', LIMITS, `guess-${i}`);
