@@ -13,6 +13,7 @@ import { drive, type Figures, type Load } from './drive.ts';
 import { lockOnOpenClaw, startOpenClaw } from './openclaw-peer.ts';
 import { ROOT, gatewayConfig, rssMb, startBare, startHookgate, watchRss, type Side } from './processes.ts';
 import { GATEWAYS, LOCKED_ADDRESS, SCENARIOS, type Scenario } from './scenarios.ts';
+import { startRedis } from '../test/helpers/redis-server.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** Sides alternate this many times per scenario; figures are the means (this VM is noisy). */
@@ -100,9 +101,12 @@ async function main(): Promise<void> {
   const scenarios = SCENARIOS.filter((s) => s.name.includes(ONLY));
   const bare = await startBare();
   const gateways = new Map<string, Side & { dir: string }>();
-  for (const name of new Set(scenarios.flatMap((s) => [s.gateway, ...(s.variants ?? [])]).concat('main'))) {
+  const names = [...new Set(scenarios.flatMap((s) => [s.gateway, ...(s.variants ?? [])]).concat('main'))];
+  const redis = names.some((name) => GATEWAYS[name]!.redis) ? await startRedis() : undefined;
+  for (const name of names) {
     const spec = GATEWAYS[name]!;
-    gateways.set(name, await startHookgate(spec.hooks, spec.gateway));
+    const hooks = spec.redis ? { ...spec.hooks, sharedState: { redis: redis!.url } } : spec.hooks;
+    gateways.set(name, await startHookgate(hooks, spec.gateway));
   }
   const locked = gateways.get('locked');
   if (locked) {
@@ -230,6 +234,7 @@ async function main(): Promise<void> {
   await writeFile(path.join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
   console.log('\nwritten to bench/results/latest.json');
   for (const side of [bare, ...gateways.values(), ...(openclaw ? [openclaw] : [])]) await side.stop();
+  await redis?.stop();
 }
 
 await main();

@@ -47,6 +47,8 @@ const MAPPINGS = [
 export interface GatewaySpec {
   hooks: Record<string, unknown>;
   gateway?: Record<string, unknown>;
+  /** Shares its state on a Redis server the bench starts (hooks.sharedState). */
+  redis?: boolean;
 }
 
 // maxFailures is high so the 401 scenario stays 401.
@@ -62,6 +64,8 @@ export const GATEWAYS: Record<string, GatewaySpec> = {
   locked: { hooks: { authRateLimit: { maxFailures: 1, windowSeconds: 60, lockoutSeconds: 3600 } } },
   // The main gateway without counting: what metrics cost.
   'metrics off': { hooks: MAIN_HOOKS, gateway: { metrics: { enabled: false } } },
+  // The main gateway sharing lockouts and dedupe keys on Redis: what sharing costs.
+  'redis on': { hooks: MAIN_HOOKS, redis: true },
 };
 
 /** The address the `locked` gateway (and the OpenClaw peer) has locked, sent as X-Forwarded-For. */
@@ -98,7 +102,7 @@ const wake = (connections: number, goal?: number): Scenario => ({
   goal,
   expect: 200,
   peer: connections === 32 ? 'wake' : undefined,
-  variants: connections === 32 ? ['metrics off'] : undefined,
+  variants: connections === 32 ? ['metrics off', 'redis on'] : undefined,
 });
 
 export const SCENARIOS: Scenario[] = [
@@ -150,6 +154,7 @@ export const SCENARIOS: Scenario[] = [
     connections: 32,
     goal: 0.7,
     expect: 200,
+    variants: ['redis on'],
   },
   {
     name: 'wake, one Idempotency-Key repeated (duplicates)',
@@ -158,6 +163,7 @@ export const SCENARIOS: Scenario[] = [
     connections: 32,
     goal: 0.85,
     expect: 200,
+    variants: ['redis on'],
   },
   {
     name: '401 wrong token',
@@ -166,6 +172,7 @@ export const SCENARIOS: Scenario[] = [
     connections: 32,
     goal: 0.85,
     expect: 401,
+    variants: ['redis on'],
     peer: '401',
   },
   {

@@ -18,7 +18,12 @@ export { loadConfig } from './config/load-snapshot.ts';
 export { DEFAULTS } from './config/defaults.ts';
 export { resolveHooksConfig, selectStandaloneConfig } from './config/hooks-config.ts';
 export { compileSchema, formatErrors } from './config/schemas.ts';
-export { GmailWatcher, type GmailWatcherState, type GmailWatcherCounters } from './gmail/watcher.ts';
+export {
+  GmailWatcher,
+  type GmailWatcherOptions,
+  type GmailWatcherState,
+  type GmailWatcherCounters,
+} from './gmail/watcher.ts';
 export { resolveGmailSettings, type GmailSettings } from './gmail/gmail-settings.ts';
 export { gmailHookTarget } from './gmail/hook-target.ts';
 export { googleEndpoints } from './gmail/google-endpoints.ts';

@@ -20,6 +20,9 @@ import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 import { OnceDelivery } from './dedupe/once-delivery.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
+import { SharedRedis } from './shared/shared-redis.ts';
+import { SharedAuthLimiter } from './auth/shared-limiter.ts';
+import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -47,6 +50,8 @@ export interface HooksPlugin {
   readonly metrics: HookMetrics;
   /** The last hook requests (GET /api/requests). */
   readonly requests: RequestLog;
+  /** Whether state shared with other instances (hooks.sharedState) is in use; undefined when not configured. */
+  readonly sharedStateUp: boolean | undefined;
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -73,15 +78,22 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
+  // Lockouts and dedupe keys shared with other instances; read at start only.
+  const sharedState = current.sharedState;
+  const shared = sharedState && new SharedRedis(sharedState, host.logger, (up) => metrics.sharedStateUp(up));
+  const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, host.logger) : limiter;
+  const sharedDedupe = shared && new SharedDedupe(shared);
+  await shared?.connect();
   const delivery = new OnceDelivery({
     dedupe,
     executor: new ActionExecutor(host, runs),
     transforms,
     logger: host.logger,
+    shared: sharedDedupe,
   });
   const lifecycle = new HookLifecycle({
     host,
-    limiter,
+    limiter: requestLimiter,
     refusals,
     delivery,
     answers: new AnswerBatch(),
@@ -105,6 +117,9 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     const changed = changedKeys(loaded.selected, next.selected);
     loaded = next;
     next.applyHostConfig();
+    if (JSON.stringify(next.snapshot.sharedState) !== JSON.stringify(sharedState)) {
+      host.logger.warn(`${next.selected.hooksKey}.sharedState changed: it takes effect at the next start`);
+    }
     current = next.snapshot;
     transforms.setTimeoutMs(current.transformTimeoutMs);
     metrics.reload(true);
@@ -165,10 +180,14 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await transforms.close();
       bodies.close();
       refusals.flush();
+      shared?.close();
     },
     runs,
     limiter,
     metrics,
     requests,
+    get sharedStateUp() {
+      return shared?.up;
+    },
   };
 }

@@ -77,6 +77,9 @@ function positive(value: number, fallback: number): number {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
+/** What a request needs of a limiter: the local one, or the one shared on Redis. */
+export type AuthLimiter = Pick<AuthFailureLimiter, 'lockedFor' | 'recordFailure'>;
+
 export class AuthFailureLimiter {
   readonly #entries = new Map<string, Entry>();
   /** Least recently failing entry. */
@@ -87,6 +90,7 @@ export class AuthFailureLimiter {
   readonly #now: () => number;
 
   readonly #salt = randomBytes(16).toString('hex');
+  #lastCounted = false;
 
   constructor(opts?: { maxEntries?: number; now?: () => number }) {
     const max = opts?.maxEntries ?? MAX_ENTRIES;
@@ -124,6 +128,7 @@ export class AuthFailureLimiter {
       Number.isFinite(limits.lockoutSeconds) && limits.lockoutSeconds > 0 ? limits.lockoutSeconds * 1000 : 0;
     const now = this.#now();
     const entries = this.#entries;
+    this.#lastCounted = false;
 
     let entry = entries.get(key);
     if (entry !== undefined) {
@@ -154,6 +159,7 @@ export class AuthFailureLimiter {
       if (entry.seen.includes(print)) return 0;
       entry.seen.push(print);
     }
+    this.#lastCounted = true;
     entry.count++;
     if (entry.count >= maxFailures) {
       entry.count = 0;
@@ -170,10 +176,45 @@ export class AuthFailureLimiter {
     return 0;
   }
 
+  /**
+   * A lock another instance took (shared state): `key` is locked here too for `lockMs` from now, and
+   * its count starts afresh. A longer lock already in place stays.
+   */
+  lock(key: string, lockMs: number): void {
+    if (!(lockMs > 0)) return;
+    const now = this.#now();
+    let entry = this.#entries.get(key);
+    if (entry !== undefined) {
+      if (entry !== this.#tail) {
+        this.#unlink(entry);
+        this.#append(entry);
+      }
+    } else {
+      this.#prune(now);
+      entry = this.#claim(key, now);
+      entry.lockedUntil = 0;
+      this.#entries.set(key, entry);
+      this.#append(entry);
+    }
+    entry.count = 0;
+    entry.seen.length = 0;
+    entry.windowStart = now;
+    entry.lockedUntil = Math.max(entry.lockedUntil, now + lockMs);
+    entry.expiresAt = entry.lockedUntil;
+  }
+
   /** 48 bits of a salted hash: the salt keeps a guesser from choosing credentials that collide. */
   #fingerprint(attempt: string | null): number {
     if (attempt === null) return -1;
     return hash('sha256', this.#salt + attempt, 'buffer').readUIntBE(0, 6);
+  }
+
+  /**
+   * Whether the last recordFailure() counted its failure: false for a credential already counted in
+   * the window (or an address locked), which the shared limiter then need not send to Redis again.
+   */
+  get lastCounted(): boolean {
+    return this.#lastCounted;
   }
 
   /** Number of addresses tracked (including expired ones not yet dropped). */

@@ -10,6 +10,7 @@ export const DEFAULTS = Object.freeze({
   transformTimeoutMs: 2000,
   /** Three days: Stripe and Standard Webhooks senders retry for about that long. */
   dedupe: Object.freeze({ windowSeconds: 259_200, maxKeys: 100_000 }),
+  sharedStateKeyPrefix: 'hookgate:',
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,
 });

@@ -10,7 +10,7 @@ import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-prox
 import { formatErrors, validateHooksConfig } from './schemas.ts';
 import { DEFAULTS } from './defaults.ts';
 import { matchesSessionPrefix } from './session-prefixes.ts';
-import type { HooksSnapshot } from './snapshot.ts';
+import type { HooksSnapshot, SharedStateConfig } from './snapshot.ts';
 
 interface HooksBlock {
   enabled?: boolean;
@@ -32,6 +32,7 @@ interface HooksBlock {
   maxQueuedRuns?: number;
   dedupe?: { windowSeconds?: number; maxKeys?: number };
   gmail?: { model?: string; thinking?: string; allowUnsafeExternalContent?: boolean };
+  sharedState?: { redis: string; keyPrefix?: string };
 }
 
 /** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
@@ -94,6 +95,8 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     } else transformsDir = resolved;
   }
 
+  const sharedState = sharedStateConfig(h, root, problems);
+
   if (problems.length) throw new ConfigError(problems, file);
 
   const allowed = h.allowedAgentIds;
@@ -125,7 +128,27 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
       thinking: h.gmail?.thinking,
       allowUnsafeExternalContent: h.gmail?.allowUnsafeExternalContent === true,
     }),
+    sharedState,
   });
+}
+
+/** hooks.sharedState: the Redis URL (maybe "${NAME}"), checked for its scheme without quoting it. */
+function sharedStateConfig(h: HooksBlock, root: string, problems: string[]): SharedStateConfig | undefined {
+  if (h.sharedState === undefined) return undefined;
+  const key = `${root}.sharedState.redis`;
+  const url = resolveSecret(h.sharedState.redis, key, problems);
+  if (url === undefined) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // The URL may carry a password: the problem names the key only.
+  }
+  if (parsed?.protocol !== 'redis:' && parsed?.protocol !== 'rediss:') {
+    problems.push(`${key} must be a redis:// or rediss:// URL`);
+    return undefined;
+  }
+  return Object.freeze({ url, keyPrefix: h.sharedState.keyPrefix ?? DEFAULTS.sharedStateKeyPrefix });
 }
 
 /** hooks.token (a string or an array, each maybe "${NAME}") and hooks.tokenFile, all accepted. */

@@ -40,5 +40,13 @@ export interface HooksSnapshot {
   /** As configured; compileMappings turns them into `mappings`. */
   readonly mappingConfigs: readonly unknown[];
   readonly mappings: readonly CompiledMapping[];
+  /** hooks.sharedState, read at start: lockouts and dedupe keys shared on Redis. */
+  readonly sharedState: SharedStateConfig | undefined;
   readonly mappingIndex: MappingIndex;
+}
+
+export interface SharedStateConfig {
+  /** May carry a password: never logged nor answered. */
+  readonly url: string;
+  readonly keyPrefix: string;
 }

@@ -15,7 +15,8 @@ import {
   type MappedRequest,
 } from '../mappings/build-action.ts';
 import type { TransformRunner } from '../mappings/transform-runner.ts';
-import { duplicateOf, type DedupeKeys } from './dedupe-keys.ts';
+import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from './dedupe-keys.ts';
+import type { SharedDedupe } from './shared-dedupe.ts';
 import { derivedKey, idempotencyKeyHeader } from './idempotency.ts';
 
 type DeliveryKind = 'wake' | 'agent' | 'mapped';
@@ -75,8 +76,40 @@ export class OnceDelivery {
       executor: ActionExecutor;
       transforms: TransformRunner;
       logger: Logger;
+      /** Keys claimed across instances (hooks.sharedState); local keys are kept as well. */
+      shared?: SharedDedupe;
     },
   ) {}
+
+  /**
+   * The first answer for a key seen before (here, or on another instance), else the key claimed: a
+   * local claim that other requests here wait on, and the key across instances when Redis answers.
+   */
+  async #acquire(scope: string, key: string, snap: HooksSnapshot): Promise<{ answer: FirstAnswer } | { claim: Claim }> {
+    const { dedupe, shared } = this.parts;
+    const seen = dedupe.seen(scope, key);
+    if (seen) return { answer: 'answer' in seen ? seen.answer : await seen.pending };
+    const local = dedupe.claim(scope, key);
+    if (!shared) return { claim: local };
+    const across = await shared.claim(scope, key, snap.dedupe.windowMs);
+    if (!across) return { claim: local };
+    if ('answer' in across) {
+      local.settle(across.answer);
+      return across;
+    }
+    return {
+      claim: {
+        settle(answer) {
+          local.settle(answer);
+          across.claim.settle(answer);
+        },
+        release(failure) {
+          local.release(failure);
+          across.claim.release();
+        },
+      },
+    };
+  }
 
   /**
    * The delivery acts once per key: a key seen before gets the first answer (once the first request
@@ -89,10 +122,9 @@ export class OnceDelivery {
     // A forEach whose key reads the item: each item is a delivery of its own.
     if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.#eachItemOnce(mapping, mapped!, payload, snap);
     const key = deliveryKey(kind, headers, mapping, mapped, payload);
-    const seen = key && this.parts.dedupe.seen(key.scope, key.key);
-    if (seen)
-      return { ...duplicateOf('answer' in seen ? seen.answer : await seen.pending), duplicate: true, key: key.key };
-    const claim = key && this.parts.dedupe.claim(key.scope, key.key);
+    const acquired = key && (await this.#acquire(key.scope, key.key, snap));
+    if (acquired && 'answer' in acquired) return { ...duplicateOf(acquired.answer), duplicate: true, key: key.key };
+    const claim = acquired ? acquired.claim : undefined;
     try {
       const action =
         endpoint ?? (await buildMappedAction(mapping!, payload, mapped!, this.parts.transforms, this.parts.logger));
@@ -116,7 +148,7 @@ export class OnceDelivery {
     snap: HooksSnapshot,
   ): Promise<Delivered> {
     const scope = `mapping:${mapping.id}`;
-    const { dedupe, executor, transforms, logger } = this.parts;
+    const { executor, transforms, logger } = this.parts;
     const runIds: string[] = [];
     let wakes = 0;
     let mode: unknown;
@@ -124,13 +156,13 @@ export class OnceDelivery {
     const items = forEachItems(mapping, payload)!;
     for (const item of items) {
       const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
-      const seen = key === undefined ? undefined : dedupe.seen(scope, key);
+      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, snap);
       let body: Record<string, unknown> | undefined;
-      if (seen) {
+      if (acquired && 'answer' in acquired) {
         duplicates++;
-        body = ('answer' in seen ? seen.answer : await seen.pending).body;
+        body = acquired.answer.body;
       } else {
-        const claim = key === undefined ? undefined : dedupe.claim(scope, key);
+        const claim = acquired?.claim;
         try {
           const action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
           const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });

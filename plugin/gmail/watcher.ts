@@ -56,6 +56,19 @@ export interface GmailWatcherOptions {
   onState?: (state: GmailWatcherState, counters: GmailWatcherCounters) => void;
   /** A line for long work (a resync), e.g. to stderr. */
   progress?: (line: string) => void;
+  /** Told of notifications and failures as they happen (the gateway counts them in /metrics). */
+  events?: { notifications(count: number): void; error(stage: GmailFailureStage): void };
+}
+
+/** Where a failure happened, for counting. */
+export type GmailFailureStage = 'watch' | 'history' | 'fetch' | 'deliver' | 'other';
+
+function failureStage(err: unknown, what: string): GmailFailureStage {
+  if (what === 'watch renewal') return 'watch';
+  if (!(err instanceof GoogleApiError)) return 'deliver';
+  if (err.step.includes('history') || err.step.includes('messages.list')) return 'history';
+  if (err.step.includes('messages.get')) return 'fetch';
+  return 'other';
 }
 
 export class GmailWatcher {
@@ -153,6 +166,7 @@ export class GmailWatcher {
     }
     const message = err instanceof Error ? err.message : String(err);
     this.counters.errors++;
+    this.#o.events?.error(failureStage(err, what));
     this.#state.lastError = { at: new Date().toISOString(), message };
     this.#o.logger.error(`gmail ${what} failed`, { account: this.#o.settings.account, reason: message });
     this.#changed();
@@ -164,6 +178,7 @@ export class GmailWatcher {
 
   #notified(count: number): void {
     this.counters.notifications += count;
+    this.#o.events?.notifications(count);
     this.#state.lastNotificationAt = new Date().toISOString();
     this.#changed();
   }

@@ -17,7 +17,7 @@ import { HookError, refuse } from '../errors.ts';
 import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
-import type { AuthFailureLimiter } from '../auth/limiter.ts';
+import type { AuthLimiter } from '../auth/limiter.ts';
 import type { OnceDelivery } from '../dedupe/once-delivery.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
@@ -33,7 +33,7 @@ import { splitTarget } from './request-target.ts';
 /** What the lifecycle uses; each plugin instance owns one of each. */
 export interface LifecycleParts {
   host: GatewayHost;
-  limiter: AuthFailureLimiter;
+  limiter: AuthLimiter;
   refusals: RefusalLog;
   delivery: OnceDelivery;
   answers: AnswerBatch;

@@ -9,8 +9,12 @@ import {
   googleEndpoints,
   readGmailStatus,
   resolveGmailSettings,
+  type GmailWatcherOptions,
   type Logger,
 } from '../../host-kit.ts';
+
+/** What the watcher tells the gateway as it happens (counted in /metrics). */
+export type GmailEvents = NonNullable<GmailWatcherOptions['events']>;
 
 export interface GatewayGmail {
   status(): Promise<unknown>;
@@ -29,7 +33,7 @@ export function planGatewayGmail(o: {
   hooksPath: () => string;
   run: boolean;
   logger: Logger;
-}): ((ownUrl: string) => Promise<GatewayGmail>) | undefined {
+}): ((ownUrl: string, events?: GmailEvents) => Promise<GatewayGmail>) | undefined {
   const settings = resolveGmailSettings(o.file.hooks, 'hooks', o.configPath);
   if (!settings) return undefined;
   const fromFile = (): Promise<unknown> => readGmailStatus(o.stateDir, settings.account);
@@ -42,13 +46,14 @@ export function planGatewayGmail(o: {
       file: o.configPath,
     });
   target('http://127.0.0.1', '/hooks'); // the hook token is there to post with
-  return async (ownUrl) => {
+  return async (ownUrl, events) => {
     const watcher = new GmailWatcher({
       settings,
       stateDir: o.stateDir,
       endpoints: googleEndpoints(),
       hook: target(ownUrl, o.hooksPath()),
       logger: o.logger,
+      events,
     });
     await watcher.start();
     return {

@@ -251,6 +251,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const urlHost = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
   gmail = await startGmail?.(
     `http://${bindHost === '0.0.0.0' ? '127.0.0.1' : bindHost === '::' ? '[::1]' : urlHost}:${port}`,
+    {
+      notifications: (count) => plugin.metrics.gmailNotifications(count),
+      error: (stage) => plugin.metrics.gmailError(stage),
+    },
   );
 
   let closing: Promise<void> | undefined;

@@ -64,7 +64,6 @@ const PUBSUB_ID = /^(?!goog)[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/;
 /** Project ids: 6-30 lowercase letters, digits and hyphens, starting with a letter. */
 const PROJECT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
 
-
 export async function gmailSetupCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,

@@ -1,0 +1,240 @@
+// The Redis-backed limiter and dedupe keys against a real redis-server: two "instances" in one
+// process, each with its own connection, local limiter and keys, sharing one Redis.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AuthFailureLimiter, type AuthRateLimit } from '../../plugin/auth/limiter.ts';
+import { SharedAuthLimiter } from '../../plugin/auth/shared-limiter.ts';
+import { SharedDedupe } from '../../plugin/dedupe/shared-dedupe.ts';
+import { SharedRedis } from '../../plugin/shared/shared-redis.ts';
+import type { LogFields, Logger } from '../../plugin/host.ts';
+import { resolveHooksConfig, selectStandaloneConfig, type HooksSettings } from '../../plugin/config/hooks-config.ts';
+import { ConfigError } from '../../plugin/errors.ts';
+import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
+import { sleep, waitUntil } from '../helpers/common.ts';
+
+let redis: RedisServer;
+before(async () => {
+  redis = await startRedis();
+});
+after(async () => {
+  await redis.stop();
+});
+
+class Lines implements Logger {
+  readonly lines: { level: string; msg: string; fields?: LogFields }[] = [];
+  info = (msg: string, fields?: LogFields): void => void this.lines.push({ level: 'info', msg, fields });
+  warn = (msg: string, fields?: LogFields): void => void this.lines.push({ level: 'warn', msg, fields });
+  error = (msg: string, fields?: LogFields): void => void this.lines.push({ level: 'error', msg, fields });
+  count = (level: string, pattern: RegExp): number =>
+    this.lines.filter((l) => l.level === level && pattern.test(l.msg)).length;
+}
+
+interface Instance {
+  shared: SharedRedis;
+  local: AuthFailureLimiter;
+  limiter: SharedAuthLimiter;
+  dedupe: SharedDedupe;
+  log: Lines;
+}
+
+const open: SharedRedis[] = [];
+after(() => {
+  for (const s of open) s.close();
+});
+
+async function instance(keyPrefix: string, url = redis.url): Promise<Instance> {
+  const log = new Lines();
+  const shared = new SharedRedis({ url, keyPrefix }, log);
+  open.push(shared);
+  const local = new AuthFailureLimiter();
+  const limiter = new SharedAuthLimiter(local, shared, log);
+  const dedupe = new SharedDedupe(shared);
+  await shared.connect();
+  return { shared, local, limiter, dedupe, log };
+}
+
+const LIMITS: AuthRateLimit = { maxFailures: 4, windowSeconds: 60, lockoutSeconds: 60 };
+
+test('failures split across two instances lock the address on both, and only that address', async () => {
+  const a = await instance('unit-lock:');
+  const b = await instance('unit-lock:');
+  assert.equal(a.shared.up && b.shared.up, true);
+  a.limiter.recordFailure('10.0.0.1', LIMITS, 'guess-1');
+  b.limiter.recordFailure('10.0.0.1', LIMITS, 'guess-2');
+  a.limiter.recordFailure('10.0.0.1', LIMITS, 'guess-3');
+  await sleep(50);
+  assert.equal(a.limiter.lockedFor('10.0.0.1'), 0, 'three distinct failures: not yet');
+  b.limiter.recordFailure('10.0.0.1', LIMITS, 'guess-4');
+  const started = Date.now();
+  await waitUntil(() => a.limiter.lockedFor('10.0.0.1') > 0 && b.limiter.lockedFor('10.0.0.1') > 0, 'lock on both');
+  assert.ok(Date.now() - started < 1000, `lock seen by both after ${Date.now() - started} ms`);
+  assert.equal(a.limiter.lockedFor('10.0.0.2'), 0);
+  assert.equal(b.log.count('warn', /locked/), 1, 'the instance whose failure locked logs it');
+});
+
+test('the same wrong credential repeated on both instances (a rotation) never locks', async () => {
+  const a = await instance('unit-rotation:');
+  const b = await instance('unit-rotation:');
+  for (let i = 0; i < 10; i++) {
+    a.limiter.recordFailure('10.0.0.3', LIMITS, 'rotated-away');
+    b.limiter.recordFailure('10.0.0.3', LIMITS, 'rotated-away');
+  }
+  await sleep(100);
+  assert.equal(a.limiter.lockedFor('10.0.0.3'), 0);
+  assert.equal(b.limiter.lockedFor('10.0.0.3'), 0);
+});
+
+test('one wrong credential repeated by an address goes to Redis once per window, not once per request', async () => {
+  const a = await instance('unit-repeat:');
+  const scripts = async (): Promise<number> => {
+    const stats = String(await a.shared.commands.info('commandstats'));
+    return [...stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  };
+  const before = await scripts();
+  for (let i = 0; i < 50; i++) a.limiter.recordFailure('10.0.0.8', LIMITS, 'the-same-wrong-token');
+  a.limiter.recordFailure('10.0.0.8', LIMITS, 'another-wrong-token');
+  await sleep(100);
+  assert.equal((await scripts()) - before, 2);
+  assert.equal(a.local.lastCounted, true);
+  a.local.recordFailure('10.0.0.8', LIMITS, 'another-wrong-token');
+  assert.equal(a.local.lastCounted, false);
+});
+
+test('an instance that connects later loads the locks in force', async () => {
+  const a = await instance('unit-late:');
+  for (let i = 0; i < 4; i++) a.limiter.recordFailure('10.0.0.4', LIMITS, `guess-${i}`);
+  await waitUntil(() => a.limiter.lockedFor('10.0.0.4') > 0, 'lock on a');
+  await sleep(50);
+  const late = await instance('unit-late:');
+  const seconds = late.limiter.lockedFor('10.0.0.4');
+  assert.ok(seconds > 50 && seconds <= 60, `locked for ${seconds} s`);
+});
+
+test('key prefixes keep deployments apart', async () => {
+  const a = await instance('unit-apart-1:');
+  const b = await instance('unit-apart-2:');
+  for (let i = 0; i < 4; i++) a.limiter.recordFailure('10.0.0.5', LIMITS, `guess-${i}`);
+  await waitUntil(() => a.limiter.lockedFor('10.0.0.5') > 0, 'lock on a');
+  await sleep(100);
+  assert.equal(b.limiter.lockedFor('10.0.0.5'), 0);
+  const inA = await a.dedupe.claim('wake', 'same-key', 60_000);
+  const inB = await b.dedupe.claim('wake', 'same-key', 60_000);
+  assert.ok(inA && 'claim' in inA && inB && 'claim' in inB, 'the same key claimed in each');
+});
+
+test('dedupe: one claim wins; the other waits and gets its first answer', async () => {
+  const a = await instance('unit-dedupe:');
+  const b = await instance('unit-dedupe:');
+  const first = await a.dedupe.claim('wake', 'delivery-1', 60_000);
+  assert.ok(first && 'claim' in first);
+  const second = b.dedupe.claim('wake', 'delivery-1', 60_000);
+  await sleep(150);
+  first.claim.settle({ at: 1234, status: 200, body: { ok: true, mode: 'now' } });
+  assert.deepEqual(await second, { answer: { at: 1234, status: 200, body: { ok: true, mode: 'now' } } });
+  // Later duplicates get it at once; another scope is another key.
+  assert.deepEqual(await a.dedupe.claim('wake', 'delivery-1', 60_000), {
+    answer: { at: 1234, status: 200, body: { ok: true, mode: 'now' } },
+  });
+  const other = await a.dedupe.claim('agent', 'delivery-1', 60_000);
+  assert.ok(other && 'claim' in other);
+});
+
+test('dedupe: a released claim records nothing, and the waiting instance takes the key over', async () => {
+  const a = await instance('unit-release:');
+  const b = await instance('unit-release:');
+  const first = await a.dedupe.claim('wake', 'delivery-2', 60_000);
+  assert.ok(first && 'claim' in first);
+  const second = b.dedupe.claim('wake', 'delivery-2', 60_000);
+  await sleep(50);
+  first.claim.release();
+  const got = await second;
+  assert.ok(got && 'claim' in got, 'the retry is processed');
+  got.claim.settle({ at: 1, status: 204 });
+  assert.deepEqual(await a.dedupe.claim('wake', 'delivery-2', 60_000), { answer: { at: 1, status: 204 } });
+});
+
+test('dedupe: the answer expires with the window', async () => {
+  const a = await instance('unit-window:');
+  const first = await a.dedupe.claim('wake', 'delivery-3', 200);
+  assert.ok(first && 'claim' in first);
+  first.claim.settle({ at: 1, status: 204 });
+  await sleep(50);
+  assert.ok(await a.dedupe.claim('wake', 'delivery-3', 200).then((r) => r && 'answer' in r));
+  await sleep(300);
+  const again = await a.dedupe.claim('wake', 'delivery-3', 200);
+  assert.ok(again && 'claim' in again);
+});
+
+test('a value that is no answer is not trusted: the caller falls back to local keys', async () => {
+  const a = await instance('unit-garbage:');
+  await a.shared.commands.set('unit-garbage:dedupe:4:wake:delivery-4', '{"status":"x"}');
+  assert.equal(await a.dedupe.claim('wake', 'delivery-4', 60_000), undefined);
+});
+
+test('Redis down at start: local state, one warning, and shared once it is there', async () => {
+  const later = await startRedis();
+  await later.kill();
+  const a = await instance('unit-start:', later.url);
+  assert.equal(a.shared.up, false);
+  assert.equal(a.log.count('warn', /unavailable/), 1);
+  // Requests go on without waiting for Redis.
+  const t = Date.now();
+  assert.equal(await a.dedupe.claim('wake', 'k', 60_000), undefined);
+  assert.equal(a.limiter.recordFailure('10.0.0.6', { ...LIMITS, maxFailures: 1 }, 'x'), 60, 'local lock');
+  assert.ok(Date.now() - t < 100);
+  await sleep(500);
+  assert.equal(a.log.count('warn', /unavailable/), 1, 'one warning, not one per attempt');
+  await later.start();
+  await waitUntil(() => a.shared.up, 'back on Redis', 5000);
+  assert.equal(a.log.count('info', /is back/), 1);
+  const b = await instance('unit-start:', later.url);
+  for (let i = 0; i < 4; i++) b.limiter.recordFailure('10.0.0.7', LIMITS, `guess-${i}`);
+  await waitUntil(() => a.limiter.lockedFor('10.0.0.7') > 0, 'a lock from b reaches a');
+  for (const s of open.splice(-2)) s.close();
+  await later.stop();
+});
+
+// ---------------------------------------------------------------------------
+// hooks.sharedState in the config
+
+const resolveShared = (sharedState: unknown): HooksSettings =>
+  resolveHooksConfig(
+    selectStandaloneConfig({ hooks: { enabled: true, token: 'config-test-token-0123', sharedState } }),
+    '/etc/hookgate',
+    '/etc/hookgate/gateway.json5',
+  );
+
+function configProblems(sharedState: unknown): string {
+  try {
+    resolveShared(sharedState);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    return err.message;
+  }
+  return assert.fail('expected a ConfigError');
+}
+
+test('sharedState: the URL from the environment, the default prefix', () => {
+  process.env.HOOKGATE_UNIT_REDIS = 'redis://:pw@10.1.2.3:6380/2';
+  try {
+    assert.deepEqual(resolveShared({ redis: '${HOOKGATE_UNIT_REDIS}' }).sharedState, {
+      url: 'redis://:pw@10.1.2.3:6380/2',
+      keyPrefix: 'hookgate:',
+    });
+  } finally {
+    delete process.env.HOOKGATE_UNIT_REDIS;
+  }
+  assert.equal(resolveShared({ redis: 'rediss://r.example:6379', keyPrefix: 'eu:' }).sharedState?.keyPrefix, 'eu:');
+  assert.equal(resolveShared(undefined).sharedState, undefined);
+});
+
+test('sharedState: problems name the key and never quote the URL', () => {
+  assert.match(configProblems({ redis: '${HOOKGATE_UNIT_UNSET}' }), /hooks\.sharedState\.redis: environment variable/);
+  const bad = configProblems({ redis: 'http://user:secret-pw@host' });
+  assert.match(bad, /hooks\.sharedState\.redis must be a redis:\/\/ or rediss:\/\/ URL/);
+  assert.ok(!bad.includes('secret-pw'));
+  assert.match(configProblems({ redis: 'not a url secret-pw' }), /hooks\.sharedState\.redis must be/);
+  assert.match(configProblems({}), /sharedState/);
+  assert.match(configProblems({ redis: 'redis://h', keyPrefix: 'has space' }), /keyPrefix/);
+  assert.match(configProblems({ redis: 'redis://h', extra: 1 }), /sharedState/);
+});
