@@ -7,7 +7,14 @@ import { after, before, test } from 'node:test';
 import { writeGmailCredentials } from '../../plugin/gmail/gmail-credentials.ts';
 import { FakeGoogle } from '../helpers/fake-google.ts';
 import { runCli, runGmail, spawnGmail, startHookProxy, type HookProxy, type RunProcess } from '../helpers/gmail-run.ts';
-import { eventually, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+import {
+  GATEWAY_TOKEN,
+  eventually,
+  spawnGateway,
+  tempStateDir,
+  writeConfig,
+  type SpawnedGateway,
+} from '../helpers/spawn-gateway.ts';
 
 let fake: FakeGoogle;
 let gateway: SpawnedGateway;
@@ -296,6 +303,14 @@ test('gateway: runs the watcher itself; a revoked token is a clear error in the 
     assert.match(failed.lastError.message, /run `hookgate webhooks gmail setup` again/);
     assert.match(gw.output(), /"gmail sync failed".*invalid_grant.*setup/);
     assert.ok(!gw.output().includes('1//fake-refresh'), 'no refresh token in the log');
+    // /metrics counts what the watcher saw: its notifications, and the refused refresh token.
+    const metrics = await (
+      await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } })
+    ).text();
+    const { counters } = await gw.admin('/api/gmail');
+    assert.match(metrics, new RegExp(`^hookgate_gmail_notifications_total ${counters.notifications}$`, 'm'));
+    assert.ok(counters.notifications >= 2, JSON.stringify(counters));
+    assert.match(metrics, /^hookgate_gmail_errors_total\{stage="other"\} [1-9]\d*$/m);
   } finally {
     await gw.stop();
   }

@@ -4,6 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  GATEWAY_TOKEN,
   HOOK_TOKEN,
   MAIN,
   eventually,
@@ -60,6 +61,13 @@ async function post(
 }
 
 const wake = (text: string): unknown => ({ text, mode: 'next-heartbeat' });
+
+/** The value of hookgate_shared_state_up in the gateway's /metrics. */
+async function sharedStateUp(gw: SpawnedGateway): Promise<number | undefined> {
+  const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
+  const m = /^hookgate_shared_state_up (\d)$/m.exec(await res.text());
+  return m ? Number(m[1]) : undefined;
+}
 
 async function eventsWithText(gw: SpawnedGateway, text: string): Promise<number> {
   const { entries } = await gw.admin(`/api/sessions/${MAIN}/history`);
@@ -137,6 +145,7 @@ test('Redis killed mid-load: every request succeeds, one warning each; Redis bac
       statuses.push(r.status);
     }
   };
+  for (const gw of [a, b]) assert.equal(await sharedStateUp(gw), 1, '/metrics: shared state up');
   const loads = [load(a), load(b), load(a), load(b)];
   await sleep(500);
   await redis.kill();
@@ -150,10 +159,12 @@ test('Redis killed mid-load: every request succeeds, one warning each; Redis bac
   );
   for (const gw of [a, b]) {
     assert.equal(gw.output().match(/shared state on Redis unavailable/g)?.length, 1, gw.output());
+    assert.equal(await sharedStateUp(gw), 0, '/metrics: shared state down');
   }
 
   await redis.start();
   for (const gw of [a, b]) await eventually(async () => /shared state on Redis is back/.test(gw.output()), 10_000);
+  for (const gw of [a, b]) assert.equal(await sharedStateUp(gw), 1, '/metrics: shared state up again');
   const from = '203.0.113.30';
   for (let i = 0; i < 4; i++) {
     const gw = i % 2 ? b : a;
