@@ -42,6 +42,9 @@ test('config check prints the mappings as a table', async () => {
   assert.match(lines[header]!, /^ID\s+PATH\s+SOURCE\s+ACTION\s+ADMITTED BY\s+TRANSFORM\s+FOREACH\s+DEDUPE$/);
   assert.match(lines[header + 1]!, /^ci\s+\/hooks\/ci\s+wake\s+hook token$/);
   assert.match(lines[header + 2]!, /^gh\s+\/hooks\/gh\s+agent\s+github signature\s+tr\.mjs$/);
-  assert.match(lines[header + 3]!, /^gmail\s+\/hooks\/gmail\s+agent \(gmail preset\)\s+hook token$/);
+  assert.match(
+    lines[header + 3]!,
+    /^gmail\s+\/hooks\/gmail\s+agent \(gmail preset\)\s+hook token\s+messages\s+\{\{item\.id\}\}$/,
+  );
   assert.ok(!out.includes('github-secret-0123456789'), 'no secret printed');
 });

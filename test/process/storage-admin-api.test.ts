@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually, GATEWAY_TOKEN, MAIN, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
+import { sleep } from '../helpers/common.ts';
 
 async function get(url: string, p: string): Promise<{ status: number; body: any }> {
   const res = await fetch(url + p, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
@@ -24,7 +25,14 @@ test('history pages: newest 200 by default, ?limit and ?before walk back to the 
       for (const r of await Promise.all(sent)) assert.equal(r.status, 200);
     }
     const texts = (entries: any[]) => entries.map((e) => e.text);
-    const all = (await get(gw.url, `/api/sessions/${MAIN}/history?limit=1000`)).body;
+    // The backlog's heartbeats are written after the wakes' answers: read once the history is still.
+    let all = (await get(gw.url, `/api/sessions/${MAIN}/history?limit=1000`)).body;
+    for (;;) {
+      await sleep(300);
+      const again = (await get(gw.url, `/api/sessions/${MAIN}/history?limit=1000`)).body;
+      if (again.entries.length === all.entries.length) break;
+      all = again;
+    }
     assert.equal(all.before, undefined, 'everything fits: no cursor');
     // The wakes, and the heartbeats their backlog asked for.
     const expected: string[] = texts(all.entries);
