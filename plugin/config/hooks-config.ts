@@ -31,6 +31,7 @@ interface HooksBlock {
   maxConcurrentRuns?: number;
   maxQueuedRuns?: number;
   dedupe?: { windowSeconds?: number; maxKeys?: number };
+  gmail?: { model?: string; thinking?: string; allowUnsafeExternalContent?: boolean };
 }
 
 /** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
@@ -119,6 +120,11 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
       maxKeys: h.dedupe?.maxKeys ?? DEFAULTS.dedupe.maxKeys,
     }),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
+    gmailRuns: Object.freeze({
+      model: h.gmail?.model,
+      thinking: h.gmail?.thinking,
+      allowUnsafeExternalContent: h.gmail?.allowUnsafeExternalContent === true,
+    }),
   });
 }
 

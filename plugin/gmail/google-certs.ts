@@ -5,7 +5,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { googleRequest } from './google-request.ts';
 
 const CACHE_MS = 3600_000;
-const REFETCH_MS = 30_000;
+const REFETCH_MS = 2_000;
 
 export class GoogleCerts {
   #keys = new Map<string, KeyObject>();

@@ -93,7 +93,7 @@ export async function buildMappedAction(
   transforms: TransformRunner,
   logger: Logger,
 ): Promise<Action> {
-  if (m.preset === 'gmail') return { wakes: [], runs: gmailAgentSpecs(payload) };
+  if (m.preset === 'gmail') return { wakes: [], runs: gmailAgentSpecs(payload, m) };
   const items = forEachItems(m, payload);
   if (!items) return buildItemAction(m, payload, request, transforms, logger);
   const merged: Action = { wakes: [], runs: [], fanOut: true };
@@ -116,7 +116,7 @@ export async function buildItemAction(
   item?: ForEachItem,
 ): Promise<Action> {
   if (m.preset === 'gmail') {
-    return { wakes: [], runs: item ? [gmailItemSpec(payload, item.item)] : gmailAgentSpecs(payload) };
+    return { wakes: [], runs: item ? [gmailItemSpec(payload, item.item, m)] : gmailAgentSpecs(payload, m) };
   }
   const ctx = contextOf(payload, request, item);
   const fields: ActionFields = {

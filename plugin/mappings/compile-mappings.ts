@@ -5,7 +5,8 @@ import { matchesSessionPrefix } from '../config/session-prefixes.ts';
 import type { RunOptions } from '../actions/action.ts';
 import { compilePath, compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from './confine.ts';
-import { GMAIL_PRESET } from './gmail.ts';
+import { GMAIL_PRESET, gmailPresetMapping } from './gmail.ts';
+import type { GmailRunOptions } from '../config/snapshot.ts';
 import type { CompiledMapping } from './mapping.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import { compileVerifier, type VerifyConfig } from '../verify/compile-verifier.ts';
@@ -39,6 +40,8 @@ export interface MappingPolicies {
   configDir: string;
   /** No verify secret may equal it. */
   gatewayToken: string | undefined;
+  /** hooks.gmail's model, thinking and allowUnsafeExternalContent for the gmail preset. */
+  gmailRuns?: GmailRunOptions;
 }
 
 const RESERVED = new Set(['wake', 'agent']);
@@ -172,7 +175,11 @@ export async function compileMappings(
         `${root}.presets: the gmail preset uses session keys "${GMAIL_PRESET.sessionKeyPrefix}<id>", which ${root}.allowedSessionKeyPrefixes does not allow`,
       );
     }
-    out.push(GMAIL_PRESET.mapping);
+    const runs = policies.gmailRuns;
+    if (runs?.model !== undefined && host.agents.models && !host.agents.models.includes(runs.model)) {
+      problems.push(`${root}.gmail.model "${runs.model}" is not in agents.defaults.models`);
+    }
+    out.push(runs ? gmailPresetMapping(runs) : GMAIL_PRESET.mapping);
   }
   return { mappings: out, problems };
 }

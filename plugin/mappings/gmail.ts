@@ -9,6 +9,7 @@ import { wrapExternalContent } from '../safety/external-content.ts';
 import type { CompiledMapping } from './mapping.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import { compileTemplate } from './template.ts';
+import type { GmailRunOptions } from '../config/snapshot.ts';
 
 interface GmailMessage {
   id?: string;
@@ -47,6 +48,18 @@ export const GMAIL_PRESET = {
   } satisfies CompiledMapping),
 };
 
+/** The preset with hooks.gmail's model, thinking and allowUnsafeExternalContent for its runs. */
+export function gmailPresetMapping(runs: GmailRunOptions): CompiledMapping {
+  if (runs.model === undefined && runs.thinking === undefined && !runs.allowUnsafeExternalContent)
+    return GMAIL_PRESET.mapping;
+  return Object.freeze({
+    ...GMAIL_PRESET.mapping,
+    model: runs.model === undefined ? undefined : compileTemplate(runs.model),
+    thinking: runs.thinking,
+    allowUnsafeExternalContent: runs.allowUnsafeExternalContent,
+  });
+}
+
 /** The payload's messages, all checked before any of them runs: a 400 names the first bad one. */
 export function gmailMessages(payload: Record<string, unknown>): GmailMessage[] {
   if (!validateGmailPayload(payload)) {
@@ -65,26 +78,32 @@ function sourceOf(payload: Record<string, unknown>): string {
   return typeof payload.source === 'string' && payload.source.trim() ? payload.source.trim() : 'gmail';
 }
 
-export function gmailAgentSpecs(payload: Record<string, unknown>): AgentSpec[] {
+export function gmailAgentSpecs(payload: Record<string, unknown>, mapping?: CompiledMapping): AgentSpec[] {
   const source = sourceOf(payload);
-  return gmailMessages(payload).map((msg) => gmailAgentSpec(msg, source));
+  return gmailMessages(payload).map((msg) => gmailAgentSpec(msg, source, mapping));
 }
 
 /** The run of one message (already checked by gmailMessages). */
-export function gmailAgentSpec(msg: GmailMessage, source: string): AgentSpec {
+export function gmailAgentSpec(msg: GmailMessage, source: string, mapping?: CompiledMapping): AgentSpec {
   const sender = msg.sender ?? msg.from;
   const lines = [`New email from ${sender}`, `Subject: ${msg.subject}`, '', msg.snippet];
   if (msg.body) lines.push('', msg.body.length > BODY_MAX_CHARS ? `${msg.body.slice(0, BODY_MAX_CHARS)}…` : msg.body);
+  const unsafe = mapping?.allowUnsafeExternalContent === true;
   return {
-    message: wrapExternalContent(lines.join('\n'), { source, hookName: 'Gmail', kind: 'email' }),
+    message: unsafe
+      ? lines.join('\n')
+      : wrapExternalContent(lines.join('\n'), { source, hookName: 'Gmail', kind: 'email' }),
     name: 'Gmail',
     mappingSessionKey: msg.id ? `${GMAIL_PRESET.sessionKeyPrefix}${msg.id}` : undefined,
-    alreadyWrapped: true,
+    alreadyWrapped: !unsafe,
+    allowUnsafeExternalContent: unsafe,
+    model: mapping?.model?.source,
+    thinking: mapping?.thinking,
     source,
   };
 }
 
 /** One forEach item of the preset as its action. */
-export function gmailItemSpec(payload: Record<string, unknown>, item: unknown): AgentSpec {
-  return gmailAgentSpec(item as GmailMessage, sourceOf(payload));
+export function gmailItemSpec(payload: Record<string, unknown>, item: unknown, mapping?: CompiledMapping): AgentSpec {
+  return gmailAgentSpec(item as GmailMessage, sourceOf(payload), mapping);
 }

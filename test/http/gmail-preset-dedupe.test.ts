@@ -38,3 +38,30 @@ test('gmail preset: each message runs once per Gmail id, whichever batch it come
     assert.equal(retry.body.duplicate, undefined, 'd did not run with the refused batch');
   });
 });
+
+test('gmail preset: hooks.gmail model, thinking and allowUnsafeExternalContent apply to its runs', async () => {
+  await withGateway(
+    {
+      hooks: {
+        presets: ['gmail'],
+        gmail: { model: 'echo/echo', thinking: 'low', allowUnsafeExternalContent: true },
+      },
+    },
+    async (gw) => {
+      const r = await post(gw.url, '/hooks/gmail', { messages: [msg('m')] });
+      assert.equal(r.status, 202);
+      await gw.finalRun(r.body.runId);
+      const turn = gw.rec.turns.at(-1)!;
+      assert.equal(turn.model, 'echo/echo');
+      assert.equal(turn.thinking, 'low');
+      assert.equal(turn.prompt, 'New email from m@example.com\nSubject: s-m\n\nabout m', 'not wrapped');
+    },
+  );
+  await withGateway({ hooks: { presets: ['gmail'] } }, async (gw) => {
+    const r = await post(gw.url, '/hooks/gmail', { messages: [msg('n')] });
+    await gw.finalRun(r.body.runId);
+    const turn = gw.rec.turns.at(-1)!;
+    assert.equal(turn.model, undefined);
+    assert.match(turn.prompt, /Kind: email/, 'wrapped by default');
+  });
+});

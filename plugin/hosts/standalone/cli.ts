@@ -6,6 +6,7 @@ import {
   ConfigError,
   loadConfig,
   readConfigFile,
+  resolveGmailSettings,
   resolveHooksConfig,
   selectStandaloneConfig,
   type GatewayHost,
@@ -157,6 +158,7 @@ async function runConfig(args: string[]): Promise<number> {
       throw new ConfigError([...err.problems, ...hooks], configPath);
     }
     await loadConfig(checkingHost(configPath, settings));
+    resolveGmailSettings(file.hooks, 'hooks', configPath);
     return print(`${configPath}: OK`);
   }
   if (sub === 'get') {

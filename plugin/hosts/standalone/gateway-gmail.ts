@@ -17,34 +17,43 @@ export interface GatewayGmail {
   stop(): Promise<void>;
 }
 
-export async function startGatewayGmail(o: {
+/**
+ * Checks hooks.gmail before the gateway listens (a problem stops the start, naming the key) and
+ * returns what starts the watcher once the gateway's own URL is known; undefined without an account.
+ */
+export function planGatewayGmail(o: {
   file: Record<string, unknown>;
   configPath: string;
   stateDir: string;
-  ownUrl: string;
-  hooksPath: string;
+  /** hooks.path as in force when the watcher starts. */
+  hooksPath: () => string;
   run: boolean;
   logger: Logger;
-}): Promise<GatewayGmail | undefined> {
+}): ((ownUrl: string) => Promise<GatewayGmail>) | undefined {
   const settings = resolveGmailSettings(o.file.hooks, 'hooks', o.configPath);
   if (!settings) return undefined;
   const fromFile = (): Promise<unknown> => readGmailStatus(o.stateDir, settings.account);
-  if (!o.run) return { status: fromFile, stop: async () => {} };
-  const watcher = new GmailWatcher({
-    settings,
-    stateDir: o.stateDir,
-    endpoints: googleEndpoints(),
-    hook: gmailHookTarget(o.file.hooks, {
-      baseUrl: o.ownUrl,
-      hooksPath: o.hooksPath,
+  if (!o.run) return async () => ({ status: fromFile, stop: async () => {} });
+  const target = (baseUrl: string, hooksPath: string) =>
+    gmailHookTarget(o.file.hooks, {
+      baseUrl,
+      hooksPath,
       configDir: path.dirname(o.configPath),
       file: o.configPath,
-    }),
-    logger: o.logger,
-  });
-  await watcher.start();
-  return {
-    status: async () => ({ ...watcher.state(), pid: process.pid }),
-    stop: () => watcher.stop(),
+    });
+  target('http://127.0.0.1', '/hooks'); // the hook token is there to post with
+  return async (ownUrl) => {
+    const watcher = new GmailWatcher({
+      settings,
+      stateDir: o.stateDir,
+      endpoints: googleEndpoints(),
+      hook: target(ownUrl, o.hooksPath()),
+      logger: o.logger,
+    });
+    await watcher.start();
+    return {
+      status: async () => ({ ...watcher.state(), pid: process.pid }),
+      stop: () => watcher.stop(),
+    };
   };
 }

@@ -27,7 +27,7 @@ import { Heartbeats } from './heartbeat.ts';
 import type { RunRegistry } from './run-registry.ts';
 import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
-import { startGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
+import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
 
 export interface GatewayOptions {
   configPath: string;
@@ -58,6 +58,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const { logger } = opts;
   const file = await readConfigFile(opts.configPath);
   let settings = resolveGatewaySettings(file, opts.configPath);
+  // hooks.gmail is checked before anything starts; the watcher itself starts once the gateway listens.
+  const startGmail = planGatewayGmail({
+    file,
+    configPath: opts.configPath,
+    stateDir: opts.stateDir,
+    hooksPath: () => plugin.snapshot().path,
+    run: opts.gmail !== false,
+    logger,
+  });
 
   // Everything the gateway writes lives under data/: the config's folder is watched, and writes
   // beside the config file would wake the watcher on every request.
@@ -236,15 +245,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   heartbeats.startPeriodic(settings.heartbeatSeconds);
   const { port } = server.address() as AddressInfo;
   const urlHost = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
-  gmail = await startGatewayGmail({
-    file: await readConfigFile(opts.configPath),
-    configPath: opts.configPath,
-    stateDir: opts.stateDir,
-    ownUrl: `http://${bindHost === '0.0.0.0' ? '127.0.0.1' : bindHost === '::' ? '[::1]' : urlHost}:${port}`,
-    hooksPath: plugin.snapshot().path,
-    run: opts.gmail !== false,
-    logger,
-  });
+  gmail = await startGmail?.(
+    `http://${bindHost === '0.0.0.0' ? '127.0.0.1' : bindHost === '::' ? '[::1]' : urlHost}:${port}`,
+  );
 
   let closing: Promise<void> | undefined;
   return {
