@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import JSON5 from 'json5';
@@ -254,6 +254,20 @@ test('setup writes the contracted keys keeping comments and other keys; a second
     assert.ok(second.stderr.includes(line), `progress: ${line}\n${second.stderr}`);
   assert.equal(fake.mailbox(ACCOUNT).watches.length, 2);
   assertNoSecrets(second, [cred.refresh_token, client.client_secret]);
+});
+
+test('without a config file, setup writes the first-run config with the Gmail keys in it', async () => {
+  resetGoogle();
+  const d = await freshDir();
+  await rm(d.configPath);
+  const run = await setup(d, ['--subscription', 'first-run-sub']);
+  assert.equal(run.code, 0, run.stderr);
+  const text = await readFile(d.configPath, 'utf8');
+  assert.match(text, /^\/\/ hookgate gateway config \(JSON5\)/);
+  assert.equal(hooksOf(text).gmail.subscription, 'first-run-sub');
+  assert.equal((await stat(d.configPath)).mode & 0o777, 0o600);
+  assert.equal((await runCli(['config', 'check', '--config', d.configPath])).code, 0);
+  assertNoSecrets(run, [hooksOf(text).token]);
 });
 
 test('the IAM grant is a read-modify-write: other bindings and members kept, the etag sent back', async () => {
