@@ -222,6 +222,23 @@ test('run: an expired access token is refreshed and the message still delivered'
   }
 });
 
+test('run: empty pulls answered at once do not make a hot loop', async () => {
+  const box = await mailbox();
+  const p = await run(box);
+  fake.pullHoldMs = 0;
+  try {
+    const pulls = () => fake.calls('POST', new RegExp(`${box.subscription.split('/').pop()}:pull$`)).length;
+    const before = pulls();
+    await new Promise((r) => setTimeout(r, 2500));
+    const made = pulls() - before;
+    assert.ok(made >= 1 && made <= 4, `${made} pulls in 2.5 s`);
+  } finally {
+    fake.pullHoldMs = 500;
+    await p.stop();
+    await box.proxy.close();
+  }
+});
+
 test('run: kill -9 mid-batch and a restart lose nothing and run nothing twice', async () => {
   const box = await mailbox();
   let p = await run(box);
@@ -294,7 +311,7 @@ test('gateway: runs the watcher itself; a revoked token is a clear error in the 
     }, 10_000);
     assert.match(failed.lastError.message, /invalid_grant/);
     assert.match(failed.lastError.message, /run `hookgate webhooks gmail setup` again/);
-    assert.match(gw.output(), /"gmail sync failed".*invalid_grant.*setup/);
+    await eventually(async () => /"gmail sync failed".*invalid_grant.*setup/.test(gw.output()));
     assert.ok(!gw.output().includes('1//fake-refresh'), 'no refresh token in the log');
   } finally {
     await gw.stop();
