@@ -7,7 +7,14 @@ import { after, before, test } from 'node:test';
 import { writeGmailCredentials } from '../../plugin/gmail/gmail-credentials.ts';
 import { FakeGoogle } from '../helpers/fake-google.ts';
 import { runCli, runGmail, spawnGmail, startHookProxy, type HookProxy, type RunProcess } from '../helpers/gmail-run.ts';
-import { eventually, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+import {
+  eventually,
+  GATEWAY_TOKEN,
+  spawnGateway,
+  tempStateDir,
+  writeConfig,
+  type SpawnedGateway,
+} from '../helpers/spawn-gateway.ts';
 
 let fake: FakeGoogle;
 let gateway: SpawnedGateway;
@@ -400,4 +407,27 @@ test('gateway and config check refuse a hooks.gmail that cannot run, naming the 
   const check = await runCli(['config', 'check', '--state-dir', dir]);
   assert.equal(check.code, 1);
   assert.match(check.out, /hooks\.gmail\.pushEndpoint is required/);
+});
+
+test('gateway --no-gmail leaves the watcher to `run`, and shows what run last wrote', async () => {
+  const box = await mailbox();
+  const gw = await spawnGateway(box.stateDir, ['--no-gmail']);
+  try {
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(fake.mailbox(box.account).watches.length, 0, 'no watch from the gateway');
+    const none = await fetch(`${gw.url}/api/gmail`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
+    assert.equal(none.status, 404);
+    const p = await run(box);
+    await p.stop();
+    const state = await eventually(async () => {
+      const r = await fetch(`${gw.url}/api/gmail`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
+      return r.status === 200 ? ((await r.json()) as any) : undefined;
+    });
+    assert.equal(state.account, box.account);
+    assert.equal(state.cursor, await box.cursor());
+    assert.equal(typeof state.pid, 'number');
+  } finally {
+    await gw.stop();
+    await box.proxy.close();
+  }
 });
