@@ -19,6 +19,9 @@ import { syncHistory } from './history-sync.ts';
 import { PubSubPull } from './pubsub-pull.ts';
 import { startPushServer, type PushServer } from './push-server.ts';
 
+/** Empty pulls are at least this far apart. */
+const MIN_PULL_INTERVAL_MS = 1000;
+
 export interface GmailWatcherState {
   account: string;
   mode: 'pull' | 'push';
@@ -84,8 +87,7 @@ export class GmailWatcher {
   readonly #o: GmailWatcherOptions;
   readonly #state: GmailWatcherState;
   readonly #stop = new AbortController();
-  #tokens: AccessTokenSource | undefined;
-  #gmail: GmailApi | undefined;
+  #client: Promise<{ gmail: GmailApi; tokens: AccessTokenSource }> | undefined;
   #push: PushServer | undefined;
   #loops: Promise<void>[] = [];
   /** The sync under way, and whether another was asked for while it ran. */
@@ -124,9 +126,14 @@ export class GmailWatcher {
         account: settings.account,
         certs: new GoogleCerts(this.#o.endpoints.certs),
         logger: this.#o.logger,
-        onNotification: () => {
+        onNotification: async () => {
           this.#notified(1);
-          return this.#syncNow();
+          try {
+            await this.#syncNow();
+          } catch (err) {
+            this.#failed(err, 'sync');
+            throw err;
+          }
         },
       });
       this.#state.pushUrl = this.#push.url;
@@ -149,20 +156,25 @@ export class GmailWatcher {
   }
 
   /** The Gmail client, built from the stored credentials (read again after a revoked grant). */
-  async #api(): Promise<{ gmail: GmailApi; tokens: AccessTokenSource }> {
-    if (!this.#gmail || !this.#tokens) {
-      const credentials = await readGmailCredentials(this.#o.stateDir, this.#o.settings.account);
-      this.#tokens = new AccessTokenSource({ credentials, tokenUrl: this.#o.endpoints.token });
-      this.#gmail = new GmailApi({ baseUrl: this.#o.endpoints.gmail, tokens: this.#tokens });
-    }
-    return { gmail: this.#gmail, tokens: this.#tokens };
+  #api(): Promise<{ gmail: GmailApi; tokens: AccessTokenSource }> {
+    // One client for the renewal and the sync loops, built once (and again after a revoked grant).
+    this.#client ??= readGmailCredentials(this.#o.stateDir, this.#o.settings.account).then(
+      (credentials) => {
+        const tokens = new AccessTokenSource({ credentials, tokenUrl: this.#o.endpoints.token });
+        return { tokens, gmail: new GmailApi({ baseUrl: this.#o.endpoints.gmail, tokens }) };
+      },
+      (err: unknown) => {
+        this.#client = undefined;
+        throw err;
+      },
+    );
+    return this.#client;
   }
 
   #failed(err: unknown, what: string): void {
     if (err instanceof GoogleApiError && err.grantRevoked) {
       // setup may write a fresh refresh token: read the file again on the next attempt.
-      this.#gmail = undefined;
-      this.#tokens = undefined;
+      this.#client = undefined;
     }
     const message = err instanceof Error ? err.message : String(err);
     this.counters.errors++;
@@ -235,9 +247,14 @@ export class GmailWatcher {
           tokens,
         });
         if (!mustSync) {
+          const began = Date.now();
           const pulled = await pubsub.pull(100, this.#stop.signal);
           if (this.#stopped) return;
-          if (pulled.length === 0) continue;
+          if (pulled.length === 0) {
+            // Pub/Sub may answer an empty pull at once: never spin on those.
+            await pause(MIN_PULL_INTERVAL_MS - (Date.now() - began), this.#stop.signal);
+            continue;
+          }
           this.#notified(pulled.length);
           unacked.push(...pulled.map((m) => m.ackId));
         }

@@ -229,6 +229,23 @@ test('run: an expired access token is refreshed and the message still delivered'
   }
 });
 
+test('run: empty pulls answered at once do not make a hot loop', async () => {
+  const box = await mailbox();
+  const p = await run(box);
+  fake.pullHoldMs = 0;
+  try {
+    const pulls = () => fake.calls('POST', new RegExp(`${box.subscription.split('/').pop()}:pull$`)).length;
+    const before = pulls();
+    await new Promise((r) => setTimeout(r, 2500));
+    const made = pulls() - before;
+    assert.ok(made >= 1 && made <= 4, `${made} pulls in 2.5 s`);
+  } finally {
+    fake.pullHoldMs = 500;
+    await p.stop();
+    await box.proxy.close();
+  }
+});
+
 test('run: kill -9 mid-batch and a restart lose nothing and run nothing twice', async () => {
   const box = await mailbox();
   let p = await run(box);
@@ -301,7 +318,7 @@ test('gateway: runs the watcher itself; a revoked token is a clear error in the 
     }, 10_000);
     assert.match(failed.lastError.message, /invalid_grant/);
     assert.match(failed.lastError.message, /run `hookgate webhooks gmail setup` again/);
-    assert.match(gw.output(), /"gmail sync failed".*invalid_grant.*setup/);
+    await eventually(async () => /"gmail sync failed".*invalid_grant.*setup/.test(gw.output()));
     assert.ok(!gw.output().includes('1//fake-refresh'), 'no refresh token in the log');
     // /metrics counts what the watcher saw: its notifications, and the refused refresh token.
     const metrics = await (
@@ -398,4 +415,27 @@ test('gateway and config check refuse a hooks.gmail that cannot run, naming the 
   const check = await runCli(['config', 'check', '--state-dir', dir]);
   assert.equal(check.code, 1);
   assert.match(check.out, /hooks\.gmail\.pushEndpoint is required/);
+});
+
+test('gateway --no-gmail leaves the watcher to `run`, and shows what run last wrote', async () => {
+  const box = await mailbox();
+  const gw = await spawnGateway(box.stateDir, ['--no-gmail']);
+  try {
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(fake.mailbox(box.account).watches.length, 0, 'no watch from the gateway');
+    const none = await fetch(`${gw.url}/api/gmail`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
+    assert.equal(none.status, 404);
+    const p = await run(box);
+    await p.stop();
+    const state = await eventually(async () => {
+      const r = await fetch(`${gw.url}/api/gmail`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
+      return r.status === 200 ? ((await r.json()) as any) : undefined;
+    });
+    assert.equal(state.account, box.account);
+    assert.equal(state.cursor, await box.cursor());
+    assert.equal(typeof state.pid, 'number');
+  } finally {
+    await gw.stop();
+    await box.proxy.close();
+  }
 });

@@ -155,7 +155,8 @@ export class AdminApi {
     }
     if (parts.length === 1 && parts[0] === 'gmail') {
       const state = await this.deps.gmail?.();
-      if (state === undefined) throw refuse.notFound('no Gmail watcher: hooks.gmail.account is not set');
+      if (state === undefined)
+        throw refuse.notFound('no Gmail watcher state: hooks.gmail.account is not set, or its watcher has not run yet');
       return state;
     }
     if (parts.length === 1 && parts[0] === 'requests') {
