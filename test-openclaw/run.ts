@@ -15,6 +15,8 @@ import {
   type HooksBlock,
   type RunningGateway,
 } from './openclaw-env.ts';
+import { startRedis, type RedisServer } from '../test/helpers/redis-server.ts';
+import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';
 
 /** The whole run is bounded: first-time install, gateway start, checks and shutdown. */
 const WATCHDOG_MS = Number(process.env.HOOKGATE_OPENCLAW_TIMEOUT_MS ?? 15 * 60_000);
@@ -32,6 +34,8 @@ const HOOKS: HooksBlock = {
 
 let files: GatewayFiles;
 let gw: RunningGateway | undefined;
+/** Shared state with a standalone gateway (hooks.sharedState), checked in the last test. */
+let redis: RedisServer | undefined;
 
 const watchdog = setTimeout(() => {
   process.stderr.write(`test-openclaw: gave up after ${WATCHDOG_MS} ms\n`);
@@ -50,11 +54,11 @@ interface Answer {
 function post(
   pathname: string,
   body: string,
-  opts: { token?: string; from?: string; method?: string; idempotencyKey?: string } = {},
+  opts: { token?: string; from?: string; method?: string; idempotencyKey?: string; base?: string } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
-      `${gw!.url}${pathname}`,
+      `${opts.base ?? gw!.url}${pathname}`,
       {
         method: opts.method ?? 'POST',
         localAddress: opts.from ?? '127.0.0.1',
@@ -105,6 +109,8 @@ before(
     const done = await ensureInstalled();
     if (done.length) process.stderr.write(`test-openclaw: ${done.join(', ')} (${Date.now() - t0} ms)\n`);
     files = await prepareFiles();
+    redis = await startRedis();
+    HOOKS.sharedState = { redis: redis.url, keyPrefix: `oc-${nonce}:` };
     const t1 = Date.now();
     gw = await startGateway(files, HOOKS);
     await gw.waitForLine(/hookgate ready/, 120_000);
@@ -115,6 +121,7 @@ before(
 
 after(async () => {
   await gw?.stop();
+  await redis?.stop();
   if (files) await removeFiles(files);
   clearTimeout(watchdog);
 });
@@ -274,5 +281,36 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
       token: HOOKS.token,
     });
     assert.equal(other.status, 200, other.text);
+  });
+
+  test('shared on Redis with a standalone gateway: its keys are duplicates here, its locks hold here', async () => {
+    const dir = await tempStateDir();
+    await writeConfig(dir, {
+      hooks: { token: HOOKS.token, authRateLimit: HOOKS.authRateLimit, sharedState: HOOKS.sharedState },
+    });
+    const standalone = await spawnGateway(dir);
+    try {
+      const body = JSON.stringify({ text: `shared once ${nonce}`, mode: 'next-heartbeat' });
+      const key = `shared-${nonce}`;
+      const first = await post('/hooks/wake', body, { token: HOOKS.token, idempotencyKey: key, base: standalone.url });
+      assert.equal(first.status, 200, first.text);
+      const here = await post('/hooks/wake', body, { token: HOOKS.token, idempotencyKey: key });
+      assert.equal(here.status, 200, here.text);
+      assert.deepEqual(here.json, { ...first.json, duplicate: true });
+      assert.ok(!(await queuedSystemEvents()).includes(`shared once ${nonce}`), 'not enqueued in OpenClaw');
+
+      const from = '127.0.0.4';
+      for (let i = 0; i < 3; i++) {
+        const r = await post('/hooks/wake', '{"text":"x"}', { token: `wrong-${i}`, from, base: standalone.url });
+        assert.equal(r.status, 401);
+      }
+      const locked = await eventually('the lock from the standalone gateway', 5_000, async () => {
+        const r = await post('/hooks/wake', '{"text":"x"}', { token: HOOKS.token, from });
+        return r.status === 429 ? r : undefined;
+      });
+      assert.equal(locked.json?.code, 'rate_limited');
+    } finally {
+      await standalone.stop();
+    }
   });
 });
