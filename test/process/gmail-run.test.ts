@@ -326,7 +326,7 @@ test('gateway: runs the watcher itself; a revoked token is a clear error in the 
     ).text();
     const { counters } = await gw.admin('/api/gmail');
     assert.match(metrics, new RegExp(`^hookgate_gmail_notifications_total ${counters.notifications}$`, 'm'));
-    assert.ok(counters.notifications >= 2, JSON.stringify(counters));
+    assert.ok(counters.notifications >= 1, JSON.stringify(counters));
     assert.match(metrics, /^hookgate_gmail_errors_total\{stage="other"\} [1-9]\d*$/m);
   } finally {
     await gw.stop();
