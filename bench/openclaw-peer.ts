@@ -1,13 +1,14 @@
 // BENCH_PEERS=openclaw: a real OpenClaw gateway with its built-in hooks, driven beside hookgate in the
 // same run. It runs from the install `npm run test:openclaw` keeps (Node 24 and openclaw in the cache).
 import { spawn } from 'node:child_process';
-import path from 'node:path';
 import {
   NODE24,
   OPENCLAW_BIN,
   ensureInstalled,
   gatewayEnv,
+  killStragglers,
   prepareFiles,
+  quietGatewayConfig,
   removeFiles,
   writeConfigAtomic,
 } from '../test-openclaw/openclaw-env.ts';
@@ -19,22 +20,12 @@ export const OPENCLAW_LOCKOUT_FAILURES = 20;
 export async function startOpenClaw(): Promise<Side> {
   await ensureInstalled();
   const files = await prepareFiles();
+  const quiet = quietGatewayConfig(files);
   await writeConfigAtomic(files.configPath, {
-    gateway: {
-      mode: 'local',
-      port: files.port,
-      bind: 'loopback',
-      auth: { mode: 'token', token: files.gatewayToken },
-      // As for hookgate: the bench is the proxy, so X-Forwarded-For names the client.
-      trustedProxies: ['127.0.0.1'],
-    },
+    ...quiet,
+    // As for hookgate: the bench is the proxy, so X-Forwarded-For names the client.
+    gateway: { ...quiet.gateway, trustedProxies: ['127.0.0.1'] },
     hooks: { enabled: true, token: HOOK_TOKEN, path: '/hooks' },
-    update: { checkOnStart: false },
-    telemetry: { enabled: false },
-    models: { catalogRefresh: { enabled: false } },
-    discovery: { mdns: { mode: 'off' } },
-    logging: { file: path.join(files.dir, 'openclaw-file.log') },
-    agents: { defaults: { heartbeat: { every: '0m' }, timeoutSeconds: 120 } },
   });
   const child = spawn(NODE24, [OPENCLAW_BIN, 'gateway', 'run', '--port', String(files.port), '--bind', 'loopback'], {
     env: gatewayEnv(files),
@@ -45,6 +36,8 @@ export async function startOpenClaw(): Promise<Side> {
   const url = `http://127.0.0.1:${files.port}`;
   const stop = async (): Promise<void> => {
     await stopProcess(child, 20_000);
+    // Its helper processes run in a process group of their own.
+    killStragglers(files.stateDir);
     await removeFiles(files);
   };
   const deadline = Date.now() + 180_000;

@@ -54,6 +54,9 @@ function peerLoad(s: Scenario): Load {
         'x-forwarded-for': `10.${(++peerSeq >> 16) & 255}.${(peerSeq >> 8) & 255}.${peerSeq & 255}`,
       }),
     };
+  // OpenClaw's lock refuses only failing requests (the right token from a locked address is served),
+  // so its 429s are wrong tokens from the locked address.
+  if (s.peer === '429') return { ...s.load, headers: { ...s.load.headers, authorization: 'Bearer wrong' } };
   return s.load;
 }
 

@@ -100,11 +100,10 @@ export interface GatewayFiles {
   gatewayToken: string;
 }
 
-/** OpenClaw's config: loopback, token auth, its own hooks off, no update/catalog/telemetry/mDNS traffic. */
-export function gatewayConfig(files: GatewayFiles, hooks: HooksBlock): Record<string, unknown> {
+/** A quiet local OpenClaw: loopback, token auth, no update/catalog/telemetry/mDNS traffic, no heartbeat. */
+export function quietGatewayConfig(files: GatewayFiles) {
   return {
     gateway: { mode: 'local', port: files.port, bind: 'loopback', auth: { mode: 'token', token: files.gatewayToken } },
-    hooks: { enabled: false },
     update: { checkOnStart: false },
     telemetry: { enabled: false },
     models: { catalogRefresh: { enabled: false } },
@@ -112,6 +111,14 @@ export function gatewayConfig(files: GatewayFiles, hooks: HooksBlock): Record<st
     logging: { file: path.join(files.dir, 'openclaw-file.log') },
     // No periodic heartbeat: queued system events stay visible until a wake asks for one.
     agents: { defaults: { heartbeat: { every: '0m' }, timeoutSeconds: 120 } },
+  };
+}
+
+/** OpenClaw's config with hookgate loaded from this checkout and its own hooks off. */
+export function gatewayConfig(files: GatewayFiles, hooks: HooksBlock): Record<string, unknown> {
+  return {
+    ...quietGatewayConfig(files),
+    hooks: { enabled: false },
     plugins: {
       allow: ['hookgate'],
       load: { paths: [PLUGIN_DIR] },
@@ -232,7 +239,7 @@ export class RunningGateway {
 }
 
 /** OpenClaw's helper processes (its spawn broker runs in its own process group) that carry our state dir. */
-function killStragglers(stateDir: string): void {
+export function killStragglers(stateDir: string): void {
   if (process.platform !== 'linux') return;
   const marker = `OPENCLAW_STATE_DIR=${stateDir}\0`;
   for (const name of readdirSync('/proc')) {
