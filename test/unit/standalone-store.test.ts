@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger, RunRecord } from '../../plugin/host.ts';
-import { CommitRounds, ROUND_GAP_MS } from '../../plugin/hosts/standalone/commit-rounds.ts';
+import { CommitRounds, LONE_ROUND_LINES, ROUND_GAP_MS } from '../../plugin/hosts/standalone/commit-rounds.ts';
 import { JsonlLog } from '../../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../../plugin/hosts/standalone/outbox.ts';
 import { RunRegistry, type RunLine } from '../../plugin/hosts/standalone/run-registry.ts';
@@ -134,7 +134,7 @@ test('group commit: under a steady stream of appends, writes start at most once 
   });
 });
 
-test('commit rounds: writes asked for in one turn run together; the next round waits out the gap', async () => {
+test('commit rounds: writes asked for in one turn run together; under load the next round waits out the gap', async () => {
   const rounds = new CommitRounds();
   const ran: { name: string; at: number }[] = [];
   const note = (name: string): number => ran.push({ name, at: performance.now() });
@@ -147,6 +147,7 @@ test('commit rounds: writes asked for in one turn run together; the next round w
       }),
     );
   // A microtask queued by the first write runs only once the round has run them all: they ran as one.
+  for (let i = 0; i <= LONE_ROUND_LINES; i++) rounds.lineQueued();
   await Promise.all([round('a', () => queueMicrotask(() => note('microtask after a'))), round('b'), round('c')]);
   assert.deepEqual(
     ran.map((r) => r.name),
@@ -156,6 +157,30 @@ test('commit rounds: writes asked for in one turn run together; the next round w
   await round('d');
   const gap = ran.at(-1)!.at - ran[0]!.at;
   assert.ok(gap >= ROUND_GAP_MS - 0.05, `the next round ran ${gap.toFixed(3)} ms after the first`);
+});
+
+test('commit rounds: after a round of a lone line the next runs on the next turn; after a loaded one, after the gap', async () => {
+  const order = async (linesInFirstRound: number): Promise<string[]> => {
+    const rounds = new CommitRounds();
+    const seen: string[] = [];
+    for (let i = 0; i < linesInFirstRound; i++) rounds.lineQueued();
+    await new Promise<void>((done) =>
+      rounds.inNextRound(() => {
+        // Asked for from inside a round: at once, the gap has not passed.
+        rounds.inNextRound(() => {
+          seen.push('next round');
+          if (seen.length === 2) done();
+        });
+        setImmediate(() => {
+          seen.push('next turn');
+          if (seen.length === 2) done();
+        });
+      }),
+    );
+    return seen;
+  };
+  assert.deepEqual(await order(1), ['next round', 'next turn']);
+  assert.deepEqual(await order(LONE_ROUND_LINES + 1), ['next turn', 'next round']);
 });
 
 test('write(): records nobody waits for share the batch and its order; flush() waits for them', async () => {
