@@ -20,7 +20,6 @@ import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 import { OnceDelivery } from './dedupe/once-delivery.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
-import { SharedRedis } from './shared/shared-redis.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 
@@ -80,7 +79,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
   // Lockouts and dedupe keys shared with other instances; read at start only.
   const sharedState = current.sharedState;
-  const shared = sharedState && new SharedRedis(sharedState, host.logger, (up) => metrics.sharedStateUp(up));
+  // The Redis client is loaded only when configured: it is a large part of the gateway's memory.
+  const shared =
+    sharedState &&
+    new (await import('./shared/shared-redis.ts')).SharedRedis(sharedState, host.logger, (up) =>
+      metrics.sharedStateUp(up),
+    );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, host.logger) : limiter;
   const sharedDedupe = shared && new SharedDedupe(shared);
   await shared?.connect();

@@ -7,7 +7,8 @@
 import { hash, randomBytes } from 'node:crypto';
 import type { Logger } from '../host.ts';
 import { DEFAULTS } from '../config/defaults.ts';
-import { script, type SharedRedis } from '../shared/shared-redis.ts';
+import { script } from '../shared/redis-script.ts';
+import type { SharedRedis } from '../shared/shared-redis.ts';
 import type { AuthFailureLimiter, AuthLimiter, AuthRateLimit } from './limiter.ts';
 
 /**

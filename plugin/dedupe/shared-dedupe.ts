@@ -7,7 +7,8 @@
 // Whenever Redis fails, the caller goes on with its local keys: a request never fails because
 // Redis is down.
 import { randomBytes } from 'node:crypto';
-import { script, type SharedRedis } from '../shared/shared-redis.ts';
+import { script } from '../shared/redis-script.ts';
+import type { SharedRedis } from '../shared/shared-redis.ts';
 import type { FirstAnswer } from './dedupe-keys.ts';
 
 /**

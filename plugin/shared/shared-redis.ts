@@ -2,10 +2,10 @@
 // connection for commands, one for pub/sub. Requests never wait for a connection: while Redis is
 // unreachable commands fail at once (no offline queue), callers fall back to local state, one
 // warning is logged per outage, and the client reconnects with a backoff on its own.
-import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../host.ts';
 import type { SharedStateConfig } from '../config/snapshot.ts';
+import type { Script } from './redis-script.ts';
 
 /** How long start waits for Redis before serving on local state. */
 const START_WAIT_MS = 1000;
@@ -132,13 +132,4 @@ export class SharedRedis {
       redis: this.#endpoint,
     });
   }
-}
-
-export interface Script {
-  readonly source: string;
-  readonly sha: string;
-}
-
-export function script(source: string): Script {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
 }
