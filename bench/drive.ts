@@ -1,5 +1,6 @@
 // Drives one side with one scenario for a while and measures it: req/s, latency percentiles, answers
-// by status class, and the server's CPU time per request (read from /proc before and after).
+// by status class, and the server's CPU time per request (read from /proc before the load and once the
+// server has gone quiet after it).
 import { Agent, request } from 'node:http';
 import autocannon from 'autocannon';
 import { cpuMicros } from './processes.ts';
@@ -34,8 +35,32 @@ export async function drive(
   const before = await cpuMicros(pid);
   const figures =
     connections === 1 ? await loneSender(url, load, seconds) : await flood(url, load, connections, seconds);
-  const used = (await cpuMicros(pid)) - before;
+  // Work the load left behind (agent runs still queued, say) is the server's cost too, and must not
+  // run during the next side's turn: the CPU is read once the server has gone quiet.
+  const used = (await quietCpu(pid)) - before;
   return { ...figures, cpuUsPerReq: figures.total ? Math.round((used / figures.total) * 10) / 10 : 0 };
+}
+
+/** A server below this share of one core for QUIET_WINDOW_MS is quiet. */
+const QUIET_SHARE = 0.05;
+const QUIET_WINDOW_MS = 200;
+/** A server still busy after this long is measured as it is, with a warning. */
+const QUIET_LIMIT_MS = 60_000;
+
+/** Waits until the process is quiet; resolves with its CPU time then. */
+export async function quietCpu(pid: number): Promise<number> {
+  const deadline = performance.now() + QUIET_LIMIT_MS;
+  let cpu = await cpuMicros(pid);
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, QUIET_WINDOW_MS));
+    const now = await cpuMicros(pid);
+    if (now - cpu < QUIET_WINDOW_MS * 1000 * QUIET_SHARE) return now;
+    cpu = now;
+    if (performance.now() > deadline) {
+      console.warn(`  ! process ${pid} was still busy ${QUIET_LIMIT_MS / 1000} s after its load`);
+      return now;
+    }
+  }
 }
 
 async function flood(

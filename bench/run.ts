@@ -9,7 +9,7 @@ import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
-import { drive, type Figures, type Load } from './drive.ts';
+import { drive, quietCpu, type Figures, type Load } from './drive.ts';
 import { lockOnOpenClaw, startOpenClaw } from './openclaw-peer.ts';
 import { ROOT, gatewayConfig, rssMb, startBare, startHookgate, watchRss, type Side } from './processes.ts';
 import { GATEWAYS, LOCKED_ADDRESS, SCENARIOS, type Scenario } from './scenarios.ts';
@@ -133,8 +133,9 @@ async function main(): Promise<void> {
     const gw = gateways.get(s.gateway)!;
     const peer = s.peer && openclaw ? openclaw : undefined;
     const variants = (s.variants ?? []).map((name) => ({ name, side: gateways.get(name)!, runs: [] as Figures[] }));
-    // Warm up every side briefly, then measure them alternately.
-    for (const side of [gw, bare, ...variants.map((v) => v.side), ...(peer ? [peer] : [])]) {
+    // Warm up every side briefly, then measure them alternately, from quiet.
+    const sides = [gw, bare, ...variants.map((v) => v.side), ...(peer ? [peer] : [])];
+    for (const side of sides) {
       await autocannon({
         url: side.url + s.load.path,
         method: 'POST',
@@ -144,6 +145,7 @@ async function main(): Promise<void> {
         duration: 1,
       });
     }
+    for (const side of sides) await quietCpu(side.pid);
     const runs: { bare: Figures[]; hookgate: Figures[]; openclaw: Figures[] } = {
       bare: [],
       hookgate: [],
