@@ -1,6 +1,7 @@
 // Drives one side with one scenario for a while and measures it: req/s, latency percentiles, answers
 // by status class, and the server's CPU time per request (read from /proc before the load and once the
 // server has gone quiet after it).
+import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import autocannon from 'autocannon';
 import { cpuMicros } from './processes.ts';
@@ -23,6 +24,11 @@ export interface Figures {
   errors: number;
   /** Server CPU time (user + system, all threads) per answered request. */
   cpuUsPerReq: number;
+  /**
+   * The share of the machine's CPU time the hypervisor gave to others while the load ran (steal, from
+   * /proc/stat): on a shared VM, figures taken with a high steal are not comparable to others.
+   */
+  stealPct: number;
 }
 
 export async function drive(
@@ -33,12 +39,25 @@ export async function drive(
   seconds: number,
 ): Promise<Figures> {
   const before = await cpuMicros(pid);
+  const stealBefore = await hostTimes();
   const figures =
     connections === 1 ? await loneSender(url, load, seconds) : await flood(url, load, connections, seconds);
   // Work the load left behind (agent runs still queued, say) is the server's cost too, and must not
   // run during the next side's turn: the CPU is read once the server has gone quiet.
+  const stealAfter = await hostTimes();
   const used = (await quietCpu(pid)) - before;
-  return { ...figures, cpuUsPerReq: figures.total ? Math.round((used / figures.total) * 10) / 10 : 0 };
+  const stealPct = Math.round(
+    ((stealAfter.steal - stealBefore.steal) / Math.max(1, stealAfter.total - stealBefore.total)) * 100,
+  );
+  return { ...figures, cpuUsPerReq: figures.total ? Math.round((used / figures.total) * 10) / 10 : 0, stealPct };
+}
+
+/** The machine's CPU time so far, in all and stolen (the first line of /proc/stat, in ticks). */
+async function hostTimes(): Promise<{ total: number; steal: number }> {
+  const line = (await readFile('/proc/stat', 'utf8')).split('\n', 1)[0]!;
+  // cpu user nice system idle iowait irq softirq steal guest guest_nice (guest time is inside user)
+  const ticks = line.split(/\s+/).slice(1, 9).map(Number);
+  return { total: ticks.reduce((a, b) => a + b, 0), steal: ticks[7] ?? 0 };
 }
 
 /** A server below this share of one core for QUIET_WINDOW_MS is quiet. */
@@ -68,7 +87,7 @@ async function flood(
   load: Load,
   connections: number,
   seconds: number,
-): Promise<Omit<Figures, 'cpuUsPerReq'>> {
+): Promise<Omit<Figures, 'cpuUsPerReq' | 'stealPct'>> {
   const vary = load.vary;
   const r = await autocannon({
     url: url + load.path,
@@ -94,7 +113,11 @@ async function flood(
  * One connection, one request at a time: the latency a lone sender sees. Timed here rather than by
  * autocannon, whose latency histogram has a resolution of 1 ms.
  */
-async function loneSender(url: string, load: Load, seconds: number): Promise<Omit<Figures, 'cpuUsPerReq'>> {
+async function loneSender(
+  url: string,
+  load: Load,
+  seconds: number,
+): Promise<Omit<Figures, 'cpuUsPerReq' | 'stealPct'>> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const target = new URL(url + load.path);
   const body = Buffer.from(load.body);

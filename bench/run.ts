@@ -24,6 +24,9 @@ const PEERS = (process.env.BENCH_PEERS ?? '').split(',').filter(Boolean);
 /** How long the gateway is left idle before its settled RSS is read: past the transform workers' idle retirement (60 s). */
 const SETTLE_MS = 65_000;
 
+/** Steal at or above this share is printed beside the row: its figures are not comparable. */
+const STEAL_WARN_PCT = 5;
+
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
@@ -38,6 +41,7 @@ function combine(runs: Figures[]) {
     total: runs.reduce((n, r) => n + r.total, 0),
     ok: runs.reduce((n, r) => n + r.ok, 0),
     errors: runs.reduce((n, r) => n + r.errors, 0),
+    stealPct: Math.round(mean(runs.map((r) => r.stealPct))),
   };
 }
 type Combined = ReturnType<typeof combine>;
@@ -188,6 +192,8 @@ async function main(): Promise<void> {
           cpuOfHookgate: ratio(f.cpuUsPerReq, g.cpuUsPerReq),
         };
       }),
+      /** The hypervisor's steal while the row's bare and hookgate sides ran, as a share of the machine. */
+      stealPct: Math.max(b.stealPct, g.stealPct),
       /** hookgate's req/s over OpenClaw's. */
       timesOpenclaw: o ? round1(g.reqPerSec / Math.max(1, o.reqPerSec)) : undefined,
     };
@@ -204,7 +210,7 @@ async function main(): Promise<void> {
       );
     if (o) console.log(`  ${describe('openclaw', o)} | status ${row.openclaw!.statusSeen}`);
     console.log(
-      `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}`,
+      `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}${row.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${row.stealPct}% of the CPU meanwhile` : ''}`,
     );
   }
   const main = gateways.get('main')!;

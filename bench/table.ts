@@ -22,6 +22,7 @@ interface Row {
   variants: (SideFigures & { gateway: string; ofHookgate: number; cpuOfHookgate: number })[];
   openclaw?: SideFigures & { statusSeen: number };
   timesOpenclaw?: number;
+  stealPct?: number;
 }
 
 const result = JSON.parse(await readFile(path.join(ROOT, 'bench', 'results', 'latest.json'), 'utf8')) as {
@@ -39,8 +40,8 @@ const peers = result.rows.some((r) => r.openclaw);
 const lines = [
   `${result.date.slice(0, 10)}, ${result.machine.cpus} vCPU ${result.machine.model}, ${result.machine.memGiB} GiB, Node ${result.machine.node.slice(1)}; ${result.rounds} x ${result.secondsPerRun} s per side and row.`,
   '',
-  `| Row | conn. | hookgate req/s | p50 / p99 | CPU µs/req | bare req/s | bare CPU µs/req | ratio (goal) | CPU vs bare (at most) |${peers ? ' OpenClaw req/s | CPU µs/req | hookgate ÷ OpenClaw |' : ''}`,
-  `|---|---|---|---|---|---|---|---|---|${peers ? '---|---|---|' : ''}`,
+  `| Row | conn. | hookgate req/s | p50 / p99 | CPU µs/req | bare req/s | bare CPU µs/req | ratio (goal) | CPU vs bare (at most) | steal |${peers ? ' OpenClaw req/s | CPU µs/req | hookgate ÷ OpenClaw |' : ''}`,
+  `|---|---|---|---|---|---|---|---|---|---|${peers ? '---|---|---|' : ''}`,
 ];
 for (const r of result.rows) {
   const goal = r.goal ? ` (${r.goal})` : '';
@@ -51,11 +52,11 @@ for (const r of result.rows) {
       ? ' | | |'
       : '';
   lines.push(
-    `| ${r.scenario} | ${r.connections} | ${n(r.hookgate.reqPerSec)} | ${ms(r.hookgate)} | ${r.hookgate.cpuUsPerReq} | ${n(r.bare.reqPerSec)} | ${r.bare.cpuUsPerReq} | ${r.ratio.toFixed(2)}${goal} | ${r.cpuRatio.toFixed(2)}${cpuGoal} |${peer}`,
+    `| ${r.scenario} | ${r.connections} | ${n(r.hookgate.reqPerSec)} | ${ms(r.hookgate)} | ${r.hookgate.cpuUsPerReq} | ${n(r.bare.reqPerSec)} | ${r.bare.cpuUsPerReq} | ${r.ratio.toFixed(2)}${goal} | ${r.cpuRatio.toFixed(2)}${cpuGoal} | ${r.stealPct === undefined ? '' : `${r.stealPct}%`} |${peer}`,
   );
   for (const v of r.variants ?? [])
     lines.push(
-      `| … ${v.gateway} | ${r.connections} | ${n(v.reqPerSec)} | ${ms(v)} | ${v.cpuUsPerReq} | | | ${v.ofHookgate.toFixed(2)} of the row above | ${v.cpuOfHookgate.toFixed(2)}x the row above |${peers ? ' | | |' : ''}`,
+      `| … ${v.gateway} | ${r.connections} | ${n(v.reqPerSec)} | ${ms(v)} | ${v.cpuUsPerReq} | | | ${v.ofHookgate.toFixed(2)} of the row above | ${v.cpuOfHookgate.toFixed(2)}x the row above | |${peers ? ' | | |' : ''}`,
     );
 }
 const m = result.memory;
