@@ -40,8 +40,7 @@ export class CommitRounds {
     this.#scheduled = true;
     // setImmediate rather than a microtask: lines appended from promise continuations of the same
     // turn still join the round.
-    const wait =
-      this.#lastRoundLines <= LONE_ROUND_LINES ? 0 : this.#lastRound + ROUND_GAP_MS - performance.now();
+    const wait = this.#lastRoundLines <= LONE_ROUND_LINES ? 0 : this.#lastRound + ROUND_GAP_MS - performance.now();
     if (wait <= 0) setImmediate(this.#run);
     else setTimeout(this.#run, wait);
   }
