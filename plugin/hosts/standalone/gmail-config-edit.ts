@@ -2,21 +2,18 @@
 // hooks.enabled, edited into the JSON5 text so that the file's comments, layout and every other key stay.
 import { isDeepStrictEqual } from 'node:util';
 import JSON5 from 'json5';
-import { ConfigError } from '../../host-kit.ts';
+import { ConfigError, type GmailSettings } from '../../host-kit.ts';
 import { appendItem, deleteProperty, Json5EditError, setProperty, type Json } from './json5-edit.ts';
 
 /** The hooks.gmail keys setup decides (they follow the command line on every run). */
-export interface GmailSetupKeys {
-  account: string;
-  project: string;
-  topic: string;
-  subscription: string;
-  mode: 'pull' | 'push';
-  label: string;
+export type GmailSetupKeys = Pick<
+  GmailSettings,
+  'account' | 'project' | 'topic' | 'subscription' | 'mode' | 'label'
+> & {
   pushEndpoint?: string;
   /** Push mode: the service account the push's OIDC token is signed as (the watcher checks its email). */
   pushServiceAccount?: string;
-}
+};
 
 type JsonObject = { [key: string]: Json };
 
