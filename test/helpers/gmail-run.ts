@@ -1,15 +1,11 @@
 // Helpers for the Gmail watcher tests: a scriptable proxy in front of the real gateway's gmail hook
 // (records every batch and the gateway's answer, can answer 500 or 413 itself, or hold answers), and
 // a `hookgate webhooks gmail run` process.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli.ts')];
+import { SOURCE_CLI, spawnCapturing } from './spawn-gateway.ts';
 
 export interface PostedBatch {
   ids: string[];
@@ -111,24 +107,17 @@ export interface RunProcess {
 
 /** `hookgate webhooks gmail <args>` as a process of its own (env: HOOKGATE_GOOGLE_API_ROOT set by the caller). */
 export function spawnGmail(args: string[]): RunProcess {
-  const child = spawn(process.execPath, [...CLI, 'webhooks', 'gmail', ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const { child, output, exited } = spawnCapturing(process.execPath, [...SOURCE_CLI, 'webhooks', 'gmail', ...args]);
   return {
     child,
-    output: () => out,
+    output,
     async waitFor(re, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const m = re.exec(out);
+        const m = re.exec(output());
         if (m) return m;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${re} in:\n${out}`);
-        if (child.exitCode !== null) throw new Error(`exited (${child.exitCode}) before ${re}:\n${out}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${re} in:\n${output()}`);
+        if (child.exitCode !== null) throw new Error(`exited (${child.exitCode}) before ${re}:\n${output()}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     },
@@ -141,19 +130,14 @@ export function spawnGmail(args: string[]): RunProcess {
 
 /** Runs `hookgate <args>` to its end. */
 export async function runCli(args: string[]): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  return { code, out };
+  const { output, exited } = spawnCapturing(process.execPath, [...SOURCE_CLI, ...args]);
+  const code = await exited;
+  return { code, out: output() };
 }
 
 /** Runs `hookgate webhooks gmail <args>` to its end. */
 export async function runGmail(args: string[]): Promise<{ code: number | null; out: string }> {
-  const p = spawnGmail(args);
-  const code = await new Promise<number | null>((resolve) => p.child.once('exit', (c) => resolve(c)));
-  return { code, out: p.output() };
+  return runCli(['webhooks', 'gmail', ...args]);
 }
 
 export async function writeJson(file: string, value: unknown): Promise<void> {

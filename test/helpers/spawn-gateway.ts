@@ -7,7 +7,7 @@ import { tempDir } from './temp-dir.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The CLI from source, through tsx; the build test passes the compiled one instead. */
-const SOURCE_CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli.ts')];
+export const SOURCE_CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli.ts')];
 
 export const HOOK_TOKEN = 'spawned-hook-token-0123456789';
 export const GATEWAY_TOKEN = 'spawned-gateway-token-0123456789';
@@ -54,18 +54,11 @@ export async function spawnGateway(
   const configPath = path.join(stateDir, 'gateway.json5');
   const command = [process.execPath, ...cli, 'gateway', '--state-dir', stateDir, '--port', '0', ...args];
   if (openFiles !== undefined) command.unshift('prlimit', `--nofile=${openFiles}:${openFiles}`, '--');
-  const child = spawn(command[0]!, command.slice(1), {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const { child, output, exited } = spawnCapturing(command[0]!, command.slice(1));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output()}`)), 20_000);
     const onData = (): void => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
+      const m = /listening on (http:\/\/\S+)/.exec(output());
       if (m) {
         clearTimeout(timer);
         child.stdout!.off('data', onData);
@@ -75,7 +68,7 @@ export async function spawnGateway(
     child.stdout!.on('data', onData);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`gateway exited with ${code} before listening:\n${out}`));
+      reject(new Error(`gateway exited with ${code} before listening:\n${output()}`));
     });
   });
   return {
@@ -83,7 +76,7 @@ export async function spawnGateway(
     child,
     stateDir,
     configPath,
-    output: () => out,
+    output,
     async admin(p) {
       const res = await fetch(url + p, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
       const body = await res.json();
@@ -103,6 +96,19 @@ export async function spawnGateway(
       return exited;
     },
   };
+}
+
+/** A child process from the repo's root whose stdout and stderr are gathered into one text. */
+export function spawnCapturing(
+  command: string,
+  args: string[],
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
 }
 
 /** Polls until `check` returns a truthy value. */
