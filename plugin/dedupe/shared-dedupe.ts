@@ -119,6 +119,11 @@ export class SharedDedupe {
     private readonly redis: SharedRedis,
     logger: Logger,
   ) {
+    // Loaded whenever the connection is (re)made: a claim or answer sent while Redis hangs must not
+    // meet NOSCRIPT when Redis wakes, as its sender no longer waits to send the script's source.
+    redis.onReady(async () => {
+      for (const lua of [CLAIM, RENEW, FINISH]) await redis.commands.script('LOAD', lua.source);
+    });
     this.#unreadable = new LimitedWarning(
       logger,
       'a dedupe record on Redis is unreadable; requests with its key are refused until it expires or is deleted',
@@ -180,14 +185,15 @@ export class SharedDedupe {
     // Not awaited: the answer goes out meanwhile; a waiting instance sees it once it is stored.
     const finish = (answer: string, at: number): void => {
       clearInterval(renewal);
-      this.redis
-        .script(FINISH, [id, index], [pending, answer, limits.windowMs, at, limits.maxKeys])
-        .catch(() => {});
+      this.redis.script(FINISH, [id, index], [pending, answer, limits.windowMs, at, limits.maxKeys]).catch(() => {});
     };
     const bodyHash = pending.slice(pending.indexOf(':') + 1);
     return {
       settle: ({ at, status, body }) =>
-        finish(JSON.stringify({ at, status, ...(body === undefined ? {} : { body }), ...(bodyHash ? { bodyHash } : {}) }), at),
+        finish(
+          JSON.stringify({ at, status, ...(body === undefined ? {} : { body }), ...(bodyHash ? { bodyHash } : {}) }),
+          at,
+        ),
       release: () => finish('', 0),
     };
   }

@@ -163,7 +163,11 @@ test('a full store: a scope under its share takes room from the largest scope, n
 test("expired keys of a quiet scope make room before a flooding scope's own fresh keys go", () => {
   let now = 1_000_000;
   const log = lines();
-  const keys = new DedupeKeys(() => ({ windowMs: 10_000, maxKeys: 10 }), log, () => now);
+  const keys = new DedupeKeys(
+    () => ({ windowMs: 10_000, maxKeys: 10 }),
+    log,
+    () => now,
+  );
   for (let i = 0; i < 8; i++) keys.claim('wake', `old${i}`).settle(record(`old${i}`, now));
   now += 20_000;
   for (let i = 0; i < 10; i++) keys.claim('agent', `new${i}`).settle(record(`new${i}`, now, 'agent'));
@@ -192,7 +196,10 @@ test('restore keeps the hash: a restarted store still refuses another body', () 
   const keys = new DedupeKeys(() => ({ windowMs: 60_000, maxKeys: 10 }), quiet);
   const a = bodyHashOf(Buffer.from('first'));
   const b = bodyHashOf(Buffer.from('second'));
-  keys.restore([{ ...record('k', Date.now()), bodyHash: a.hex }, { ...record('odd', Date.now()), bodyHash: 'nothex' }]);
+  keys.restore([
+    { ...record('k', Date.now()), bodyHash: a.hex },
+    { ...record('odd', Date.now()), bodyHash: 'nothex' },
+  ]);
   assert.ok('answer' in keys.seen('wake', 'k', a)!);
   assert.deepEqual(keys.seen('wake', 'k', b), { reused: true });
   assert.ok('answer' in keys.seen('wake', 'odd', b)!, 'an unreadable hash is no hash');

@@ -155,7 +155,9 @@ test('dedupe: a released claim records nothing, and the waiting instance takes t
   const got = await second;
   assert.ok(got && 'claim' in got, 'the retry is processed');
   got.claim.settle({ at: 1, status: 204 });
-  assert.deepEqual(await a.dedupe.claim('wake', 'delivery-2', undefined, limits(60_000)), { answer: { at: 1, status: 204 } });
+  assert.deepEqual(await a.dedupe.claim('wake', 'delivery-2', undefined, limits(60_000)), {
+    answer: { at: 1, status: 204 },
+  });
 });
 
 test('dedupe: the answer expires with the window', async () => {
@@ -224,7 +226,7 @@ test('a claim is a short lease, renewed while its request is in flight; a dead h
   taken.claim.release();
 });
 
-test("another body under a key: refused across instances, whether the first is done or in flight", async () => {
+test('another body under a key: refused across instances, whether the first is done or in flight', async () => {
   const a = await instance('unit-reuse:');
   const b = await instance('unit-reuse:');
   const one = bodyHashOf(Buffer.from('{"n":1}'));
@@ -244,7 +246,10 @@ test("another body under a key: refused across instances, whether the first is d
 test('on Redis each scope holds at most maxKeys answers: a flood drops its own oldest, not others', async () => {
   const a = await instance('unit-bound:');
   const small = { windowMs: 60_000, maxKeys: 5 };
-  for (const [scope, n] of [['agent', 2], ['mapping:flood', 40]] as const) {
+  for (const [scope, n] of [
+    ['agent', 2],
+    ['mapping:flood', 40],
+  ] as const) {
     for (let i = 0; i < n; i++) {
       const got = await a.dedupe.claim(scope, `k${i}`, undefined, small);
       assert.ok(got && 'claim' in got);
