@@ -103,17 +103,19 @@ export class SharedRedis {
    * Runs a Lua script by its digest, sending it once per server (after a restart, again). A timeout
    * marks shared state down (the script may still run once Redis wakes).
    */
-  async script(lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
-    try {
-      try {
-        return await this.commands.evalsha(lua.sha, keys.length, ...keys, ...args);
-      } catch (err) {
-        if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
-        return await this.commands.eval(lua.source, keys.length, ...keys, ...args);
-      }
-    } catch (err) {
+  script(lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+    return this.#evalScript(lua, keys, args).catch((err: unknown) => {
       if ((err as Error).message === TIMED_OUT) this.#down();
       throw err;
+    });
+  }
+
+  async #evalScript(lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.commands.evalsha(lua.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
+      return this.commands.eval(lua.source, keys.length, ...keys, ...args);
     }
   }
 
