@@ -209,10 +209,11 @@ test('a claim is a short lease, renewed while its request is in flight; a dead h
   assert.ok(held && 'claim' in held);
   const ttls: number[] = [await a.shared.commands.pttl(id)];
   assert.ok(ttls[0]! > 0 && ttls[0]! <= 3000, `lease of ${ttls[0]} ms`);
-  // Renewed: the expiry goes up again while the request runs.
+  // Renewed: the expiry goes up again while the request runs (it would lapse within the lease).
   for (;;) {
     const ttl = await a.shared.commands.pttl(id);
     if (ttl > ttls.at(-1)!) break;
+    assert.ok(ttl > 0, `the claim lapsed unrenewed (${ttls.join(', ')})`);
     ttls.push(ttl);
     await new Promise((r) => setTimeout(r, 50));
   }
