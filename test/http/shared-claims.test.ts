@@ -3,7 +3,7 @@
 // at the other instance, no long wait), a stopped Redis (SIGSTOP) is marked down at its first
 // timeout and requests go on locally, a planted claim without expiry is taken over, a planted
 // unreadable answer is refused cleanly and logged without key or value, another body under a key
-// is refused across instances.
+// is refused across instances, a claim held past the wait is a 409 at the other instance.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
@@ -144,6 +144,28 @@ test('another body under a key already used at another instance is 422 there; th
     assertError(await post(b.url, '/hooks/wake', { text: 'v2' }, key('reuse-1')), 422, 'idempotency_key_reused');
     assert.equal((await post(b.url, '/hooks/wake', { text: 'v1' }, key('reuse-1'))).body.duplicate, true);
     assert.equal(a.rec.events.length + b.rec.events.length, 1);
+  } finally {
+    await closeAll(a, b);
+  }
+});
+
+test('a first request held in flight at one instance past the wait: the retry at the other is 409 with Retry-After, never a second run', async () => {
+  let accept: () => void = () => {};
+  const held = new Promise<void>((resolve) => (accept = resolve));
+  const hooks = { sharedState: { redis: redis.url, keyPrefix: 'busy:' } };
+  const a = await startTestGateway({ hooks, runUpdate: (r) => (r.status === 'queued' ? held : undefined) });
+  const b = await startTestGateway({ hooks });
+  try {
+    const first = post(a.url, '/hooks/agent', { message: 'slow', deliver: false }, key('busy-1'));
+    await waitUntil(() => a.rec.runUpdates.length === 1, 'the first request in flight at a');
+    const retry = await post(b.url, '/hooks/agent', { message: 'slow', deliver: false }, key('busy-1'));
+    assertError(retry, 409, 'idempotency_key_in_flight');
+    assert.equal(retry.headers?.get('retry-after'), '5');
+    accept();
+    assert.equal((await first).status, 202);
+    const later = await post(b.url, '/hooks/agent', { message: 'slow', deliver: false }, key('busy-1'));
+    assert.equal(later.body.duplicate, true);
+    assert.equal(b.rec.runUpdates.length, 0, 'nothing run at b');
   } finally {
     await closeAll(a, b);
   }
