@@ -20,6 +20,8 @@ export type ErrorCode =
   | 'signature_invalid'
   | 'signature_expired'
   | 'invalid_idempotency_key'
+  | 'idempotency_key_reused'
+  | 'idempotency_key_in_flight'
   | 'too_many_items'
   | 'overloaded'
   | 'bad_request'
@@ -119,6 +121,19 @@ export const refuse = {
   signatureInvalid: (): HookError => SIGNATURE_INVALID,
   invalidIdempotencyKey: (): HookError =>
     new HookError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 256 printable ASCII characters'),
+  idempotencyKeyReused: (): HookError =>
+    new HookError(
+      422,
+      'idempotency_key_reused',
+      'this idempotency key was already used with another body; send a new key for a new request',
+    ),
+  idempotencyKeyInFlight: (): HookError =>
+    new HookError(
+      409,
+      'idempotency_key_in_flight',
+      'the first request with this idempotency key is still being handled by another instance; retry later',
+      RETRY_SOON,
+    ),
   tooManyItems: (max: number): HookError =>
     new HookError(400, 'too_many_items', `the payload has more than ${max} items to act on`),
   signatureExpired: (): HookError => SIGNATURE_EXPIRED,

@@ -58,6 +58,8 @@ export interface IdempotencyRecord {
   at: number;
   status: number;
   body?: Record<string, unknown>;
+  /** The first 64 bits of the request body's SHA-256 (16 hex digits): a key sent again with another body is refused. */
+  bodyHash?: string;
 }
 
 export interface SystemEventMeta {

@@ -75,7 +75,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   });
   const refusals = new RefusalLog(host.logger);
   const bodies = new BodyReceiver();
-  const dedupe = new DedupeKeys(() => current.dedupe);
+  const dedupe = new DedupeKeys(() => current.dedupe, host.logger);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
   // Lockouts and dedupe keys shared with other instances; read at start only.
   const sharedState = current.sharedState;
@@ -86,7 +86,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       metrics.sharedStateUp(up),
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, host.logger) : limiter;
-  const sharedDedupe = shared && new SharedDedupe(shared);
+  const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
   await shared?.connect();
   const delivery = new OnceDelivery({
     dedupe,

@@ -21,7 +21,11 @@ export class ActionExecutor {
   ) {}
 
   /** Throws the refusal of the first policy that refuses; nothing is done then. */
-  async execute(action: Action, snap: HooksSnapshot, key?: { scope: string; key: string }): Promise<ExecutedOutcome> {
+  async execute(
+    action: Action,
+    snap: HooksSnapshot,
+    key?: { scope: string; key: string; bodyHash?: string },
+  ): Promise<ExecutedOutcome> {
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
     const { jobs, outcome } = prepareAction(action, snap, this.host);
     const record: IdempotencyRecord | undefined = key && {
@@ -30,6 +34,7 @@ export class ActionExecutor {
       at: Date.now(),
       status: outcome.status,
       ...(outcome.body ? { body: outcome.body } : {}),
+      ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
     };
     for (const wake of action.wakes) await runWake(wake, this.host, record);
     if (jobs.length) await this.runs.submit(jobs, record);

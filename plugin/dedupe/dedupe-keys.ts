@@ -1,15 +1,20 @@
-// The keys seen within hooks.dedupe.windowSeconds, at most maxKeys of them (the oldest go first),
-// each with the answer its first request got; and the requests under way, so that a duplicate that
-// arrives while the first is in flight waits for its answer instead of acting again.
+// The keys seen within hooks.dedupe.windowSeconds, each with the answer its first request got and
+// the hash of its body; and the requests under way, so that a duplicate that arrives while the first
+// is in flight waits for its answer instead of acting again. At most maxKeys are kept, shared fairly
+// between scopes (wake, agent, each mapping): when the store is full, a scope holding more than its
+// share (maxKeys ÷ the scopes holding keys) loses its own oldest key, else the largest scope does;
+// so one sender flooding fresh keys never pushes out another's keys within their share.
 import type { Outcome } from '../actions/action.ts';
-import type { IdempotencyRecord } from '../host.ts';
+import type { IdempotencyRecord, Logger } from '../host.ts';
+import { otherBody, parseBodyHash, type BodyHash } from './body-hash.ts';
+import { LimitedWarning } from './limited-warning.ts';
 
 export interface DedupeLimits {
   windowMs: number;
   maxKeys: number;
 }
 
-/** What is kept of a key in memory: when, and what its first request was answered. */
+/** What a key's first request was answered, and when. */
 export interface FirstAnswer {
   at: number;
   status: number;
@@ -24,8 +29,16 @@ export interface Claim {
   release(failure: unknown): void;
 }
 
-/** What a duplicate gets: the first answer, now or once the first request has one. */
-export type Seen = { answer: FirstAnswer } | { pending: Promise<FirstAnswer> };
+/**
+ * What a repeated key gets: the first answer, now or once the first request has one; or `reused`
+ * when its first request had another body.
+ */
+export type Seen = { answer: FirstAnswer } | { pending: Promise<FirstAnswer> } | { reused: true };
+
+const REUSED: Seen = Object.freeze({ reused: true as const });
+
+/** All scopes' expired keys are looked for at most this often (each scope's own at every add). */
+const SWEEP_MS = 1000;
 
 /** A request under way; the promise is made only if a duplicate comes to wait for it. */
 class InFlight implements Claim {
@@ -33,7 +46,18 @@ class InFlight implements Claim {
   #resolve: ((a: FirstAnswer) => void) | undefined;
   #reject: ((err: unknown) => void) | undefined;
 
-  constructor(private readonly done: (answer: FirstAnswer | undefined) => void) {}
+  constructor(
+    readonly hash: BodyHash | undefined,
+    private readonly done: (answer: FirstAnswer | undefined) => void,
+  ) {}
+
+  get hi(): number | undefined {
+    return this.hash?.hi;
+  }
+
+  get lo(): number | undefined {
+    return this.hash?.lo;
+  }
 
   wait(): Promise<FirstAnswer> {
     this.#promise ??= new Promise((resolve, reject) => {
@@ -55,61 +79,118 @@ class InFlight implements Claim {
 }
 
 /**
- * A key with its first answer, as kept: one small object per key. Keys live in a map per scope, so
- * the key is the sender's own string (a scoped copy would be a second string per key).
+ * A key with its first answer, as kept: one small object per key, the body's hash inline as two
+ * small integers (undefined for a key kept without one). Keys live in a map per scope, so the key
+ * is the sender's own string (a scoped copy would be a second string per key).
  */
 class Kept implements FirstAnswer {
+  readonly hi: number | undefined;
+  readonly lo: number | undefined;
+
   constructor(
-    readonly scope: string,
     readonly key: string,
     readonly at: number,
     readonly status: number,
     readonly body: Record<string, unknown> | undefined,
-  ) {}
+    hash: BodyHash | undefined,
+  ) {
+    this.hi = hash?.hi;
+    this.lo = hash?.lo;
+  }
+}
+
+/** One scope's keys, and the order they were added in (oldest first). */
+class ScopeKeys {
+  readonly byKey = new Map<string, Kept>();
+  /** A head index instead of shift() keeps taking the oldest O(1); replaced keys leave stale places. */
+  #order: Kept[] = [];
+  #head = 0;
+
+  constructor(readonly name: string) {}
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  add(kept: Kept): void {
+    this.byKey.set(kept.key, kept);
+    this.#order.push(kept);
+  }
+
+  /** The oldest key still kept. */
+  oldest(): Kept | undefined {
+    while (this.#head < this.#order.length) {
+      const kept = this.#order[this.#head]!;
+      if (this.byKey.get(kept.key) === kept) return kept;
+      this.#head++;
+    }
+    return undefined;
+  }
+
+  removeOldest(): Kept {
+    const kept = this.oldest()!;
+    this.byKey.delete(kept.key);
+    this.#head++;
+    // Places before the head are dropped once they are a quarter of the array.
+    if (this.#head > 1024 && this.#head * 4 > this.#order.length) {
+      this.#order = this.#order.slice(this.#head);
+      this.#head = 0;
+    }
+    return kept;
+  }
 }
 
 export class DedupeKeys {
-  /** Per scope, the keys with their first answers. */
-  readonly #scopes = new Map<string, Map<string, Kept>>();
+  readonly #scopes = new Map<string, ScopeKeys>();
   #size = 0;
-  /** Keys in the order they were added, oldest first (answers carry `at` = now, or are restored oldest first); a head index instead of shift() keeps removal O(1). */
-  #order: Kept[] = [];
-  #head = 0;
+  #sweptAt = 0;
   /** Requests under way, per scope and key. */
   readonly #inFlight = new Map<string, Map<string, InFlight>>();
+  readonly #earlyEvictions: LimitedWarning;
 
   constructor(
     private readonly limits: () => DedupeLimits,
+    logger: Logger,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.#earlyEvictions = new LimitedWarning(
+      logger,
+      'dedupe keys evicted before their window ended: the scope holds more fresh keys than its share of hooks.dedupe.maxKeys',
+      now,
+    );
+  }
 
   get size(): number {
     return this.#size;
   }
 
-  /** The first answer for this key, or its pending request; undefined when the key is new. */
-  seen(scope: string, key: string): Seen | undefined {
+  /**
+   * The first answer for this key, or its pending request; `reused` when that request's body had
+   * another hash than `hash`; undefined when the key is new.
+   */
+  seen(scope: string, key: string, hash?: BodyHash): Seen | undefined {
     const flight = this.#inFlight.get(scope)?.get(key);
-    if (flight) return { pending: flight.wait() };
+    if (flight) return otherBody(flight, hash) ? REUSED : { pending: flight.wait() };
     const keys = this.#scopes.get(scope);
-    const answer = keys?.get(key);
-    if (!answer) return undefined;
-    if (answer.at <= this.now() - this.limits().windowMs) {
-      keys!.delete(key);
+    const kept = keys?.byKey.get(key);
+    if (!kept) return undefined;
+    if (kept.at <= this.now() - this.limits().windowMs) {
+      keys!.byKey.delete(key);
       this.#size--;
+      if (keys!.size === 0) this.#scopes.delete(scope);
       return undefined;
     }
-    return { answer };
+    return otherBody(kept, hash) ? REUSED : { answer: kept };
   }
 
   /** Marks the key as under way; duplicates wait on it. Call only after seen() said it is new. */
-  claim(scope: string, key: string): Claim {
+  claim(scope: string, key: string, hash?: BodyHash): Claim {
     let flights = this.#inFlight.get(scope);
     if (!flights) this.#inFlight.set(scope, (flights = new Map()));
-    const flight = new InFlight((answer) => {
+    const flight = new InFlight(hash, (answer) => {
       flights.delete(key);
       if (flights.size === 0) this.#inFlight.delete(scope);
-      if (answer) this.#add(scope, key, answer);
+      if (answer) this.#add(scope, key, answer, hash);
     });
     flights.set(key, flight);
     return flight;
@@ -119,44 +200,54 @@ export class DedupeKeys {
   restore(records: Iterable<IdempotencyRecord>): void {
     const oldest = this.now() - this.limits().windowMs;
     for (const r of records) {
-      if (r.at > oldest) this.#add(r.scope, r.key, r);
+      if (r.at > oldest) this.#add(r.scope, r.key, r, parseBodyHash(r.bodyHash));
     }
   }
 
-  #add(scope: string, key: string, answer: FirstAnswer): void {
+  #add(scope: string, key: string, answer: FirstAnswer, hash: BodyHash | undefined): void {
     let keys = this.#scopes.get(scope);
-    if (!keys) this.#scopes.set(scope, (keys = new Map()));
-    const kept = new Kept(scope, key, answer.at, answer.status, answer.body);
-    // Added again: the new entry takes a new place in the order (the old place is skipped as stale).
-    if (keys.delete(key)) this.#size--;
-    keys.set(key, kept);
+    if (!keys) this.#scopes.set(scope, (keys = new ScopeKeys(scope)));
+    // Added again: the new entry takes a new place in the order (the old place goes stale).
+    if (keys.byKey.has(key)) this.#size--;
+    keys.add(new Kept(key, answer.at, answer.status, answer.body, hash));
     this.#size++;
-    this.#order.push(kept);
-    this.#evict();
+    this.#makeRoom(keys);
   }
 
-  /** Oldest first: past maxKeys, or past the window. */
-  #evict(): void {
+  /** Expired keys go; past maxKeys, one key at a time from the scope #victim() picks. */
+  #makeRoom(adding: ScopeKeys): void {
     const { maxKeys, windowMs } = this.limits();
-    const oldest = this.now() - windowMs;
-    while (this.#head < this.#order.length) {
-      const kept = this.#order[this.#head]!;
-      const keys = this.#scopes.get(kept.scope);
-      // A key removed, or added again since, has a newer place in the order: this one is stale.
-      const live = keys?.get(kept.key) === kept;
-      if (live && this.#size <= maxKeys && kept.at > oldest) break;
-      if (live) {
-        keys!.delete(kept.key);
-        this.#size--;
-        if (keys!.size === 0) this.#scopes.delete(kept.scope);
-      }
-      this.#head++;
+    const now = this.now();
+    const oldest = now - windowMs;
+    this.#dropExpired(adding, oldest);
+    if (this.#size <= maxKeys) return;
+    if (now - this.#sweptAt >= SWEEP_MS) {
+      this.#sweptAt = now;
+      for (const keys of this.#scopes.values()) this.#dropExpired(keys, oldest);
     }
-    // Entries before the head are dropped once they are a quarter of the array.
-    if (this.#head > 1024 && this.#head * 4 > this.#order.length) {
-      this.#order = this.#order.slice(this.#head);
-      this.#head = 0;
+    while (this.#size > maxKeys) {
+      const victim = this.#victim(adding, maxKeys);
+      const gone = victim.removeOldest();
+      this.#size--;
+      if (victim.size === 0) this.#scopes.delete(victim.name);
+      if (gone.at > oldest) this.#earlyEvictions.note(victim.name, { scope: victim.name, kept: victim.size });
     }
+  }
+
+  /** The scope that adds, when it holds more than its share; else the one holding the most. */
+  #victim(adding: ScopeKeys, maxKeys: number): ScopeKeys {
+    if (adding.size > Math.floor(maxKeys / this.#scopes.size)) return adding;
+    let largest = adding;
+    for (const keys of this.#scopes.values()) if (keys.size > largest.size) largest = keys;
+    return largest;
+  }
+
+  #dropExpired(keys: ScopeKeys, oldest: number): void {
+    for (let kept = keys.oldest(); kept && kept.at <= oldest; kept = keys.oldest()) {
+      keys.removeOldest();
+      this.#size--;
+    }
+    if (keys.size === 0) this.#scopes.delete(keys.name);
   }
 }
 

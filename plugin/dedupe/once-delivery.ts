@@ -2,6 +2,7 @@
 // the first request has one), a new key is claimed while its action is built and carried out, and a
 // forEach whose key reads the item delivers each item once. Without a key a request simply acts.
 import type { IncomingHttpHeaders } from 'node:http';
+import { refuse } from '../errors.ts';
 import type { Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import type { Action, Outcome } from '../actions/action.ts';
@@ -18,6 +19,7 @@ import type { TransformRunner } from '../mappings/transform-runner.ts';
 import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from './dedupe-keys.ts';
 import type { SharedDedupe } from './shared-dedupe.ts';
 import { derivedKey, idempotencyKeyHeader } from './idempotency.ts';
+import { bodyHashOf, type BodyHash } from './body-hash.ts';
 
 type DeliveryKind = 'wake' | 'agent' | 'mapped';
 
@@ -84,51 +86,75 @@ export class OnceDelivery {
   /**
    * The first answer for a key seen before (here, or on another instance), else the key claimed: a
    * local claim that other requests here wait on, and the key across instances when Redis answers.
+   * Throws 422 when the key's first request had another body (`hash`: none for a forEach item's
+   * key, whose requests differ by design), 409 when another instance holds it past the wait.
    */
-  async #acquire(scope: string, key: string, snap: HooksSnapshot): Promise<{ answer: FirstAnswer } | { claim: Claim }> {
+  async #acquire(
+    scope: string,
+    key: string,
+    hash: BodyHash | undefined,
+    snap: HooksSnapshot,
+  ): Promise<{ answer: FirstAnswer } | { claim: Claim }> {
     const { dedupe, shared } = this.parts;
-    const seen = dedupe.seen(scope, key);
-    if (seen) return { answer: 'answer' in seen ? seen.answer : await seen.pending };
-    const local = dedupe.claim(scope, key);
+    const seen = dedupe.seen(scope, key, hash);
+    if (seen) {
+      if ('reused' in seen) throw refuse.idempotencyKeyReused();
+      return { answer: 'answer' in seen ? seen.answer : await seen.pending };
+    }
+    const local = dedupe.claim(scope, key, hash);
     if (!shared) return { claim: local };
-    const across = await shared.claim(scope, key, snap.dedupe.windowMs);
+    const across = await shared.claim(scope, key, hash, snap.dedupe);
     if (!across) return { claim: local };
     if ('answer' in across) {
       local.settle(across.answer);
       return across;
     }
-    return {
-      claim: {
-        settle(answer) {
-          local.settle(answer);
-          across.claim.settle(answer);
+    if ('claim' in across) {
+      return {
+        claim: {
+          settle(answer) {
+            local.settle(answer);
+            across.claim.settle(answer);
+          },
+          release(failure) {
+            local.release(failure);
+            across.claim.release();
+          },
         },
-        release(failure) {
-          local.release(failure);
-          across.claim.release();
-        },
-      },
-    };
+      };
+    }
+    // Requests here waiting on the local claim get the same refusal.
+    const refusal =
+      'reused' in across
+        ? refuse.idempotencyKeyReused()
+        : 'busy' in across
+          ? refuse.idempotencyKeyInFlight()
+          : refuse.internal('the shared record of this idempotency key is unreadable; the request was not processed');
+    local.release(refusal);
+    throw refusal;
   }
 
   /**
    * The delivery acts once per key: a key seen before gets the first answer (once the first request
-   * has one), a new one is claimed while its action runs. Without a key it simply acts.
+   * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
+   * the raw body, whose hash is kept beside the key.
    */
   async deliver(
     { kind, headers, endpoint, mapping, mapped, payload }: Delivery,
     snap: HooksSnapshot,
+    body: Buffer,
   ): Promise<Delivered> {
     // A forEach whose key reads the item: each item is a delivery of its own.
     if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.#eachItemOnce(mapping, mapped!, payload, snap);
     const key = deliveryKey(kind, headers, mapping, mapped, payload);
-    const acquired = key && (await this.#acquire(key.scope, key.key, snap));
+    const hash = key && bodyHashOf(body);
+    const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
     if (acquired && 'answer' in acquired) return { ...duplicateOf(acquired.answer), duplicate: true, key: key.key };
     const claim = acquired ? acquired.claim : undefined;
     try {
       const action =
         endpoint ?? (await buildMappedAction(mapping!, payload, mapped!, this.parts.transforms, this.parts.logger));
-      const outcome = await this.parts.executor.execute(action, snap, key);
+      const outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex });
       claim?.settle(outcome.record!);
       return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
     } catch (err) {
@@ -156,7 +182,7 @@ export class OnceDelivery {
     const items = forEachItems(mapping, payload)!;
     for (const item of items) {
       const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
-      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, snap);
+      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, undefined, snap);
       let body: Record<string, unknown> | undefined;
       if (acquired && 'answer' in acquired) {
         duplicates++;

@@ -113,7 +113,7 @@ export class HookLifecycle {
       if (verifier) this.checkFresh(request, verifier, payload, snap);
       const delivery = deliveryOf(target, payload, { headers: req.headers, name, query, bodyBytes: body.length }, snap);
       if (delivery.mapping) trace.mapping = delivery.mapping.id;
-      const outcome = await this.parts.delivery.deliver(delivery, snap);
+      const outcome = await this.parts.delivery.deliver(delivery, snap, body);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
       answers.send(res, outcome.status, outcome.body, request.id, trace.duplicate ? DUPLICATE : undefined);

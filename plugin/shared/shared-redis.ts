@@ -1,7 +1,10 @@
 // The plugin's connection to Redis for state shared by several instances (hooks.sharedState): one
 // connection for commands, one for pub/sub. Requests never wait for a connection: while Redis is
 // unreachable commands fail at once (no offline queue), callers fall back to local state, one
-// warning is logged per outage, and the client reconnects with a backoff on its own.
+// warning is logged per outage, and the client reconnects with a backoff on its own. A Redis that
+// hangs rather than refuses (a long command, a stopped process) counts as down from its first
+// command timeout: callers then stop sending it requests' commands until a PING answers again.
+import { setTimeout as delay } from 'node:timers/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../host.ts';
 import type { SharedStateConfig } from '../config/snapshot.ts';
@@ -11,6 +14,10 @@ import type { Script } from './redis-script.ts';
 const START_WAIT_MS = 1000;
 /** Bound on every command, so a Redis that hangs (rather than refuses) cannot hold a request. */
 const COMMAND_TIMEOUT_MS = 500;
+/** While down on a live connection (Redis hung), a PING is tried this often. */
+const PROBE_MS = 200;
+/** ioredis's message for a command past commandTimeout. */
+const TIMED_OUT = 'Command timed out';
 
 const OPTIONS: RedisOptions = {
   lazyConnect: true,
@@ -35,6 +42,7 @@ export class SharedRedis {
   readonly #endpoint: string;
   #state: 'starting' | 'up' | 'down' = 'starting';
   #closed = false;
+  #probing = false;
   /** Ends the wait at start: up, or found down. */
   #started: (() => void) | undefined;
 
@@ -91,8 +99,18 @@ export class SharedRedis {
     this.#readyTasks.push(task);
   }
 
-  /** Runs a Lua script by its digest, sending it once per server (after a restart, again). */
-  async script(lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+  /**
+   * Runs a Lua script by its digest, sending it once per server (after a restart, again). A timeout
+   * marks shared state down (the script may still run once Redis wakes).
+   */
+  script(lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+    return this.#evalScript(lua, keys, args).catch((err: unknown) => {
+      if ((err as Error).message === TIMED_OUT) this.#down();
+      throw err;
+    });
+  }
+
+  async #evalScript(lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await this.commands.evalsha(lua.sha, keys.length, ...keys, ...args);
     } catch (err) {
@@ -131,5 +149,30 @@ export class SharedRedis {
     this.logger.warn('shared state on Redis unavailable; serving on local state until it is back', {
       redis: this.#endpoint,
     });
+    void this.#probe();
+  }
+
+  /**
+   * A connection that stays open while Redis does not answer brings no 'ready' to end the outage:
+   * a PING does, once Redis answers it within the command timeout. A lost connection is left to the
+   * client's reconnection.
+   */
+  async #probe(): Promise<void> {
+    if (this.#probing) return;
+    this.#probing = true;
+    try {
+      while (!this.#closed && this.#state === 'down') {
+        await delay(PROBE_MS, undefined, { ref: false });
+        if (this.commands.status !== 'ready') continue;
+        try {
+          await this.commands.ping();
+        } catch {
+          continue;
+        }
+        await this.#connected();
+      }
+    } finally {
+      this.#probing = false;
+    }
   }
 }

@@ -32,6 +32,8 @@ export async function startRedis(opts: { password?: string } = {}): Promise<Redi
 
   const start = async (): Promise<void> => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
+    // DEBUG SLEEP stands for a Redis that hangs.
+    args.push('--enable-debug-command', 'local');
     if (opts.password) args.push('--requirepass', opts.password);
     const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;

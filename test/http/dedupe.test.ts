@@ -7,7 +7,7 @@ import { sign as githubSign } from '@octokit/webhooks-methods';
 import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
 import { post, withGateway } from '../helpers/recording-host.ts';
-import { sleep } from '../helpers/common.ts';
+import { assertError, sleep, waitUntil } from '../helpers/common.ts';
 
 const key = (k: string) => ({ headers: { 'idempotency-key': k } });
 
@@ -210,4 +210,95 @@ test("a mapping's dedupe.key template names the key; a blank render means no ded
       assert.equal(gw.rec.events.length, 3);
     },
   );
+});
+
+test('a key sent again with another body is 422 idempotency_key_reused and changes nothing; the same body stays a duplicate', async () => {
+  await withGateway({}, async (gw) => {
+    const first = await post(gw.url, '/hooks/wake', { text: 'deploy 812 done' }, key('reuse-1'));
+    assert.equal(first.status, 200);
+    const other = await post(gw.url, '/hooks/wake', { text: 'deploy 813 done' }, key('reuse-1'));
+    assertError(other, 422, 'idempotency_key_reused', /another body/);
+    assert.equal(other.headers.get('x-hookgate-duplicate'), null);
+    // The raw bytes count: the same object sent with other spacing is another body.
+    const spaced = await post(gw.url, '/hooks/wake', undefined, {
+      ...key('reuse-1'),
+      rawBody: '{ "text": "deploy 812 done" }',
+    });
+    assert.equal(spaced.status, 422);
+    const again = await post(gw.url, '/hooks/wake', { text: 'deploy 812 done' }, key('reuse-1'));
+    assert.deepEqual(again.body, { ok: true, mode: 'now', duplicate: true });
+    assert.deepEqual(
+      gw.rec.events.map((e) => e.text),
+      ['deploy 812 done'],
+    );
+  });
+});
+
+test('while the first request is in flight: another body is refused at once, the same body waits for its answer', async () => {
+  let accept: () => void = () => {};
+  const held = new Promise<void>((resolve) => (accept = resolve));
+  await withGateway({ runUpdate: (r) => (r.status === 'queued' ? held : undefined) }, async (gw) => {
+    const first = post(gw.url, '/hooks/agent', { message: 'summarise 812', deliver: false }, key('flight-1'));
+    await waitUntil(() => gw.rec.runUpdates.length === 1, 'the first request in flight');
+    const other = await post(gw.url, '/hooks/agent', { message: 'summarise 813', deliver: false }, key('flight-1'));
+    assertError(other, 422, 'idempotency_key_reused');
+    const same = post(gw.url, '/hooks/agent', { message: 'summarise 812', deliver: false }, key('flight-1'));
+    accept();
+    const [a, b] = await Promise.all([first, same]);
+    assert.equal(a.status, 202);
+    assert.deepEqual(b.body, { ...a.body, duplicate: true });
+    await gw.finalRuns(1);
+    assert.equal(gw.rec.turns.length, 1);
+  });
+});
+
+test("forEach items keyed by the item are checked per item, not against the request's body", async () => {
+  const mapping = {
+    id: 'alerts',
+    match: { path: 'alerts' },
+    action: 'wake',
+    forEach: 'alerts',
+    textTemplate: 'alert {{item.id}}',
+    dedupe: { key: '{{item.id}}' },
+  };
+  await withGateway({ hooks: { mappings: [mapping] } }, async (gw) => {
+    assert.equal((await post(gw.url, '/hooks/alerts', { alerts: [{ id: 'a1' }, { id: 'a2' }] })).status, 200);
+    // The next batch lists a2 again beside a new alert: a2 is a duplicate item, not a reused key.
+    const next = await post(gw.url, '/hooks/alerts', { alerts: [{ id: 'a2' }, { id: 'a3' }] });
+    assert.equal(next.status, 200);
+    assert.equal(next.body.duplicates, 1);
+    assert.equal(gw.rec.events.length, 3);
+  });
+});
+
+test("one sender flooding fresh keys never evicts another's: an /agent retry after 100 keys of another mapping is still a duplicate", async () => {
+  const FLOOD_SECRET = 'flood-sender-own-bearer-secret-0123';
+  const mapping = {
+    id: 'flood',
+    match: { path: 'flood' },
+    action: 'wake',
+    textTemplate: 'flood',
+    verify: { scheme: 'bearer', secret: FLOOD_SECRET },
+  };
+  await withGateway({ hooks: { mappings: [mapping], dedupe: { maxKeys: 20 } } }, async (gw) => {
+    const run = await post(gw.url, '/hooks/agent', { message: 'real work', deliver: false }, key('real-1'));
+    assert.equal(run.status, 202);
+    for (let i = 0; i < 100; i++) {
+      const r = await post(gw.url, '/hooks/flood', {}, { token: FLOOD_SECRET, ...key(`fresh-${i}`) });
+      assert.equal(r.status, 200);
+    }
+    const retry = await post(gw.url, '/hooks/agent', { message: 'real work', deliver: false }, key('real-1'));
+    assert.equal(retry.status, 202);
+    assert.deepEqual(retry.body, { ...run.body, duplicate: true });
+    await gw.finalRuns(1);
+    assert.equal(gw.rec.runUpdates.filter((u) => u.status === 'queued').length, 1, 'one run');
+    // The flood's own newest keys are kept in the room left; its early evictions are logged once.
+    assert.equal(
+      (await post(gw.url, '/hooks/flood', {}, { token: FLOOD_SECRET, ...key('fresh-99') })).body.duplicate,
+      true,
+    );
+    const warned = gw.rec.logs.filter((l) => l.level === 'warn' && /evicted before their window ended/.test(l.msg));
+    assert.equal(warned.length, 1);
+    assert.equal(warned[0]!.fields?.scope, 'mapping:flood');
+  });
 });

@@ -4,7 +4,7 @@
 // or computed independently, and signed in the tests with node:crypto following their documentation.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
@@ -27,6 +27,8 @@ const stripe = new Stripe('sk_test_unused');
 const hex = (key: string, ...parts: string[]): string =>
   parts.reduce((h, p) => h.update(p), createHmac('sha256', key)).digest('hex');
 const now = (): number => Math.floor(Date.now() / 1000);
+/** A delivery id per body, as senders give each new delivery its own (one id with two bodies is a 422). */
+const deliveryId = (body: string): string => createHash('sha256').update(body).digest('hex').slice(0, 24);
 
 type Headers = Record<string, string>;
 interface Scheme {
@@ -80,9 +82,9 @@ const schemes: Scheme[] = [
     secret: SW_SECRET,
     timestamped: true,
     sign: (body, secret, ts) => ({
-      'webhook-id': 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W',
+      'webhook-id': `msg_${deliveryId(body)}`,
       'webhook-timestamp': String(ts),
-      'webhook-signature': new Webhook(secret).sign('msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', new Date(ts * 1000), body),
+      'webhook-signature': new Webhook(secret).sign(`msg_${deliveryId(body)}`, new Date(ts * 1000), body),
     }),
     malformed: { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1' },
   },
@@ -99,7 +101,7 @@ const schemes: Scheme[] = [
     timestamped: true,
     body: (ts) =>
       JSON.stringify({ action: 'create', type: 'Issue', data: { title: 'Bug' }, webhookTimestamp: ts * 1000 }),
-    sign: (body, secret) => ({ 'linear-signature': hex(secret, body), 'linear-delivery': 'lin-1' }),
+    sign: (body, secret) => ({ 'linear-signature': hex(secret, body), 'linear-delivery': deliveryId(body) }),
     malformed: { 'linear-signature': 'not-hex' },
   },
   {

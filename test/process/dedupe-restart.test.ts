@@ -1,6 +1,6 @@
 // Idempotency keys survive the gateway: a restart between a request and its retry, and a kill -9
 // right after the answer. The key travels in the same line as the event or run acceptance it
-// guards, so after a crash both are on disk or neither is.
+// guards, so after a crash both are on disk or neither is; the body's hash travels with it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HOOK_TOKEN, MAIN, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
@@ -42,8 +42,15 @@ test('a restart between a request and its retry: the retry is still a duplicate,
     const agentAgain = await withKey(gw.url, '/hooks/agent', { message: 'once only', deliver: false }, 'restart-agent');
     assert.equal(agentAgain.status, 202);
     assert.deepEqual(agentAgain.body, { ...agent.body, duplicate: true });
+    // Another body under a kept key is still refused after the restart, and changes nothing.
+    const reused = await withKey(gw.url, '/hooks/wake', { text: 'twice?', mode: 'next-heartbeat' }, 'restart-wake');
+    assert.equal(reused.status, 422);
+    assert.equal(reused.body.code, 'idempotency_key_reused');
+    const reusedRun = await withKey(gw.url, '/hooks/agent', { message: 'twice?', deliver: false }, 'restart-agent');
+    assert.equal(reusedRun.body.code, 'idempotency_key_reused');
     const { entries } = await gw.admin(`/api/sessions/${MAIN}/history`);
     assert.equal(entries.filter((e: any) => e.kind === 'system-event' && e.text === 'once only').length, 1);
+    assert.equal(entries.filter((e: any) => e.text === 'twice?').length, 0);
   } finally {
     await gw.stop();
   }

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { AuthFailureLimiter, type AuthRateLimit } from '../../plugin/auth/limiter.ts';
 import { SharedAuthLimiter } from '../../plugin/auth/shared-limiter.ts';
 import { SharedDedupe } from '../../plugin/dedupe/shared-dedupe.ts';
+import type { DedupeLimits } from '../../plugin/dedupe/dedupe-keys.ts';
+import { bodyHashOf } from '../../plugin/dedupe/body-hash.ts';
 import { SharedRedis } from '../../plugin/shared/shared-redis.ts';
 import type { LogFields, Logger } from '../../plugin/host.ts';
 import { resolveHooksConfig, selectStandaloneConfig, type HooksSettings } from '../../plugin/config/hooks-config.ts';
@@ -48,10 +50,13 @@ async function instance(keyPrefix: string, url = redis.url): Promise<Instance> {
   open.push(shared);
   const local = new AuthFailureLimiter();
   const limiter = new SharedAuthLimiter(local, shared, log);
-  const dedupe = new SharedDedupe(shared);
+  const dedupe = new SharedDedupe(shared, log);
   await shared.connect();
   return { shared, local, limiter, dedupe, log };
 }
+
+/** hooks.dedupe with this window. */
+const limits = (windowMs: number): DedupeLimits => ({ windowMs, maxKeys: 1000 });
 
 const LIMITS: AuthRateLimit = { maxFailures: 4, windowSeconds: 60, lockoutSeconds: 60 };
 
@@ -117,58 +122,147 @@ test('key prefixes keep deployments apart', async () => {
   await waitUntil(() => a.limiter.lockedFor('10.0.0.5') > 0, 'lock on a');
   await sleep(100);
   assert.equal(b.limiter.lockedFor('10.0.0.5'), 0);
-  const inA = await a.dedupe.claim('wake', 'same-key', 60_000);
-  const inB = await b.dedupe.claim('wake', 'same-key', 60_000);
+  const inA = await a.dedupe.claim('wake', 'same-key', undefined, limits(60_000));
+  const inB = await b.dedupe.claim('wake', 'same-key', undefined, limits(60_000));
   assert.ok(inA && 'claim' in inA && inB && 'claim' in inB, 'the same key claimed in each');
 });
 
 test('dedupe: one claim wins; the other waits and gets its first answer', async () => {
   const a = await instance('unit-dedupe:');
   const b = await instance('unit-dedupe:');
-  const first = await a.dedupe.claim('wake', 'delivery-1', 60_000);
+  const first = await a.dedupe.claim('wake', 'delivery-1', undefined, limits(60_000));
   assert.ok(first && 'claim' in first);
-  const second = b.dedupe.claim('wake', 'delivery-1', 60_000);
+  const second = b.dedupe.claim('wake', 'delivery-1', undefined, limits(60_000));
   await sleep(150);
   first.claim.settle({ at: 1234, status: 200, body: { ok: true, mode: 'now' } });
   assert.deepEqual(await second, { answer: { at: 1234, status: 200, body: { ok: true, mode: 'now' } } });
   // Later duplicates get it at once; another scope is another key.
-  assert.deepEqual(await a.dedupe.claim('wake', 'delivery-1', 60_000), {
+  assert.deepEqual(await a.dedupe.claim('wake', 'delivery-1', undefined, limits(60_000)), {
     answer: { at: 1234, status: 200, body: { ok: true, mode: 'now' } },
   });
-  const other = await a.dedupe.claim('agent', 'delivery-1', 60_000);
+  const other = await a.dedupe.claim('agent', 'delivery-1', undefined, limits(60_000));
   assert.ok(other && 'claim' in other);
 });
 
 test('dedupe: a released claim records nothing, and the waiting instance takes the key over', async () => {
   const a = await instance('unit-release:');
   const b = await instance('unit-release:');
-  const first = await a.dedupe.claim('wake', 'delivery-2', 60_000);
+  const first = await a.dedupe.claim('wake', 'delivery-2', undefined, limits(60_000));
   assert.ok(first && 'claim' in first);
-  const second = b.dedupe.claim('wake', 'delivery-2', 60_000);
+  const second = b.dedupe.claim('wake', 'delivery-2', undefined, limits(60_000));
   await sleep(50);
   first.claim.release();
   const got = await second;
   assert.ok(got && 'claim' in got, 'the retry is processed');
   got.claim.settle({ at: 1, status: 204 });
-  assert.deepEqual(await a.dedupe.claim('wake', 'delivery-2', 60_000), { answer: { at: 1, status: 204 } });
+  assert.deepEqual(await a.dedupe.claim('wake', 'delivery-2', undefined, limits(60_000)), {
+    answer: { at: 1, status: 204 },
+  });
 });
 
 test('dedupe: the answer expires with the window', async () => {
   const a = await instance('unit-window:');
-  const first = await a.dedupe.claim('wake', 'delivery-3', 200);
+  const first = await a.dedupe.claim('wake', 'delivery-3', undefined, limits(200));
   assert.ok(first && 'claim' in first);
   first.claim.settle({ at: 1, status: 204 });
   await sleep(50);
-  assert.ok(await a.dedupe.claim('wake', 'delivery-3', 200).then((r) => r && 'answer' in r));
+  assert.ok(await a.dedupe.claim('wake', 'delivery-3', undefined, limits(200)).then((r) => r && 'answer' in r));
   await sleep(300);
-  const again = await a.dedupe.claim('wake', 'delivery-3', 200);
+  const again = await a.dedupe.claim('wake', 'delivery-3', undefined, limits(200));
   assert.ok(again && 'claim' in again);
 });
 
-test('a value that is no answer is not trusted: the caller falls back to local keys', async () => {
+test('a value that is neither a claim nor an answer is unreadable: refused, logged by scope only', async () => {
   const a = await instance('unit-garbage:');
-  await a.shared.commands.set('unit-garbage:dedupe:4:wake:delivery-4', '{"status":"x"}');
-  assert.equal(await a.dedupe.claim('wake', 'delivery-4', 60_000), undefined);
+  const id = (key: string) => `unit-garbage:dedupe:4:wake:${key}`;
+  await a.shared.commands.set(id('delivery-4'), '{"status":"x"}');
+  await a.shared.commands.set(id('delivery-5'), '{"at":1,"status":9999}');
+  await a.shared.commands.set(id('delivery-6'), 'not json secret-payload-canary');
+  for (const key of ['delivery-4', 'delivery-5', 'delivery-6', 'delivery-4']) {
+    assert.deepEqual(await a.dedupe.claim('wake', key, undefined, limits(60_000)), { unreadable: true }, key);
+  }
+  const warned = a.log.lines.filter((l) => /unreadable/.test(l.msg));
+  assert.equal(warned.length, 1, 'at most one line a minute per scope');
+  assert.deepEqual(warned[0]!.fields, { scope: 'wake', count: 1 });
+  assert.ok(!JSON.stringify(a.log.lines).includes('delivery-'), 'no key material');
+  assert.ok(!JSON.stringify(a.log.lines).includes('canary'), 'no value');
+});
+
+test('a pending claim without an expiry (planted, or left by an older version) is taken over at once', async () => {
+  const a = await instance('unit-planted:');
+  await a.shared.commands.set('unit-planted:dedupe:4:wake:k', 'Pplanted-without-expiry');
+  await a.shared.commands.set('unit-planted:dedupe:4:wake:long', 'Plong', 'PX', 60_000);
+  const t = Date.now();
+  for (const key of ['k', 'long']) {
+    const got = await a.dedupe.claim('wake', key, undefined, limits(60_000));
+    assert.ok(got && 'claim' in got, key);
+    got.claim.settle({ at: 5, status: 204 });
+  }
+  assert.ok(Date.now() - t < 1000, 'no wait');
+});
+
+test('a claim is a short lease, renewed while its request is in flight; a dead holder frees the key', async () => {
+  const a = await instance('unit-lease:');
+  const b = await instance('unit-lease:');
+  const id = 'unit-lease:dedupe:4:wake:long-request';
+  const held = await a.dedupe.claim('wake', 'long-request', undefined, limits(60_000));
+  assert.ok(held && 'claim' in held);
+  const ttls: number[] = [await a.shared.commands.pttl(id)];
+  assert.ok(ttls[0]! > 0 && ttls[0]! <= 3000, `lease of ${ttls[0]} ms`);
+  // Renewed: the expiry goes up again while the request runs (it would lapse within the lease).
+  for (;;) {
+    const ttl = await a.shared.commands.pttl(id);
+    if (ttl > ttls.at(-1)!) break;
+    assert.ok(ttl > 0, `the claim lapsed unrenewed (${ttls.join(', ')})`);
+    ttls.push(ttl);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const waiting = b.dedupe.claim('wake', 'long-request', undefined, limits(60_000));
+  held.claim.settle({ at: 7, status: 200, body: { ok: true } });
+  assert.deepEqual(await waiting, { answer: { at: 7, status: 200, body: { ok: true } } });
+  // A holder that died mid-request (its lease never renewed) frees the key within one lease.
+  await a.shared.commands.set('unit-lease:dedupe:4:wake:orphan', 'Pdead-instance:', 'PX', 2000);
+  const taken = await b.dedupe.claim('wake', 'orphan', undefined, limits(60_000));
+  assert.ok(taken && 'claim' in taken, 'taken over once the lease lapsed');
+  taken.claim.release();
+});
+
+test('another body under a key: refused across instances, whether the first is done or in flight', async () => {
+  const a = await instance('unit-reuse:');
+  const b = await instance('unit-reuse:');
+  const one = bodyHashOf(Buffer.from('{"n":1}'));
+  const two = bodyHashOf(Buffer.from('{"n":2}'));
+  const first = await a.dedupe.claim('agent', 'k', one, limits(60_000));
+  assert.ok(first && 'claim' in first);
+  assert.deepEqual(await b.dedupe.claim('agent', 'k', two, limits(60_000)), { reused: true });
+  first.claim.settle({ at: 9, status: 202, body: { ok: true, runId: 'r' } });
+  assert.deepEqual(await b.dedupe.claim('agent', 'k', two, limits(60_000)), { reused: true });
+  assert.deepEqual(await b.dedupe.claim('agent', 'k', one, limits(60_000)), {
+    answer: { at: 9, status: 202, body: { ok: true, runId: 'r' } },
+  });
+  const stored = JSON.parse((await a.shared.commands.get('unit-reuse:dedupe:5:agent:k'))!);
+  assert.equal(stored.bodyHash, one.hex);
+});
+
+test('on Redis each scope holds at most maxKeys answers: a flood drops its own oldest, not others', async () => {
+  const a = await instance('unit-bound:');
+  const small = { windowMs: 60_000, maxKeys: 5 };
+  for (const [scope, n] of [
+    ['agent', 2],
+    ['mapping:flood', 40],
+  ] as const) {
+    for (let i = 0; i < n; i++) {
+      const got = await a.dedupe.claim(scope, `k${i}`, undefined, small);
+      assert.ok(got && 'claim' in got);
+      got.claim.settle({ at: Date.now() + i, status: 204 });
+    }
+  }
+  // Answers are stored without being awaited; this instance's next command runs after them.
+  const keys = async (pattern: string) => (await a.shared.commands.keys(pattern)).length;
+  const flood = await a.shared.commands.keys('unit-bound:dedupe:13:mapping:flood:*');
+  assert.deepEqual(flood.map((k) => k.split(':').at(-1)).sort(), ['k35', 'k36', 'k37', 'k38', 'k39']);
+  assert.equal(await keys('unit-bound:dedupe:5:agent:*'), 2);
+  assert.ok((await a.shared.commands.pttl('unit-bound:dedupe-index:13:mapping:flood')) > 0, 'the index expires too');
 });
 
 test('Redis down at start: local state, one warning, and shared once it is there', async () => {
@@ -179,7 +273,7 @@ test('Redis down at start: local state, one warning, and shared once it is there
   assert.equal(a.log.count('warn', /unavailable/), 1);
   // Requests go on without waiting for Redis.
   const t = Date.now();
-  assert.equal(await a.dedupe.claim('wake', 'k', 60_000), undefined);
+  assert.equal(await a.dedupe.claim('wake', 'k', undefined, limits(60_000)), undefined);
   assert.equal(a.limiter.recordFailure('10.0.0.6', { ...LIMITS, maxFailures: 1 }, 'x'), 60, 'local lock');
   assert.ok(Date.now() - t < 100);
   await sleep(500);

@@ -1,9 +1,10 @@
 // Idempotency keys kept durably for the OpenClaw host, in the plugin's state dir: OpenClaw's own event
 // queue lives in memory, so the keys get a JSON Lines file of their own, appended before the request
-// is answered and compacted to the newest maxKeys within the window once it holds twice that.
+// is answered and compacted to maxKeys within the window once it holds twice that, shared fairly
+// between scopes as in memory (one sender's flood of fresh keys cannot push out another's).
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { IdempotencyRecord } from '../../host-kit.ts';
+import { keepFairly, type IdempotencyRecord } from '../../host-kit.ts';
 
 export interface JournalLimits {
   windowMs: number;
@@ -24,7 +25,7 @@ export class IdempotencyJournal {
     this.#file = path.join(dir, 'idempotency.jsonl');
   }
 
-  /** The keys within the window, oldest first, at most maxKeys; the file is compacted to them. */
+  /** The keys within the window, oldest first, at most maxKeys (fairly shared); the file is compacted to them. */
   async restore(limits: JournalLimits): Promise<IdempotencyRecord[]> {
     this.#limits = limits;
     if (!this.#file) return [];
@@ -35,9 +36,10 @@ export class IdempotencyJournal {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
     const oldest = Date.now() - limits.windowMs;
-    const kept = parseLines(text)
-      .filter((r) => r.at > oldest)
-      .slice(-limits.maxKeys);
+    const kept = keepFairly(
+      parseLines(text).filter((r) => r.at > oldest),
+      limits.maxKeys,
+    );
     await this.#rewrite(kept);
     return kept;
   }
