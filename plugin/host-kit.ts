@@ -39,4 +39,5 @@ export { createMetrics, type HookMetrics, type EndpointLabel, type GmailErrorSta
 export { REQUEST_LOG_SIZE, type RequestEntry, type RequestLog } from './observe/request-log.ts';
 export { dryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
 export { TransformRunner } from './mappings/transform-runner.ts';
+export { resolveChannels, type Channel, type DeliveryResult, type ResolvedChannels } from './channels/index.ts';
 export type { HooksSnapshot } from './config/snapshot.ts';
