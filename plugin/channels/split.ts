@@ -19,6 +19,7 @@ export function splitMessage(text: string, limit: SizeLimit): string[] {
 /** The [start, end) ranges of the parts; what lies between two ranges is whitespace. */
 export function splitRanges(text: string, limit: SizeLimit): [number, number][] {
   const weight = limit.weight ?? (() => 1);
+  if (prefixEnd(text, 0, limit.max, weight) === text.length) return [[0, text.length]];
   const ranges: [number, number][] = [];
   let start = 0;
   for (;;) {
