@@ -173,6 +173,7 @@ test('agent with the echo provider: 202, run ok, run session history, summary, d
     assert.equal(deliveries[0].channel, 'telegram');
     assert.equal(deliveries[0].to, '12345');
     assert.equal(deliveries[0].runId, runId);
+    assert.equal(deliveries[0].status, 'recorded', 'a channel without credentials only records');
 
     const quiet = await gw.hook('/hooks/agent', { message: 'no delivery please', deliver: false });
     await eventually(async () => (await gw.admin(`/api/runs/${quiet.body.runId}`)).status === 'ok');
