@@ -26,7 +26,7 @@ export class ChannelDeliveries {
 
   /** Resolves once the delivery is in the outbox (pending or recorded); the send goes on after. */
   async deliver(d: Delivery & { to?: string }): Promise<void> {
-    const channel = this.#closing ? undefined : this.#channels.senders.get(d.channel);
+    const channel = this.#channels.senders.get(d.channel);
     const entry = {
       channel: d.channel,
       ...(d.to !== undefined ? { to: d.to } : {}),
@@ -42,6 +42,8 @@ export class ChannelDeliveries {
     const id = randomUUID();
     const started = performance.now();
     await this.#outbox.append({ id, ...entry, status: 'pending' });
+    // Accepted while stopping: it stays pending, for the next start to send.
+    if (this.#closing) return;
     const sending = channel
       .deliver(d.to, d.text, { signal: this.#stop.signal })
       .then(async (result) => {

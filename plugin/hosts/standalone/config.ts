@@ -148,7 +148,8 @@ export function defaultConfigText(): string {
     defaults: { model: "${DEFAULT_MODEL}", timeoutSeconds: 600 },
     list: [{ id: "main", default: true }],
   },
-  // Available chat channels; deliveries are recorded in the outbox (GET /api/outbox).
+  // Chat channels: without credentials deliveries are only recorded in the outbox (GET /api/outbox);
+  // docs/channels.md says how to give a channel its credentials so it sends for real.
   channels: { slack: { defaultTo: "#hooks" } },
   heartbeat: { everySeconds: ${DEFAULT_HEARTBEAT_SECONDS} },
 }

@@ -106,10 +106,10 @@ export class FakePlatform {
 
   /** Scripts a 429 and notes when it was answered. */
   scriptLimit(reply: Reply, waitMs: number): void {
-    const fake = this;
+    const limited = this.limited;
     this.scripted.push({
       get status() {
-        fake.limited.push({ at: Date.now(), waitMs });
+        limited.push({ at: Date.now(), waitMs });
         return reply.status;
       },
       headers: reply.headers,
