@@ -4,7 +4,7 @@
 // webhook takes 5 messages per 2 seconds and 30 a minute; a bot 5 per 5 seconds per channel and 50
 // a second in all.
 
-import { exchange, failure, field, isAnswer, secondsToMs, str, type Answer, type Result } from './http.ts';
+import { call, failure, field, secondsToMs, str, type Answer, type Result } from './http.ts';
 import type { Redactor } from './redact.ts';
 import type { ChannelBlock } from './settings.ts';
 import type { CheckResult, PlatformSender } from './types.ts';
@@ -76,13 +76,12 @@ async function discordCall(
   redactor: () => Redactor,
   signal: AbortSignal,
 ): Promise<Result> {
-  const a = await exchange({ url, headers, method: req.method, body: req.body }, redactor(), signal);
-  if (!isAnswer(a)) return a;
-  if (a.status >= 200 && a.status < 300) return { kind: 'ok', json: a.json, answer: a };
-  return failure(a, redactor(), describe(a), {
-    ms: secondsToMs(field(a.json, 'retry_after')),
-    scope: field(a.json, 'global') === true ? 'channel' : 'recipient',
-  });
+  return call({ url, headers, method: req.method, body: req.body }, redactor(), signal, (a) =>
+    failure(a, redactor(), describe(a), {
+      ms: secondsToMs(field(a.json, 'retry_after')),
+      scope: field(a.json, 'global') === true ? 'channel' : 'recipient',
+    }),
+  );
 }
 
 function describe(a: Answer): string | undefined {

@@ -141,3 +141,15 @@ export function str(value: unknown): string | undefined {
 export type Failed = Exclude<SendOutcome, { kind: 'sent' }>;
 /** An exchange read by a platform: its JSON when it succeeded, else why not. */
 export type Result = { kind: 'ok'; json: unknown; answer: Answer } | Failed;
+
+/** One exchange read the common way: any 2xx is success, anything else is what `fail` makes of it. */
+export async function call(
+  req: Request,
+  redactor: Redactor,
+  signal: AbortSignal,
+  fail: (a: Answer) => Failed,
+): Promise<Result> {
+  const a = await exchange(req, redactor, signal);
+  if (!isAnswer(a)) return a;
+  return a.status >= 200 && a.status < 300 ? { kind: 'ok', json: a.json, answer: a } : fail(a);
+}

@@ -4,7 +4,7 @@
 // Apple publishes no rate; we send one message a second per chat.
 
 import { randomUUID } from 'node:crypto';
-import { exchange, failure, field, isAnswer, str, type Result } from './http.ts';
+import { call, failure, field, str, type Result } from './http.ts';
 import type { Redactor } from './redact.ts';
 import type { ChannelBlock } from './settings.ts';
 import type { CheckResult, PlatformSender } from './types.ts';
@@ -13,14 +13,13 @@ export function imessageSender(block: ChannelBlock, redactor: () => Redactor): P
   if (block.raw.url === undefined && !block.has('password')) return undefined;
   const root = block.url('url', block.text('url', true));
   const password = block.secret('password');
-  const call = async (path: string, body: unknown, signal: AbortSignal): Promise<Result> => {
+  const serverCall = (path: string, body: unknown, signal: AbortSignal): Promise<Result> => {
     const url = `${root}${path}?password=${encodeURIComponent(password ?? '')}`;
-    const a = await exchange({ url, method: body === undefined ? 'GET' : 'POST', body }, redactor(), signal);
-    if (!isAnswer(a)) return a;
-    if (a.status >= 200 && a.status < 300) return { kind: 'ok', json: a.json, answer: a };
-    const message = str(field(a.json, 'message'));
-    const inner = str(field(field(a.json, 'error'), 'message'));
-    return failure(a, redactor(), inner && inner !== message ? `${message ?? 'error'}: ${inner}` : message);
+    return call({ url, method: body === undefined ? 'GET' : 'POST', body }, redactor(), signal, (a) => {
+      const message = str(field(a.json, 'message'));
+      const inner = str(field(field(a.json, 'error'), 'message'));
+      return failure(a, redactor(), inner && inner !== message ? `${message ?? 'error'}: ${inner}` : message);
+    });
   };
   return {
     limit: { max: 4000 },
@@ -28,7 +27,7 @@ export function imessageSender(block: ChannelBlock, redactor: () => Redactor): P
     defaultTo: block.text('defaultTo'),
     needsRecipient: true,
     async send(to, text, signal) {
-      const r = await call(
+      const r = await serverCall(
         '/api/v1/message/text',
         { chatGuid: to, tempGuid: randomUUID(), message: text, method: 'apple-script' },
         signal,
@@ -38,7 +37,7 @@ export function imessageSender(block: ChannelBlock, redactor: () => Redactor): P
       return { kind: 'sent', messageIds: guid ? [guid] : [] };
     },
     async check(signal): Promise<CheckResult> {
-      const r = await call('/api/v1/server/info', undefined, signal);
+      const r = await serverCall('/api/v1/server/info', undefined, signal);
       if (r.kind !== 'ok') return { ok: false, detail: r.description };
       const data = field(r.json, 'data');
       return {

@@ -3,7 +3,7 @@
 // limit (RateLimitSettings, off by default, 10 requests a second when on) answers 429 with
 // X-Ratelimit-Reset in seconds: we pace below it.
 
-import { exchange, failure, field, isAnswer, secondsToMs, str, type Result } from './http.ts';
+import { call, failure, field, secondsToMs, str, type Result } from './http.ts';
 import type { Redactor } from './redact.ts';
 import type { ChannelBlock } from './settings.ts';
 import type { CheckResult, PlatformSender } from './types.ts';
@@ -23,7 +23,7 @@ export function mattermostSender(block: ChannelBlock, redactor: () => Redactor):
       needsRecipient: false,
       async send(to, text, signal) {
         // A webhook may post elsewhere than its own channel when it is allowed to: `to` names it.
-        const r = await call(url, {}, { body: to ? { text, channel: to } : { text } }, redactor, signal);
+        const r = await mattermostCall(url, {}, { body: to ? { text, channel: to } : { text } }, redactor, signal);
         return r.kind === 'ok' ? { kind: 'sent', messageIds: [] } : r;
       },
       check: () =>
@@ -44,30 +44,35 @@ export function mattermostSender(block: ChannelBlock, redactor: () => Redactor):
     defaultTo: block.text('defaultTo'),
     needsRecipient: true,
     async send(to, text, signal) {
-      const r = await call(`${root}/api/v4/posts`, auth, { body: { channel_id: to, message: text } }, redactor, signal);
+      const r = await mattermostCall(
+        `${root}/api/v4/posts`,
+        auth,
+        { body: { channel_id: to, message: text } },
+        redactor,
+        signal,
+      );
       if (r.kind !== 'ok') return r;
       const id = str(field(r.json, 'id'));
       return { kind: 'sent', messageIds: id ? [id] : [] };
     },
     async check(signal): Promise<CheckResult> {
-      const r = await call(`${root}/api/v4/users/me`, auth, { method: 'GET' }, redactor, signal);
+      const r = await mattermostCall(`${root}/api/v4/users/me`, auth, { method: 'GET' }, redactor, signal);
       if (r.kind !== 'ok') return { ok: false, detail: r.description };
       return { ok: true, detail: `user @${str(field(r.json, 'username')) ?? '?'}` };
     },
   };
 }
 
-async function call(
+async function mattermostCall(
   url: string,
   headers: Record<string, string>,
   req: { method?: 'GET'; body?: unknown },
   redactor: () => Redactor,
   signal: AbortSignal,
 ): Promise<Result> {
-  const a = await exchange({ url, headers, ...req }, redactor(), signal);
-  if (!isAnswer(a)) return a;
-  if (a.status >= 200 && a.status < 300) return { kind: 'ok', json: a.json, answer: a };
-  const reset = a.headers.get('x-ratelimit-reset');
-  const wait = a.headers.has('retry-after') || reset === null ? undefined : secondsToMs(Number(reset));
-  return failure(a, redactor(), str(field(a.json, 'message')), { ms: wait, scope: 'channel' });
+  return call({ url, headers, ...req }, redactor(), signal, (a) => {
+    const reset = a.headers.get('x-ratelimit-reset');
+    const wait = a.headers.has('retry-after') || reset === null ? undefined : secondsToMs(Number(reset));
+    return failure(a, redactor(), str(field(a.json, 'message')), { ms: wait, scope: 'channel' });
+  });
 }

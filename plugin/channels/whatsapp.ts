@@ -4,17 +4,7 @@
 // rate): 80 messages a second per business number, and one message every 6 seconds to one user.
 // Codes 130429 and 131056 (and the Graph API's 4, 80007) are rate limits, retried after a wait.
 
-import {
-  exchange,
-  failure,
-  field,
-  isAnswer,
-  retryAfterMs,
-  str,
-  type Answer,
-  type Failed,
-  type Result,
-} from './http.ts';
+import { call, failure, field, retryAfterMs, str, type Answer, type Failed, type Result } from './http.ts';
 import type { Redactor } from './redact.ts';
 import type { ChannelBlock } from './settings.ts';
 import type { CheckResult, PlatformSender } from './types.ts';
@@ -30,23 +20,17 @@ export function whatsappSender(block: ChannelBlock, redactor: () => Redactor): P
   const version = block.text('apiVersion') ?? 'v23.0';
   const base = `${block.apiRoot('https://graph.facebook.com')}/${version}/${encodeURIComponent(phoneNumberId ?? '')}`;
   const auth = { authorization: `Bearer ${token}` };
-  const call = async (url: string, body: unknown, signal: AbortSignal): Promise<Result> => {
-    const a = await exchange(
-      { url, headers: auth, method: body === undefined ? 'GET' : 'POST', body },
-      redactor(),
-      signal,
+  const graphCall = (url: string, body: unknown, signal: AbortSignal): Promise<Result> =>
+    call({ url, headers: auth, method: body === undefined ? 'GET' : 'POST', body }, redactor(), signal, (a) =>
+      graphFailure(a, redactor()),
     );
-    if (!isAnswer(a)) return a;
-    if (a.status >= 200 && a.status < 300) return { kind: 'ok', json: a.json, answer: a };
-    return graphFailure(a, redactor());
-  };
   return {
     limit: { max: 4096 },
     pacing: { recipient: () => [{ count: 1, perMs: 6000 }], all: [{ count: 80, perMs: 1000 }] },
     defaultTo: block.text('defaultTo'),
     needsRecipient: true,
     async send(to, text, signal) {
-      const r = await call(
+      const r = await graphCall(
         `${base}/messages`,
         {
           messaging_product: 'whatsapp',
@@ -65,7 +49,7 @@ export function whatsappSender(block: ChannelBlock, redactor: () => Redactor): P
       return { kind: 'sent', messageIds: ids };
     },
     async check(signal): Promise<CheckResult> {
-      const r = await call(`${base}?fields=display_phone_number,verified_name`, undefined, signal);
+      const r = await graphCall(`${base}?fields=display_phone_number,verified_name`, undefined, signal);
       if (r.kind !== 'ok') return { ok: false, detail: r.description };
       return {
         ok: true,

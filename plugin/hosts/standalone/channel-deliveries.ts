@@ -25,7 +25,7 @@ export class ChannelDeliveries {
   }
 
   /** Resolves once the delivery is in the outbox (pending or recorded); the send goes on after. */
-  async deliver(d: Delivery & { to?: string }): Promise<void> {
+  async deliver(d: Delivery): Promise<void> {
     const channel = this.#channels.senders.get(d.channel);
     const entry = {
       channel: d.channel,
