@@ -116,14 +116,12 @@ export class Channel {
         release();
         throw err;
       }
-      const wait = outcome.kind === 'retryable' ? outcome.waitMs : undefined;
-      release(
-        wait !== undefined
-          ? { ms: wait, scope: outcome.kind === 'retryable' ? (outcome.scope ?? 'channel') : 'channel' }
-          : undefined,
-      );
-      if (outcome.kind !== 'retryable' || wait === undefined) return outcome;
-      if (wait > INLINE_WAIT_MAX_MS || waits + 1 >= WAITS_PER_PART) return outcome;
+      if (outcome.kind !== 'retryable' || outcome.waitMs === undefined) {
+        release();
+        return outcome;
+      }
+      release({ ms: outcome.waitMs, scope: outcome.scope ?? 'channel' });
+      if (outcome.waitMs > INLINE_WAIT_MAX_MS || waits + 1 >= WAITS_PER_PART) return outcome;
       // The pacer holds this recipient (or the channel) until the wait is over: the next turn comes after it.
     }
   }
