@@ -40,4 +40,5 @@ export { REQUEST_LOG_SIZE, type RequestEntry, type RequestLog } from './observe/
 export { dryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
 export { TransformRunner } from './mappings/transform-runner.ts';
 export { keepFairly } from './dedupe/fair-share.ts';
+export { resolveChannels, type Channel, type DeliveryResult, type ResolvedChannels } from './channels/index.ts';
 export type { HooksSnapshot } from './config/snapshot.ts';

@@ -12,6 +12,9 @@ export type EndpointLabel = 'wake' | 'agent' | 'mapping' | 'unknown';
 export const GMAIL_ERROR_STAGES = ['watch', 'history', 'fetch', 'deliver', 'other'] as const;
 export type GmailErrorStage = (typeof GMAIL_ERROR_STAGES)[number];
 
+export type DeliveryOutcome = 'sent' | 'failed' | 'recorded';
+type GaugeName = keyof typeof GAUGE_HELP;
+
 /** Run statuses a run reports (host.ts RunStatus); anything else counts as 'other'. */
 const RUN_STATUSES = new Set(['queued', 'running', 'ok', 'error', 'timeout', 'other']);
 
@@ -30,12 +33,15 @@ export interface HookMetrics {
   gmailNotifications(count?: number): void;
   gmailError(stage: string): void;
   sharedStateUp(up: boolean): void;
+  /** A reply delivered to a channel (sent, failed) or only recorded; seconds from accepted to its outcome. */
+  delivery(channel: string, outcome: DeliveryOutcome, seconds?: number): void;
   /** A gauge read when metrics are scraped (queue depth, outbox size). */
-  observeGauge(name: 'run_queue_depth' | 'runs_running' | 'outbox_size', read: () => number): void;
+  observeGauge(name: GaugeName, read: () => number): void;
   /** The exposition in the Prometheus text format, and its content type. */
   exposition(): Promise<{ contentType: string; text: string }>;
 }
 
+const DELIVERY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BODY_BUCKETS = [0, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304];
 
@@ -127,6 +133,20 @@ class PromMetrics implements HookMetrics {
     registers: [this.#registry],
   });
 
+  readonly #deliveries = new Counter({
+    name: 'hookgate_deliveries_total',
+    help: 'Replies delivered to a channel, by channel and outcome (sent, failed, recorded: a channel without credentials).',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [this.#registry],
+  });
+  readonly #deliverySeconds = new Histogram({
+    name: 'hookgate_delivery_duration_seconds',
+    help: 'Time from a reply handed to a channel to its outcome (all parts sent, or failed), pacing and 429 waits included.',
+    labelNames: ['channel'] as const,
+    buckets: DELIVERY_BUCKETS,
+    registers: [this.#registry],
+  });
+
   // Children per label set, looked up once: the hot path then costs two Map lookups and three updates.
   readonly #children = new Map<string, Children>();
 
@@ -192,7 +212,12 @@ class PromMetrics implements HookMetrics {
     this.#sharedState.set(up ? 1 : 0);
   }
 
-  observeGauge(name: 'run_queue_depth' | 'runs_running' | 'outbox_size', read: () => number): void {
+  delivery(channel: string, outcome: DeliveryOutcome, seconds?: number): void {
+    this.#deliveries.labels(channel, outcome).inc();
+    if (seconds !== undefined) this.#deliverySeconds.labels(channel).observe(seconds);
+  }
+
+  observeGauge(name: GaugeName, read: () => number): void {
     this.#registry.removeSingleMetric(`hookgate_${name}`);
     new Gauge({
       name: `hookgate_${name}`,
@@ -213,6 +238,7 @@ const GAUGE_HELP = {
   run_queue_depth: 'Agent runs accepted and waiting for a slot.',
   runs_running: 'Agent runs running now.',
   outbox_size: 'Deliveries written to the outbox since the gateway started.',
+  deliveries_pending: 'Deliveries to channels that send, waiting for their outcome (paced, or being sent).',
 } as const;
 
 const nothing = (): void => {};
@@ -232,6 +258,7 @@ export const NO_METRICS: HookMetrics = {
   gmailNotifications: nothing,
   gmailError: nothing,
   sharedStateUp: nothing,
+  delivery: nothing,
   observeGauge: nothing,
   exposition: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '' }),
 };

@@ -173,6 +173,7 @@ test('agent with the echo provider: 202, run ok, run session history, summary, d
     assert.equal(deliveries[0].channel, 'telegram');
     assert.equal(deliveries[0].to, '12345');
     assert.equal(deliveries[0].runId, runId);
+    assert.equal(deliveries[0].status, 'recorded', 'a channel without credentials only records');
 
     const quiet = await gw.hook('/hooks/agent', { message: 'no delivery please', deliver: false });
     await eventually(async () => (await gw.admin(`/api/runs/${quiet.body.runId}`)).status === 'ok');
@@ -261,7 +262,8 @@ test('history, runs and outbox survive a restart', async () => {
   await writeConfig(dir);
   const first = await spawnGateway(dir);
   await first.hook('/hooks/wake', { text: 'before restart', mode: 'next-heartbeat' });
-  const agent = await first.hook('/hooks/agent', { message: 'remember me' });
+  // next-heartbeat: a heartbeat the run asked for could drain 'before restart' while the first stops.
+  const agent = await first.hook('/hooks/agent', { message: 'remember me', wakeMode: 'next-heartbeat' });
   await eventually(async () => (await first.admin(`/api/runs/${agent.body.runId}`)).status === 'ok');
   const before = await history(first);
   const outboxBefore = (await first.admin('/api/outbox')).deliveries;

@@ -20,6 +20,7 @@ import { checkingHost, UsageError } from './commands/cli-common.ts';
 import { configSummary } from './commands/config-summary.ts';
 import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
 import { runWebhooksTest, WEBHOOKS_TEST_HELP } from './commands/webhooks-test.ts';
+import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -32,6 +33,8 @@ Commands:
   config check    Validate a config file and report every problem
   config get KEY  Print one value of the config, e.g. hooks.token
   requests        The last hook requests as a table (--follow for new ones)
+  channels check  Verify every channel credential with the platform
+  channels send   Send one message through a channel
   webhooks test         Resolve a hook request as the gateway would, without any effect
   webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)
   webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail
@@ -60,6 +63,7 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
   check     Validate the whole file; prints every problem with its key, exits 1 if any.
   get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
   requests: REQUESTS_HELP,
+  channels: CHANNELS_HELP,
   webhooks: `Usage: hookgate webhooks <test|gmail> …
 
 ${WEBHOOKS_TEST_HELP}
@@ -211,6 +215,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'gateway') return await runGateway(rest);
     if (command === 'config') return await runConfig(rest);
     if (command === 'requests') return await runRequests(rest);
+    if (command === 'channels') return await runChannels(rest);
     if (command === 'webhooks') return await runWebhooks(rest);
     throw new UsageError(`unknown command "${command}"`);
   } catch (err) {

@@ -9,8 +9,10 @@ import {
   compileSchema,
   ConfigError,
   formatErrors,
+  resolveChannels,
   type AgentInfo,
   type ChannelName,
+  type ResolvedChannels,
 } from '../../host-kit.ts';
 import type { ProviderConfig } from './agent-runner.ts';
 import { defaultMaxConnections, defaultShare, type ConnectionLimits } from './connection-limit.ts';
@@ -35,6 +37,10 @@ export interface GatewaySettings {
   providers: Record<string, ProviderConfig>;
   channels: ChannelName[];
   channelDefaults: Partial<Record<ChannelName, string>>;
+  /** The channels with credentials (they send), and the redactor of every channel secret. */
+  senders: ResolvedChannels;
+  /** The channels block as written: a change applies at the next start. */
+  channelsText: string;
   heartbeatSeconds: number;
   shutdownGraceMs: number;
   storage: StorageLimits;
@@ -54,7 +60,7 @@ interface GatewayFile {
   };
   agents?: { defaults?: { model?: string; models?: string[]; timeoutSeconds?: number }; list?: AgentInfo[] };
   models?: { providers?: Record<string, ProviderConfig> };
-  channels?: Partial<Record<ChannelName, { defaultTo?: string }>>;
+  channels?: Partial<Record<ChannelName, { defaultTo?: string } & Record<string, unknown>>>;
   heartbeat?: { everySeconds?: number };
   storage?: Partial<StorageLimits>;
 }
@@ -83,6 +89,7 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
     if (storage[key] < 2 * storage.segmentBytes)
       problems.push(`storage.${key} must be at least twice storage.segmentBytes (${storage.segmentBytes})`);
   }
+  const senders = resolveChannels(f.channels, path.dirname(configPath), problems);
   if (problems.length) throw new ConfigError(problems, configPath);
   return {
     port: f.gateway?.port ?? DEFAULT_PORT,
@@ -97,6 +104,8 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
     providers: f.models?.providers ?? {},
     channels: CHANNEL_ORDER.filter((c) => f.channels?.[c] !== undefined),
     channelDefaults,
+    senders,
+    channelsText: JSON.stringify(f.channels ?? {}),
     heartbeatSeconds: f.heartbeat?.everySeconds ?? DEFAULT_HEARTBEAT_SECONDS,
     shutdownGraceMs: (f.gateway?.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS) * 1000,
     storage,
@@ -139,7 +148,8 @@ export function defaultConfigText(): string {
     defaults: { model: "${DEFAULT_MODEL}", timeoutSeconds: 600 },
     list: [{ id: "main", default: true }],
   },
-  // Available chat channels; deliveries are recorded in the outbox (GET /api/outbox).
+  // Chat channels: without credentials deliveries are only recorded in the outbox (GET /api/outbox);
+  // docs/channels.md says how to give a channel its credentials so it sends for real.
   channels: { slack: { defaultTo: "#hooks" } },
   heartbeat: { everySeconds: ${DEFAULT_HEARTBEAT_SECONDS} },
 }

@@ -28,6 +28,7 @@ import type { RunRegistry } from './run-registry.ts';
 import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
+import { ChannelDeliveries } from './channel-deliveries.ts';
 
 export interface GatewayOptions {
   configPath: string;
@@ -142,14 +143,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
     async deliver(d) {
-      const to = d.to ?? settings.channelDefaults[d.channel];
-      await outbox.append({
-        channel: d.channel,
-        ...(to !== undefined ? { to } : {}),
-        text: d.text,
-        runId: d.runId,
-        agentId: d.agentId,
-      });
+      await deliveries.deliver({ ...d, to: d.to ?? settings.channelDefaults[d.channel] });
     },
   };
 
@@ -166,6 +160,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
     if (JSON.stringify(fresh.storage) !== JSON.stringify(settings.storage))
       logger.warn('storage changes apply at the next start');
+    if (fresh.channelsText !== settings.channelsText) logger.warn('channel changes apply at the next start');
     if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
     settings = fresh;
     host.agents = {
@@ -178,7 +173,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 
   const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
+  // Channel senders are built once: their pacers must see every send to a platform.
+  const deliveries = new ChannelDeliveries(outbox, logger, plugin.metrics, settings.senders);
   plugin.metrics.observeGauge('outbox_size', () => outbox.appended);
+  plugin.metrics.observeGauge('deliveries_pending', () => deliveries.pending);
   started = true;
   await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
@@ -273,6 +271,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         server.closeIdleConnections();
         await stopped; // in-flight requests are answered first
         await plugin.close(settings.shutdownGraceMs);
+        await deliveries.close(settings.shutdownGraceMs);
         await heartbeats.stop();
         await storage.close();
       })();

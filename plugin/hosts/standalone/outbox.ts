@@ -2,6 +2,8 @@
 // (a segmented log, jsonl-log.ts). Memory holds only the "last" route of each agent; the admin API
 // reads the deliveries a page at a time from the file. Every segment starts with a "routes" line, the
 // last routes as they were when it began, so a start reads only the newest segments to rebuild them.
+// A delivery to a channel that sends is written `pending` before its first attempt; its outcome is a
+// later `status` line (the log stays append-only), and a page shows each delivery's latest state.
 
 import type { Logger } from '../../host-kit.ts';
 import { JsonlLog, LogResources, type Position } from './jsonl-log.ts';
@@ -9,13 +11,33 @@ import { LoadOnce } from './load-once.ts';
 import { BadCursorError, PAGE_MAX_BYTES } from './session-store.ts';
 import { DEFAULT_STORAGE_LIMITS } from './storage-limits.ts';
 
+/** recorded: a channel without credentials (nothing is sent); the rest: a channel that sends. */
+export type DeliveryStatus = 'recorded' | 'pending' | 'sent' | 'failed';
+
 export interface OutboxEntry {
+  /** Absent on entries written before deliveries had states. */
+  id?: string;
   channel: string;
   to?: string;
   text: string;
   runId: string;
   agentId: string;
   at: string;
+  status?: DeliveryStatus;
+  /** The platform's ids of the parts sent. */
+  messageIds?: string[];
+  /** Why it failed, in the platform's words (secrets removed). */
+  error?: string;
+}
+
+/** A delivery's outcome, appended after its entry. */
+export interface StatusLine {
+  kind: 'status';
+  id: string;
+  status: 'sent' | 'failed';
+  at: string;
+  messageIds?: string[];
+  error?: string;
 }
 
 interface Route {
@@ -29,7 +51,7 @@ interface RoutesLine {
   routes: Record<string, Route>;
 }
 
-type OutboxLine = OutboxEntry | RoutesLine;
+type OutboxLine = OutboxEntry | RoutesLine | StatusLine;
 
 export interface OutboxLimits {
   resources?: LogResources;
@@ -51,8 +73,21 @@ function isOutboxEntry(value: unknown): value is OutboxEntry {
     typeof v.text === 'string' &&
     typeof v.runId === 'string' &&
     typeof v.agentId === 'string' &&
-    typeof v.at === 'string'
+    typeof v.at === 'string' &&
+    (v.id === undefined || typeof v.id === 'string')
   );
+}
+
+function isStatusLine(value: unknown): value is StatusLine {
+  const v = value as Partial<StatusLine> | null;
+  return typeof v === 'object' && v !== null && v.kind === 'status' && typeof v.id === 'string';
+}
+
+/** An entry as the admin API shows it: its latest state, `recorded` for entries from before states. */
+function withStatus(entry: OutboxEntry, line: StatusLine | undefined): OutboxEntry {
+  if (!line) return entry.status ? entry : { ...entry, status: 'recorded' };
+  const { kind: _kind, id: _id, at: _at, ...state } = line;
+  return { ...entry, ...state };
 }
 
 function isRoutesLine(value: unknown): value is RoutesLine {
@@ -73,6 +108,9 @@ export class Outbox {
   readonly #file: string;
   readonly #last = new Map<string, Route>();
   readonly #opening = new LoadOnce(() => this.#load());
+  /** Deliveries of this process not yet settled on disk: pending, or with a status line being written. */
+  readonly #live = new Map<string, StatusLine | undefined>();
+  #entries = 0;
 
   constructor(file: string, logger: Logger, limits: OutboxLimits = {}) {
     this.#file = file;
@@ -91,28 +129,49 @@ export class Outbox {
 
   /** Deliveries written by this process (hookgate_outbox_size). */
   get appended(): number {
-    return this.#log.appendCount;
+    return this.#entries;
+  }
+
+  /** Deliveries of this process waiting for their outcome. */
+  get pending(): number {
+    let n = 0;
+    for (const line of this.#live.values()) if (line === undefined) n++;
+    return n;
   }
 
   append(e: Omit<OutboxEntry, 'at'>): Promise<void> {
     const entry: OutboxEntry = {
+      ...(e.id !== undefined ? { id: e.id } : {}),
       channel: e.channel,
       ...(e.to !== undefined ? { to: e.to } : {}),
       text: e.text,
       runId: e.runId,
       agentId: e.agentId,
       at: new Date().toISOString(),
+      status: e.status ?? 'recorded',
     };
     if (!isOutboxEntry(entry)) return Promise.reject(new TypeError('invalid outbox entry'));
+    this.#entries++;
+    if (entry.id !== undefined && entry.status === 'pending') this.#live.set(entry.id, undefined);
     // Once open, memory is updated synchronously in call order; before that, after loading.
     if (this.#opening.done) return this.#appendNow(entry);
     return this.open().then(() => this.#appendNow(entry));
   }
 
-  /** Every delivery still held, oldest first. All in memory: for tests and tools. */
+  /** Appends a delivery's outcome; a page shows it at once, the log once written. */
+  settle(id: string, outcome: Omit<StatusLine, 'kind' | 'id' | 'at'>): Promise<void> {
+    const line: StatusLine = { kind: 'status', id, ...outcome, at: new Date().toISOString() };
+    this.#live.set(id, line);
+    return this.#log.append(line).finally(() => this.#live.delete(id));
+  }
+
+  /** Every delivery still held, oldest first, in its latest state. All in memory: for tests and tools. */
   async list(): Promise<OutboxEntry[]> {
     await this.open();
-    return (await this.#log.readAll()).filter(isOutboxEntry);
+    const lines = await this.#log.readAll();
+    const latest = new Map<string, StatusLine>();
+    for (const l of lines) if (isStatusLine(l)) latest.set(l.id, l);
+    return lines.filter(isOutboxEntry).map((e) => withStatus(e, e.id === undefined ? undefined : latest.get(e.id)));
   }
 
   /**
@@ -129,9 +188,34 @@ export class Outbox {
       before = at;
     }
     const page = await this.#log.page(isOutboxEntry, limit, before, PAGE_MAX_BYTES);
-    return page.before
-      ? { deliveries: page.records, before: this.#log.cursor(page.before) }
-      : { deliveries: page.records };
+    const deliveries = await this.#latest(page.records);
+    return page.before ? { deliveries, before: this.#log.cursor(page.before) } : { deliveries };
+  }
+
+  /**
+   * The entries in their latest state. A status line follows its entry, so one backward read from the
+   * end finds each outcome before it reaches the entry; it stops once every pending entry is settled.
+   */
+  async #latest(entries: OutboxEntry[]): Promise<OutboxEntry[]> {
+    const found = new Map<string, StatusLine | undefined>();
+    for (const e of entries) {
+      if (e.status !== 'pending' || e.id === undefined) continue;
+      if (this.#live.has(e.id)) found.set(e.id, this.#live.get(e.id));
+      else found.set(e.id, undefined);
+    }
+    const open = new Set(
+      [...found].filter(([id, line]) => line === undefined && !this.#live.has(id)).map(([id]) => id),
+    );
+    if (open.size > 0) {
+      await this.#log.scanBackward((r) => {
+        if (isStatusLine(r) && open.has(r.id)) {
+          found.set(r.id, r);
+          open.delete(r.id);
+        } else if (isOutboxEntry(r) && r.id !== undefined) open.delete(r.id);
+        return open.size > 0;
+      });
+    }
+    return entries.map((e) => withStatus(e, e.id === undefined ? undefined : found.get(e.id)));
   }
 
   lastRoute(agentId: string): { channel: string; to?: string } | undefined {
@@ -163,6 +247,7 @@ export class Outbox {
     await this.#log.scanTail((records) => {
       for (const r of records) {
         if (isOutboxEntry(r)) this.#remember(r);
+        else if (isStatusLine(r)) continue;
         else if (isRoutesLine(r)) {
           for (const [agentId, route] of Object.entries(r.routes)) {
             const checked = typeof route === 'object' && route !== null ? routeOf(route) : undefined;
