@@ -62,7 +62,11 @@ test('one bad signature repeated locks the address, for the signed hook and the 
     const body = JSON.stringify({ ref: 'main' });
     const forged = await githubSign('not-the-secret', body);
     const send = (signature: string) =>
-      post(gw.url, '/hooks/github', undefined, { token: null, rawBody: body, headers: { 'x-hub-signature-256': signature } });
+      post(gw.url, '/hooks/github', undefined, {
+        token: null,
+        rawBody: body,
+        headers: { 'x-hub-signature-256': signature },
+      });
     await repeat(20, () => send(forged), 401, 'signature_invalid');
     for (let i = 20; i < 25; i++) assertStatus(await send(forged), 429, 'rate_limited');
     // Locked before any proof is looked at: the right signature and the hook token are refused too.
@@ -92,7 +96,10 @@ test('a wrong Meta verify token counts like a wrong token', async () => {
 
 /** Writes the config with these hook tokens and reloads it, as the watcher would. */
 async function rotateTo(gw: TestGateway, tokens: string[], authRateLimit: Record<string, number>): Promise<void> {
-  const config = { gateway: { auth: { token: GATEWAY_TOKEN } }, hooks: { enabled: true, token: tokens, authRateLimit } };
+  const config = {
+    gateway: { auth: { token: GATEWAY_TOKEN } },
+    hooks: { enabled: true, token: tokens, authRateLimit },
+  };
   await writeFile(gw.configPath, JSON.stringify(config));
   const result = await gw.plugin.reload();
   assert.equal(result.ok, true);

@@ -330,7 +330,10 @@ test('token rotation under a few hundred requests a second: a lock never outlive
   assert.ok(early!.slice(0, firstOk).every((s) => s === 401 || s === 429));
   assert.deepEqual([...new Set(early!.slice(firstOk))], [200], 'no refusal once the reload applied the token');
   // Late switch: 401s, never a 429, and the new token is served at once.
-  assert.ok(late!.every((s) => s === 200 || s === 401), JSON.stringify([...new Set(late)]));
+  assert.ok(
+    late!.every((s) => s === 200 || s === 401),
+    JSON.stringify([...new Set(late)]),
+  );
   assert.deepEqual([...new Set(after)], [200]);
 });
 

@@ -94,7 +94,10 @@ test('a rotation on one instance forgives in Redis: the lock is lifted on both, 
   assert.equal(lock['#'], '4');
   assert.ok(!JSON.stringify(lock).includes('tomorrow'), 'fingerprints only');
   a.limiter.rotate(['token\0token-of-tomorrow'], [], LIMITS);
-  await waitUntil(() => a.limiter.lockedFor('10.0.0.9') === 0 && b.limiter.lockedFor('10.0.0.9') === 0, 'lifted on both');
+  await waitUntil(
+    () => a.limiter.lockedFor('10.0.0.9') === 0 && b.limiter.lockedFor('10.0.0.9') === 0,
+    'lifted on both',
+  );
   assert.equal(await a.shared.commands.exists('unit-rotate:auth:lock:10.0.0.9'), 0, 'the lock is gone from Redis');
 });
 
