@@ -19,8 +19,11 @@ export interface LoadedConfig {
 
 const NOTHING_TO_APPLY = (): void => {};
 
-/** Throws ConfigError naming every problem found, in the hooks block and in the host's keys alike. */
-export async function loadConfig(host: GatewayHost): Promise<LoadedConfig> {
+/**
+ * Throws ConfigError naming every problem found, in the hooks block and in the host's keys alike.
+ * `skipMappings`: mappings left out by index (the dry run leaves out those it cannot compile).
+ */
+export async function loadConfig(host: GatewayHost, skipMappings?: ReadonlySet<number>): Promise<LoadedConfig> {
   const file = await readConfigFile(host.configPath);
   const selected = (host.selectConfig ?? selectStandaloneConfig)(file);
   const problems: string[] = [];
@@ -39,7 +42,14 @@ export async function loadConfig(host: GatewayHost): Promise<LoadedConfig> {
     throw new ConfigError([...problems, ...err.problems], host.configPath);
   }
   const policies = { ...settings, configDir: host.configDir, gatewayToken: selected.gatewayToken };
-  const compiled = await compileMappings(settings.mappingConfigs, settings.presets, policies, host, selected.hooksKey);
+  const compiled = await compileMappings(
+    settings.mappingConfigs,
+    settings.presets,
+    policies,
+    host,
+    selected.hooksKey,
+    skipMappings,
+  );
   problems.push(...compiled.problems);
   if (problems.length) throw new ConfigError(problems, host.configPath);
   const mappings = Object.freeze(compiled.mappings);

@@ -62,6 +62,8 @@ export async function compileMappings(
   policies: MappingPolicies,
   host: GatewayHost,
   root: string,
+  /** Mappings left out (by index), the others keeping their numbers: the dry run's unusable ones. */
+  skip?: ReadonlySet<number>,
 ): Promise<{ mappings: CompiledMapping[]; problems: string[] }> {
   const problems: string[] = [];
   const out: CompiledMapping[] = [];
@@ -74,6 +76,7 @@ export async function compileMappings(
   }
 
   for (const [i, raw] of mappings.entries()) {
+    if (skip?.has(i)) continue;
     const m = raw as MappingConfig;
     const where = `${root}.mappings[${i}]${m.id ? ` (id "${m.id}")` : ''}`;
     const id = m.id ?? (m.match?.path ? normalizeHookName(m.match.path) : `mapping-${i}`);

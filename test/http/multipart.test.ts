@@ -28,7 +28,7 @@ function assertStatus(r: JsonResponse, status: number, code?: string): void {
 }
 
 /** Sends raw bytes with a Content-Type, as Mailgun's route would with basic auth. */
-async function send(gw: TestGateway, body: Buffer | string, contentType: string): Promise<JsonResponse> {
+async function send(gw: TestGateway, body: string, contentType: string): Promise<JsonResponse> {
   const res = await fetch(`${gw.url}/hooks/mailgun`, {
     method: 'POST',
     headers: { authorization: BASIC, 'content-type': contentType },

@@ -45,7 +45,9 @@ test('an attachment is described to the mapping, and its content is written nowh
       const page = await gw.admin(`/api/sessions/${MAIN}/history`);
       return page.entries.some((e: { text: string }) => e.text.includes('report.csv')) && page.entries;
     });
-    assert.ok(entries.some((e: { text: string }) => e.text.includes(`Mail "Quarterly report" with report.csv (${size} bytes)`)));
+    assert.ok(
+      entries.some((e: { text: string }) => e.text.includes(`Mail "Quarterly report" with report.csv (${size} bytes)`)),
+    );
     // Let the request log line and the session write settle before looking at every file.
     await eventually(async () => gw.output().includes('"hook request"'));
   } finally {
