@@ -31,7 +31,7 @@ const MIRRORED: Readonly<Record<string, string>> = {
   '＞': '＜',
 };
 /** What stays with the character before it when the order is reversed: marks, joiners, variation selectors. */
-const ATTACHED_RE = /^[\p{M}\u200c\u200d\ufe00-\ufe0f]$/u;
+const ATTACHED_RE = /^(?:\p{M}|\u200c|\u200d|[\ufe00-\ufe0f])$/u;
 
 /**
  * The span as displayed right to left: characters in reverse order (each keeping its marks; regional

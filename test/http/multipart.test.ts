@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { post, type JsonResponse, type TestGateway, withGateway } from '../helpers/recording-host.ts';
+import { type JsonResponse, type TestGateway, withGateway } from '../helpers/recording-host.ts';
 
 const USER = 'mailgun';
 const SECRET = 'mailgun-route-secret-0123456789';
