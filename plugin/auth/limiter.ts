@@ -94,25 +94,17 @@ class Prints {
     this.prints.length = 0;
     this.times.length = 0;
   }
-
-  /** Takes `other`'s fingerprints, leaving it empty. */
-  takeFrom(other: Prints): void {
-    this.clear();
-    this.prints.push(...other.prints);
-    this.times.push(...other.times);
-    other.clear();
-  }
 }
 
 class Entry {
   key: string;
   /** Failures in the current window; 0 means no open window. */
   count = 0;
-  /** The forgivable credentials among them. */
-  readonly window = new Prints();
+  /** The forgivable credentials among them (made on the first one). */
+  window: Prints | undefined = undefined;
   /** The failures that caused the current lock, and their credentials. */
   lockCount = 0;
-  readonly lockPrints = new Prints();
+  lockPrints: Prints | undefined = undefined;
   /** ms timestamp of the failure that opened the current window. */
   windowStart = 0;
   /** ms timestamp until which the address is locked (in the past = not locked). */
@@ -136,15 +128,27 @@ function positive(value: number, fallback: number): number {
 /** What a request needs of a limiter: the local one, or the one shared on Redis. */
 export type AuthLimiter = Pick<AuthFailureLimiter, 'lockedFor' | 'recordFailure' | 'rotate'>;
 
+interface Effective {
+  maxFailures: number;
+  windowMs: number;
+  lockMs: number;
+}
+
+/** The limits of the last call: a config's limits object is the same for every request. */
+let lastLimits: AuthRateLimit | undefined;
+let lastEffective: Effective | undefined;
+
 /** The limits with the defaults filled in for missing or nonsensical values. */
-function effective(limits: AuthRateLimit): { maxFailures: number; windowMs: number; lockMs: number } {
+function effective(limits: AuthRateLimit): Effective {
+  if (limits === lastLimits) return lastEffective!;
   const d = DEFAULTS.authRateLimit;
-  return {
+  lastLimits = limits;
+  return (lastEffective = {
     maxFailures: Math.max(1, Math.floor(positive(limits.maxFailures, d.maxFailures))),
     windowMs: positive(limits.windowSeconds, d.windowSeconds) * 1000,
     // A lockout of 0 is allowed and means "never lock".
     lockMs: Number.isFinite(limits.lockoutSeconds) && limits.lockoutSeconds > 0 ? limits.lockoutSeconds * 1000 : 0,
-  };
+  });
 }
 
 export class AuthFailureLimiter {
@@ -214,17 +218,21 @@ export class AuthFailureLimiter {
       this.#openWindow(entry, now);
       entry.lockedUntil = 0;
       entry.lockCount = 0;
-      entry.lockPrints.clear();
+      entry.lockPrints?.clear();
       entries.set(key, entry);
       this.#append(entry);
     }
 
     this.#lastCounted = true;
     entry.count++;
-    if (print !== undefined) entry.window.add(print);
+    if (print !== undefined) (entry.window ??= new Prints()).add(print);
     if (entry.count >= maxFailures) {
       entry.lockCount = entry.count;
-      entry.lockPrints.takeFrom(entry.window);
+      // The window's fingerprints go with the lock; the next window starts empty.
+      const emptied = entry.lockPrints;
+      entry.lockPrints = entry.window;
+      entry.window = emptied;
+      emptied?.clear();
       entry.count = 0;
       if (lockMs > 0) {
         entry.lockedUntil = now + lockMs;
@@ -267,16 +275,20 @@ export class AuthFailureLimiter {
     for (let entry = this.#head; entry !== undefined; entry = entry.next) {
       if (entry.expiresAt <= now) continue;
       if (entry.count > 0) {
-        entry.count -= entry.window.forgive(validPrints);
+        entry.count -= entry.window?.forgive(validPrints) ?? 0;
         if (entry.count === 0) entry.expiresAt = now;
       }
       if (entry.lockedUntil <= now || entry.lockCount === 0) continue;
-      entry.lockCount -= entry.lockPrints.forgive(validPrints);
-      if (entry.lockCount >= maxFailures) continue;
+      const forgiven = entry.lockPrints?.forgive(validPrints) ?? 0;
+      entry.lockCount -= forgiven;
+      if (forgiven === 0 || entry.lockCount >= maxFailures) continue;
       // Lifted: what is left of the lock's failures is the open window's count.
       entry.lockedUntil = 0;
       entry.count = entry.lockCount;
-      entry.window.takeFrom(entry.lockPrints);
+      const emptied = entry.window;
+      entry.window = entry.lockPrints;
+      entry.lockPrints = emptied;
+      emptied?.clear();
       entry.lockCount = 0;
       entry.windowStart = now;
       entry.expiresAt = entry.count > 0 ? now + windowMs : now;
@@ -303,7 +315,7 @@ export class AuthFailureLimiter {
       entry = this.#claim(key, now);
       entry.lockedUntil = 0;
       entry.lockCount = 0;
-      entry.lockPrints.clear();
+      entry.lockPrints?.clear();
       this.#entries.set(key, entry);
       this.#append(entry);
     }
@@ -320,7 +332,7 @@ export class AuthFailureLimiter {
     // Nothing is counted during a lock, so no window is open.
     entry.lockedUntil = 0;
     entry.lockCount = 0;
-    entry.lockPrints.clear();
+    entry.lockPrints?.clear();
     entry.expiresAt = now;
   }
 
@@ -339,7 +351,7 @@ export class AuthFailureLimiter {
 
   #openWindow(entry: Entry, now: number): void {
     entry.count = 0;
-    entry.window.clear();
+    entry.window?.clear();
     entry.windowStart = now;
   }
 
