@@ -5,7 +5,8 @@
 // Redis holds, per address, a hash: the window's count ('#') and, for up to MAX_PRINTS credentials a
 // rotation could make valid, how often each failed under its salted fingerprint (never the
 // credential). A lock takes the hash over, so a rotation can still forgive the failures behind it;
-// lifting a lock is published like taking one ("0 <address>").
+// lifting a lock is published like taking one ("0 <address>"). The failures of one turn of the event
+// loop go to Redis together, one script per address, so a flood costs Redis little.
 import { hash, randomBytes } from 'node:crypto';
 import type { Logger } from '../host.ts';
 import { script } from '../shared/redis-script.ts';
@@ -84,7 +85,16 @@ const LOCK_MESSAGE = /^(0|[1-9][0-9]{0,8}) (.{1,300})$/s;
 /** Glob characters of a SCAN pattern, escaped so a prefix matches itself only. */
 const globEscape = (s: string): string => s.replace(/[*?[\]\\]/g, '\\$&');
 
+/** An address's failures of this turn: how often each fingerprint ('' for none) failed. */
+interface PendingFailures {
+  limits: AuthRateLimit;
+  prints: Map<string, number>;
+  lockedHere: boolean;
+}
+
 export class SharedAuthLimiter implements AuthLimiter {
+  #pending = new Map<string, PendingFailures>();
+  #flushScheduled = false;
   /** Shared by all instances (kept in Redis), so the same credential has the same fingerprint on each. */
   #salt: string | undefined;
   readonly #channel: string;
@@ -108,10 +118,33 @@ export class SharedAuthLimiter implements AuthLimiter {
     // A failure the local limiter did not count (a locked address, a credential in its grace period)
     // is not sent either.
     if (this.local.lastCounted && this.redis.up && this.#salt !== undefined) {
-      void this.#recordShared(key, limits, credential, locked > 0);
+      this.#queue(key, limits, credential === undefined ? '' : this.#fingerprint(credential), locked > 0);
     }
     return locked;
   }
+
+  /** A failure for Redis: those of one turn of the event loop go together, one script per address. */
+  #queue(key: string, limits: AuthRateLimit, print: string, lockedHere: boolean): void {
+    let pending = this.#pending.get(key);
+    if (pending === undefined) {
+      pending = { limits, prints: new Map(), lockedHere };
+      this.#pending.set(key, pending);
+    }
+    pending.limits = limits;
+    pending.lockedHere ||= lockedHere;
+    pending.prints.set(print, (pending.prints.get(print) ?? 0) + 1);
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(this.#flush);
+    }
+  }
+
+  readonly #flush = (): void => {
+    const batch = this.#pending;
+    this.#pending = new Map();
+    this.#flushScheduled = false;
+    for (const [key, pending] of batch) void this.#recordShared(key, pending);
+  };
 
   /** The local rotation at once; Redis forgives the same failures of every instance's addresses. */
   rotate(valid: Iterable<string>, retired: Iterable<string>, limits: AuthRateLimit): string[] {
@@ -128,23 +161,14 @@ export class SharedAuthLimiter implements AuthLimiter {
     return lifted;
   }
 
-  async #recordShared(key: string, limits: AuthRateLimit, credential: string | undefined, lockedHere: boolean) {
+  async #recordShared(key: string, { limits, prints, lockedHere }: PendingFailures) {
     const { maxFailures, windowMs, lockMs } = sharedLimits(limits);
     let lockedMs: unknown;
     try {
       lockedMs = await this.redis.script(
         RECORD_FAILURES,
         [this.redis.key(`auth:failures:${key}`), this.redis.key(`auth:lock:${key}`)],
-        [
-          maxFailures,
-          windowMs,
-          lockMs,
-          this.#channel,
-          key,
-          MAX_PRINTS,
-          credential === undefined ? '' : this.#fingerprint(credential),
-          1,
-        ],
+        [maxFailures, windowMs, lockMs, this.#channel, key, MAX_PRINTS, ...[...prints].flat()],
       );
     } catch {
       // Redis went away: the local count stands; the connection reports the outage once.

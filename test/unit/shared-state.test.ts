@@ -53,6 +53,16 @@ async function instance(keyPrefix: string, url = redis.url): Promise<Instance> {
   return { shared, local, limiter, dedupe, log };
 }
 
+/** Waits until Redis holds this count for an address (the scripts run after the turn that queued them). */
+async function hashField(i: Instance, key: string, count: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  let seen: string | null = null;
+  while (seen !== count) {
+    if (Date.now() > deadline) throw new Error(`${key} counts ${seen}, not ${count}`);
+    seen = await i.shared.commands.hget(key, '#');
+  }
+}
+
 const LIMITS: AuthRateLimit = { maxFailures: 4, windowSeconds: 60, lockoutSeconds: 60 };
 
 test('failures split across two instances lock the address on both, and only that address', async () => {
@@ -82,6 +92,20 @@ test('the same wrong credential repeated on both instances locks on both', async
   await waitUntil(() => a.limiter.lockedFor('10.0.0.3') > 0 && b.limiter.lockedFor('10.0.0.3') > 0, 'lock on both');
 });
 
+test('the failures of one turn go to Redis together: one script per address, every failure counted', async () => {
+  const a = await instance('unit-batch:');
+  const scripts = async (): Promise<number> => {
+    const stats = String(await a.shared.commands.info('commandstats'));
+    return [...stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  };
+  const limits = { ...LIMITS, maxFailures: 100 };
+  const before = await scripts();
+  for (let i = 0; i < 50; i++) a.limiter.recordFailure('10.0.0.8', limits, 'token\0the-same-wrong-token');
+  for (let i = 0; i < 10; i++) a.limiter.recordFailure('10.0.0.8', limits);
+  await hashField(a, 'unit-batch:auth:failures:10.0.0.8', '60');
+  assert.equal((await scripts()) - before, 1);
+});
+
 test('a rotation on one instance forgives in Redis: the lock is lifted on both, and Redis keeps no credential', async () => {
   const a = await instance('unit-rotate:');
   const b = await instance('unit-rotate:');
@@ -108,8 +132,7 @@ test('a credential in its grace period is not counted in Redis either', async ()
   for (let i = 0; i < 10; i++) a.limiter.recordFailure('10.0.0.10', LIMITS, 'token\0retired-token');
   for (let i = 0; i < 3; i++) b.limiter.recordFailure('10.0.0.10', LIMITS, `token\0guess-${i}`);
   // Redis runs one connection's scripts in order: once b's third is counted, a's were all seen before it.
-  let counted: string | null = null;
-  while (counted !== '3') counted = await b.shared.commands.hget('unit-grace:auth:failures:10.0.0.10', '#');
+  await hashField(b, 'unit-grace:auth:failures:10.0.0.10', '3');
   assert.equal(a.limiter.lockedFor('10.0.0.10'), 0);
   assert.equal(b.limiter.lockedFor('10.0.0.10'), 0);
 });
