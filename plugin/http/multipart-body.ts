@@ -57,17 +57,17 @@ export function parseMultipartObject(
  * part of the content, as RFC 2046 has it, and the search goes on past it.
  */
 function* splitParts(body: Buffer, delimiter: Buffer): Generator<{ start: number; end: number }> {
-  let at = body.subarray(0, delimiter.length - 2).equals(delimiter.subarray(2))
-    ? -2
-    : nextDelimiter(body, delimiter, 0);
+  // Where the delimiter's CRLF is (or would be: at -2 for a body that opens with "--boundary").
+  const opensWithIt = body.subarray(0, delimiter.length - 2).equals(delimiter.subarray(2));
+  let at = opensWithIt ? -2 : nextDelimiter(body, delimiter, 0);
+  if (at === -1) throw invalid('the multipart body has no boundary line');
   for (;;) {
-    if (at < 0 && at !== -2) throw invalid('the multipart body has no boundary line');
     let pos = at + delimiter.length;
     if (body[pos] === 0x2d && body[pos + 1] === 0x2d) return; // "--": the closing delimiter
     while (body[pos] === 0x20 || body[pos] === 0x09) pos++;
     if (body[pos] !== 0x0d || body[pos + 1] !== 0x0a) throw invalid('a multipart boundary line is malformed');
     const start = pos + 2;
-    const end = nextDelimiter(body, delimiter, start - 2);
+    const end = nextDelimiter(body, delimiter, start);
     if (end < 0) throw invalid('the multipart body is cut off (no closing boundary)');
     yield { start, end };
     at = end;
@@ -89,7 +89,7 @@ function nextDelimiter(body: Buffer, delimiter: Buffer, from: number): number {
 function readPart(body: Buffer, start: number, end: number): [string, string | FilePart] {
   // A part may have no headers at all (it then starts with the blank line), which leaves it nameless.
   const headEnd = body.subarray(start, Math.min(end, start + MAX_HEADER_BYTES + 4)).indexOf(HEADER_END);
-  const blankFirst = body[start] === 0x0d && body[start + 1] === 0x0a;
+  const blankFirst = end - start >= 2 && body[start] === 0x0d && body[start + 1] === 0x0a;
   if (headEnd < 0 && !blankFirst) {
     throw invalid(
       end - start > MAX_HEADER_BYTES

@@ -204,3 +204,66 @@ test('hostile bodies near the limit are answered in one pass: false delimiters, 
     assertStatus(await send(gw, noBlankLine, 'multipart/form-data; boundary=B'), 400, 'invalid_body');
   });
 });
+
+test('empty parts and parts without headers are refused; an empty file is size 0', async () => {
+  const mapping = { ...mailgun, textTemplate: '{{f.filename}} {{f.size}} [{{v}}]' };
+  await withGateway({ hooks: { mappings: [mapping] } }, async (gw) => {
+    const type = 'multipart/form-data; boundary=B';
+    for (const body of ['--B\r\n--B--', '--B\r\n\r\n--B--', '--B\r\n\r\nvalue\r\n--B--']) {
+      assertStatus(await send(gw, body, type), 400, 'invalid_body');
+    }
+    const ok = crlf(
+      '--B',
+      'Content-Disposition: form-data; name="f"; filename="empty.txt"',
+      '',
+      '',
+      '--B',
+      'Content-Disposition: form-data; name="v"',
+      '',
+      '',
+      '--B--',
+    );
+    assertStatus(await send(gw, ok, type), 200);
+    assert.match(gw.rec.events[0]!.text, /empty\.txt 0 \[\]/);
+  });
+});
+
+test('property: what the parser gives is strings, arrays and file descriptions whose sizes fit the body', async () => {
+  const { parseMultipartObject } = await import('../../plugin/http/multipart-body.ts');
+  const { HookError } = await import('../../plugin/errors.ts');
+  const piece = fc.constantFrom(
+    '--B',
+    '--B--',
+    '\r\n',
+    '\r\n\r\n',
+    'Content-Disposition: form-data; name="a"',
+    'Content-Disposition: form-data; name="f"; filename="x"',
+    ' ',
+    'x',
+    '',
+  );
+  const isValue = (v: unknown, size: number): boolean =>
+    typeof v === 'string' ||
+    (typeof v === 'object' &&
+      v !== null &&
+      typeof (v as { size: unknown }).size === 'number' &&
+      (v as { size: number }).size >= 0 &&
+      (v as { size: number }).size <= size);
+  fc.assert(
+    fc.property(fc.array(piece, { maxLength: 40 }), (pieces) => {
+      const body = Buffer.from(pieces.join(''));
+      try {
+        const fields = parseMultipartObject(body, 'multipart/form-data; boundary=B', 1000);
+        for (const v of Object.values(fields)) {
+          assert.ok(
+            Array.isArray(v) ? v.every((x) => isValue(x, body.length)) : isValue(v, body.length),
+            JSON.stringify(v),
+          );
+        }
+      } catch (err) {
+        assert.ok(err instanceof HookError && err.code === 'invalid_body', String(err));
+      }
+    }),
+    { seed: 31, numRuns: 3000 },
+  );
+});
