@@ -121,6 +121,13 @@ class Entry {
   }
 }
 
+/** The window's and the lock's fingerprint lists change places (no copying). */
+function swapPrints(entry: Entry): void {
+  const window = entry.window;
+  entry.window = entry.lockPrints;
+  entry.lockPrints = window;
+}
+
 function positive(value: number, fallback: number): number {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 }
@@ -229,10 +236,8 @@ export class AuthFailureLimiter {
     if (entry.count >= maxFailures) {
       entry.lockCount = entry.count;
       // The window's fingerprints go with the lock; the next window starts empty.
-      const emptied = entry.lockPrints;
-      entry.lockPrints = entry.window;
-      entry.window = emptied;
-      emptied?.clear();
+      swapPrints(entry);
+      entry.window?.clear();
       entry.count = 0;
       if (lockMs > 0) {
         entry.lockedUntil = now + lockMs;
@@ -285,10 +290,8 @@ export class AuthFailureLimiter {
       // Lifted: what is left of the lock's failures is the open window's count.
       entry.lockedUntil = 0;
       entry.count = entry.lockCount;
-      const emptied = entry.window;
-      entry.window = entry.lockPrints;
-      entry.lockPrints = emptied;
-      emptied?.clear();
+      swapPrints(entry);
+      entry.lockPrints?.clear();
       entry.lockCount = 0;
       entry.windowStart = now;
       entry.expiresAt = entry.count > 0 ? now + windowMs : now;
