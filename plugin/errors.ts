@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'body_timeout'
   | 'invalid_json'
+  | 'invalid_body'
+  | 'handshake_failed'
   | 'invalid_payload'
   | 'session_key_disabled'
   | 'session_key_not_allowed'
@@ -95,6 +97,7 @@ const UNAUTHORIZED = new HookError(401, 'unauthorized', 'missing or wrong hook t
 const NOT_FOUND = new HookError(404, 'not_found', 'no such hook');
 const SIGNATURE_INVALID = new HookError(401, 'signature_invalid', 'the signature is missing or does not match');
 const SIGNATURE_EXPIRED = new HookError(401, 'signature_expired', 'the signed timestamp is outside the allowed window');
+const HANDSHAKE_FAILED = new HookError(403, 'handshake_failed', 'the handshake did not verify');
 const INTERNAL = new HookError(500, 'internal_error', 'internal error; the request was not processed');
 /** 429s differ only in their seconds, which are few: one per value. */
 const rateLimitedBySeconds = new Map<number, HookError>();
@@ -145,6 +148,8 @@ export const refuse = {
     new HookError(408, 'body_timeout', `the body was not received within ${ms / 1000} s`, CLOSE),
   bodyCutOff: (): HookError => new HookError(400, 'invalid_json', 'the request body was cut off by the client', CLOSE),
   invalidJson: (what: string): HookError => new HookError(400, 'invalid_json', what),
+  invalidBody: (what: string): HookError => new HookError(400, 'invalid_body', what),
+  handshakeFailed: (): HookError => HANDSHAKE_FAILED,
   invalidPayload: (what: string): HookError => new HookError(400, 'invalid_payload', what),
   sessionKeyDisabled: (what: string): HookError => new HookError(400, 'session_key_disabled', what),
   sessionKeyNotAllowed: (what: string): HookError => new HookError(400, 'session_key_not_allowed', what),

@@ -124,7 +124,16 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     if (JSON.stringify(next.snapshot.sharedState) !== JSON.stringify(sharedState)) {
       host.logger.warn(`${next.selected.hooksKey}.sharedState changed: it takes effect at the next start`);
     }
+    const before = current;
     current = next.snapshot;
+    // A rotation: what the new config accepts is forgiven, what it retired is refused uncounted for a while.
+    if (!before.credentials.sameAs(current.credentials)) {
+      requestLimiter.rotate(
+        current.credentials.values(),
+        before.credentials.retiredBy(current.credentials),
+        current.authRateLimit,
+      );
+    }
     transforms.setTimeoutMs(current.transformTimeoutMs);
     metrics.reload(true);
     return { ok: true, changed };

@@ -4,24 +4,30 @@ import { DEFAULTS } from '../config/defaults.ts';
 /**
  * Auth-failure limiter keyed by client address key (see clientAddress()).
  *
- * What counts is distinct wrong credentials: a guesser must vary them, while a sender that repeats
- * one (a token just rotated away from, or one it switched to a moment before the reload applied it)
- * is not locked out by its own retries. Each entry keeps salted fingerprints of the wrong credentials
- * of its window, never the credentials, at most one per failure it may count.
+ * Every failure counts, whether it repeats one wrong credential or varies it (the spec: repeated
+ * failures are rate limited). Token rotation is protected otherwise (rotate()): when a reload changes
+ * the credentials, the failures of the current window whose credential the new config accepts are
+ * forgiven (and a lock they alone caused is lifted), and for the grace period a credential the old
+ * config accepted is refused without being counted. For that each entry keeps, beside its count, salted
+ * fingerprints of the credentials it failed with (never the credentials), at most MAX_PRINTS distinct
+ * ones, each with how often it failed; failures beyond them, and failures without a credential that a
+ * config could accept (no token, a signature), count but are never forgiven.
  *
  * Window semantics: fixed window anchored at the first failure. The first
  * failure of an address opens a window of `windowSeconds`; failures inside it
  * are counted; the first failure after it has elapsed opens a fresh window
  * with a count of 1. When the count reaches `maxFailures` the address is
- * locked for `lockoutSeconds` and its count resets, so the first failure
- * after the lock opens a new window. (A fixed window lets a client spread up
- * to 2 * (maxFailures - 1) failures across a window boundary without being
- * locked; it needs no per-failure timestamps.)
+ * locked for `lockoutSeconds` and its count resets (the failures that caused
+ * the lock are kept with the lock, so a rotation can lift it), so the first
+ * failure after the lock opens a new window. (A fixed window lets a client
+ * spread up to 2 * (maxFailures - 1) failures across a window boundary
+ * without being locked; it needs no per-failure timestamps.)
  *
  * Failures reported while an address is locked are not counted and do not
  * extend the lock (callers check lockedFor() before evaluating the token).
  *
- * Memory: at most `maxEntries` entries, each a small fixed-shape object.
+ * Memory: at most `maxEntries` entries, each a small fixed-shape object with
+ * at most 2 * MAX_PRINTS fingerprints, and at most MAX_RETIRED retired ones.
  * Entries sit in a Map (lookup) and on an intrusive doubly-linked list kept
  * in "last failure" order: every failure moves its entry to the tail, so the
  * head is the least recently failing address. (The list is used instead of
@@ -34,13 +40,16 @@ import { DEFAULTS } from '../config/defaults.ts';
  * map is full, up to EVICTION_SCAN entries from the head are inspected for an
  * expired one; failing that the head (least recently failing) is evicted.
  * The evicted entry object is reused, so a flood of new addresses at
- * capacity allocates no entries. Every operation is O(1).
+ * capacity allocates no entries. Every request-path operation is O(1); a
+ * rotation walks the entries once.
  */
 
 export interface AuthRateLimit {
   maxFailures: number;
   windowSeconds: number;
   lockoutSeconds: number;
+  /** After a reload that changed the credentials: how long the retired ones are refused uncounted. */
+  rotationGraceSeconds?: number;
 }
 
 /** Addresses tracked at most. */
@@ -50,13 +59,52 @@ const MAX_ENTRIES = 65536;
 const EVICTION_SCAN = 8;
 /** Expired head entries dropped per recordFailure(). */
 const PRUNE_PER_CALL = 2;
+/** Distinct credentials an entry keeps the fingerprints of: a rotating sender uses one or two. */
+export const MAX_PRINTS = 4;
+/** Retired credentials remembered at once (hook tokens and mapping secrets of recent reloads). */
+const MAX_RETIRED = 1024;
+
+/** Failures by credential fingerprint: parallel arrays, at most MAX_PRINTS long. */
+class Prints {
+  readonly prints: number[] = [];
+  readonly times: number[] = [];
+
+  add(print: number): void {
+    const i = this.prints.indexOf(print);
+    if (i >= 0) this.times[i]!++;
+    else if (this.prints.length < MAX_PRINTS) {
+      this.prints.push(print);
+      this.times.push(1);
+    }
+  }
+
+  /** Drops the fingerprints in `valid`; returns how many failures they were. */
+  forgive(valid: ReadonlySet<number>): number {
+    let removed = 0;
+    for (let i = this.prints.length - 1; i >= 0; i--) {
+      if (!valid.has(this.prints[i]!)) continue;
+      removed += this.times[i]!;
+      this.prints.splice(i, 1);
+      this.times.splice(i, 1);
+    }
+    return removed;
+  }
+
+  clear(): void {
+    this.prints.length = 0;
+    this.times.length = 0;
+  }
+}
 
 class Entry {
   key: string;
   /** Failures in the current window; 0 means no open window. */
   count = 0;
-  /** Fingerprints of the wrong credentials counted in the current window. */
-  seen: number[] = [];
+  /** The forgivable credentials among them (made on the first one). */
+  window: Prints | undefined = undefined;
+  /** The failures that caused the current lock, and their credentials. */
+  lockCount = 0;
+  lockPrints: Prints | undefined = undefined;
   /** ms timestamp of the failure that opened the current window. */
   windowStart = 0;
   /** ms timestamp until which the address is locked (in the past = not locked). */
@@ -73,12 +121,42 @@ class Entry {
   }
 }
 
+/** The window's and the lock's fingerprint lists change places (no copying). */
+function swapPrints(entry: Entry): void {
+  const window = entry.window;
+  entry.window = entry.lockPrints;
+  entry.lockPrints = window;
+}
+
 function positive(value: number, fallback: number): number {
   return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
 /** What a request needs of a limiter: the local one, or the one shared on Redis. */
-export type AuthLimiter = Pick<AuthFailureLimiter, 'lockedFor' | 'recordFailure'>;
+export type AuthLimiter = Pick<AuthFailureLimiter, 'lockedFor' | 'recordFailure' | 'rotate'>;
+
+interface Effective {
+  maxFailures: number;
+  windowMs: number;
+  lockMs: number;
+}
+
+/** The limits of the last call: a config's limits object is the same for every request. */
+let lastLimits: AuthRateLimit | undefined;
+let lastEffective: Effective | undefined;
+
+/** The limits with the defaults filled in for missing or nonsensical values. */
+function effective(limits: AuthRateLimit): Effective {
+  if (limits === lastLimits) return lastEffective!;
+  const d = DEFAULTS.authRateLimit;
+  lastLimits = limits;
+  return (lastEffective = {
+    maxFailures: Math.max(1, Math.floor(positive(limits.maxFailures, d.maxFailures))),
+    windowMs: positive(limits.windowSeconds, d.windowSeconds) * 1000,
+    // A lockout of 0 is allowed and means "never lock".
+    lockMs: Number.isFinite(limits.lockoutSeconds) && limits.lockoutSeconds > 0 ? limits.lockoutSeconds * 1000 : 0,
+  });
+}
 
 export class AuthFailureLimiter {
   readonly #entries = new Map<string, Entry>();
@@ -90,6 +168,8 @@ export class AuthFailureLimiter {
   readonly #now: () => number;
 
   readonly #salt = randomBytes(16).toString('hex');
+  /** Fingerprints of credentials a reload retired -> ms until which they are refused uncounted. */
+  readonly #retired = new Map<number, number>();
   #lastCounted = false;
 
   constructor(opts?: { maxEntries?: number; now?: () => number }) {
@@ -116,19 +196,19 @@ export class AuthFailureLimiter {
   }
 
   /**
-   * Records one failed authentication for `key` with the credential it tried (null when it sent
-   * none). A credential this address already failed with in the window is not counted again; without
-   * `attempt` every failure counts. Returns the lockout in seconds when this failure caused a lock, else 0.
+   * Records one failed authentication for `key`. `credential` is what the request presented when a
+   * config could accept it as it is (a hook token, a mapping's bearer or basic secret; see
+   * auth/credentials.ts): such a failure can be forgiven by a rotation, and one with a credential a
+   * recent reload retired is not counted at all. Returns the lockout in seconds when this failure
+   * caused a lock, else 0.
    */
-  recordFailure(key: string, limits: AuthRateLimit, attempt?: string | null): number {
-    const maxFailures = Math.max(1, Math.floor(positive(limits.maxFailures, DEFAULTS.authRateLimit.maxFailures)));
-    const windowMs = positive(limits.windowSeconds, DEFAULTS.authRateLimit.windowSeconds) * 1000;
-    // A lockout of 0 is allowed and means "never lock".
-    const lockMs =
-      Number.isFinite(limits.lockoutSeconds) && limits.lockoutSeconds > 0 ? limits.lockoutSeconds * 1000 : 0;
+  recordFailure(key: string, limits: AuthRateLimit, credential?: string): number {
+    const { maxFailures, windowMs, lockMs } = effective(limits);
     const now = this.#now();
     const entries = this.#entries;
     this.#lastCounted = false;
+    const print = credential === undefined ? undefined : this.fingerprint(credential);
+    if (print !== undefined && this.#isRetired(print, now)) return 0;
 
     let entry = entries.get(key);
     if (entry !== undefined) {
@@ -138,32 +218,27 @@ export class AuthFailureLimiter {
         this.#append(entry);
       }
       if (entry.lockedUntil > now) return 0;
-      if (entry.count === 0 || now - entry.windowStart >= windowMs) {
-        entry.count = 0;
-        entry.seen.length = 0;
-        entry.windowStart = now;
-      }
+      if (entry.count === 0 || now - entry.windowStart >= windowMs) this.#openWindow(entry, now);
     } else {
       this.#prune(now);
       entry = this.#claim(key, now);
-      entry.count = 0;
-      entry.seen.length = 0;
-      entry.windowStart = now;
+      this.#openWindow(entry, now);
       entry.lockedUntil = 0;
+      entry.lockCount = 0;
+      entry.lockPrints?.clear();
       entries.set(key, entry);
       this.#append(entry);
     }
 
-    if (attempt !== undefined) {
-      const print = this.#fingerprint(attempt);
-      if (entry.seen.includes(print)) return 0;
-      entry.seen.push(print);
-    }
     this.#lastCounted = true;
     entry.count++;
+    if (print !== undefined) (entry.window ??= new Prints()).add(print);
     if (entry.count >= maxFailures) {
+      entry.lockCount = entry.count;
+      // The window's fingerprints go with the lock; the next window starts empty.
+      swapPrints(entry);
+      entry.window?.clear();
       entry.count = 0;
-      entry.seen.length = 0;
       if (lockMs > 0) {
         entry.lockedUntil = now + lockMs;
         entry.expiresAt = entry.lockedUntil;
@@ -174,6 +249,55 @@ export class AuthFailureLimiter {
     }
     entry.expiresAt = entry.windowStart + windowMs;
     return 0;
+  }
+
+  /**
+   * A reload changed the credentials: failures of the current window with a credential in `valid`
+   * are taken off the count, a lock that without them would not have been taken is lifted (its other
+   * failures count in the window again), and the credentials in `retired` are refused uncounted for
+   * the grace period. Returns the addresses whose lock was lifted.
+   */
+  rotate(valid: Iterable<string>, retired: Iterable<string>, limits: AuthRateLimit): string[] {
+    const now = this.#now();
+    const { maxFailures, windowMs } = effective(limits);
+    const graceMs = Math.max(0, limits.rotationGraceSeconds ?? DEFAULTS.authRateLimit.rotationGraceSeconds) * 1000;
+    const validPrints = new Set<number>();
+    for (const c of valid) validPrints.add(this.fingerprint(c));
+    for (const [print, until] of this.#retired) {
+      if (until <= now || validPrints.has(print)) this.#retired.delete(print);
+    }
+    if (graceMs > 0) {
+      for (const c of retired) {
+        const print = this.fingerprint(c);
+        if (validPrints.has(print)) continue;
+        // Oldest first out: a Map iterates in insertion order.
+        if (this.#retired.size >= MAX_RETIRED) this.#retired.delete(this.#retired.keys().next().value!);
+        this.#retired.set(print, now + graceMs);
+      }
+    }
+    const lifted: string[] = [];
+    if (validPrints.size === 0) return lifted;
+    for (let entry = this.#head; entry !== undefined; entry = entry.next) {
+      if (entry.expiresAt <= now) continue;
+      if (entry.count > 0) {
+        entry.count -= entry.window?.forgive(validPrints) ?? 0;
+        if (entry.count === 0) entry.expiresAt = now;
+      }
+      if (entry.lockedUntil <= now || entry.lockCount === 0) continue;
+      const forgiven = entry.lockPrints?.forgive(validPrints) ?? 0;
+      entry.lockCount -= forgiven;
+      if (forgiven === 0 || entry.lockCount >= maxFailures) continue;
+      // Lifted: what is left of the lock's failures is the open window's count.
+      entry.lockedUntil = 0;
+      entry.count = entry.lockCount;
+      swapPrints(entry);
+      entry.lockPrints?.clear();
+      entry.lockCount = 0;
+      entry.windowStart = now;
+      entry.expiresAt = entry.count > 0 ? now + windowMs : now;
+      lifted.push(entry.key);
+    }
+    return lifted;
   }
 
   /**
@@ -193,25 +317,50 @@ export class AuthFailureLimiter {
       this.#prune(now);
       entry = this.#claim(key, now);
       entry.lockedUntil = 0;
+      entry.lockCount = 0;
+      entry.lockPrints?.clear();
       this.#entries.set(key, entry);
       this.#append(entry);
     }
-    entry.count = 0;
-    entry.seen.length = 0;
-    entry.windowStart = now;
+    this.#openWindow(entry, now);
     entry.lockedUntil = Math.max(entry.lockedUntil, now + lockMs);
     entry.expiresAt = entry.lockedUntil;
   }
 
+  /** A lock lifted where it was decided (shared state: a rotation forgave the failures that caused it). */
+  unlock(key: string): void {
+    const entry = this.#entries.get(key);
+    const now = this.#now();
+    if (entry === undefined || entry.lockedUntil <= now) return;
+    // Nothing is counted during a lock, so no window is open.
+    entry.lockedUntil = 0;
+    entry.lockCount = 0;
+    entry.lockPrints?.clear();
+    entry.expiresAt = now;
+  }
+
   /** 48 bits of a salted hash: the salt keeps a guesser from choosing credentials that collide. */
-  #fingerprint(attempt: string | null): number {
-    if (attempt === null) return -1;
-    return hash('sha256', this.#salt + attempt, 'buffer').readUIntBE(0, 6);
+  fingerprint(credential: string): number {
+    return hash('sha256', this.#salt + credential, 'buffer').readUIntBE(0, 6);
+  }
+
+  #isRetired(print: number, now: number): boolean {
+    const until = this.#retired.get(print);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    this.#retired.delete(print);
+    return false;
+  }
+
+  #openWindow(entry: Entry, now: number): void {
+    entry.count = 0;
+    entry.window?.clear();
+    entry.windowStart = now;
   }
 
   /**
-   * Whether the last recordFailure() counted its failure: false for a credential already counted in
-   * the window (or an address locked), which the shared limiter then need not send to Redis again.
+   * Whether the last recordFailure() counted its failure: false for an address locked or a
+   * credential in its grace period, which the shared limiter then does not send to Redis.
    */
   get lastCounted(): boolean {
     return this.#lastCounted;

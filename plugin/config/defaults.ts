@@ -4,7 +4,7 @@ export const DEFAULTS = Object.freeze({
   path: '/hooks',
   maxBodyBytes: 262_144,
   bodyTimeoutSeconds: 30,
-  authRateLimit: Object.freeze({ maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 }),
+  authRateLimit: Object.freeze({ maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60, rotationGraceSeconds: 300 }),
   maxConcurrentRuns: 8,
   maxQueuedRuns: 1000,
   transformTimeoutMs: 2000,

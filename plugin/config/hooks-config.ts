@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ConfigError } from '../errors.ts';
 import type { SelectedConfig } from '../host.ts';
 import { digestToken } from '../auth/token.ts';
+import { Credentials, hookTokenCredential } from '../auth/credentials.ts';
 import { readSecretFile, resolveSecret } from './secret-values.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-proxies.ts';
@@ -104,6 +105,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     enabled,
     path: hooksPath,
     tokenDigests: Object.freeze(tokens.map(digestToken)),
+    credentials: new Credentials(tokens.map(hookTokenCredential)),
     allowedAgentIds: allowed === undefined || allowed.includes('*') ? null : new Set(allowed.map((a) => a.trim())),
     defaultSessionKey: h.defaultSessionKey,
     allowRequestSessionKey: h.allowRequestSessionKey === true,

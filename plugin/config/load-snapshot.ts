@@ -7,6 +7,8 @@ import { indexMappings } from '../mappings/mapping-index.ts';
 import { resolveHooksConfig, selectStandaloneConfig } from './hooks-config.ts';
 import { readConfigFile } from './load.ts';
 import type { HooksSnapshot } from './snapshot.ts';
+import type { CompiledMapping } from '../mappings/mapping.ts';
+import { mappingCredential } from '../auth/credentials.ts';
 
 export interface LoadedConfig {
   snapshot: HooksSnapshot;
@@ -17,8 +19,11 @@ export interface LoadedConfig {
 
 const NOTHING_TO_APPLY = (): void => {};
 
-/** Throws ConfigError naming every problem found, in the hooks block and in the host's keys alike. */
-export async function loadConfig(host: GatewayHost): Promise<LoadedConfig> {
+/**
+ * Throws ConfigError naming every problem found, in the hooks block and in the host's keys alike.
+ * `skipMappings`: mappings left out by index (the dry run leaves out those it cannot compile).
+ */
+export async function loadConfig(host: GatewayHost, skipMappings?: ReadonlySet<number>): Promise<LoadedConfig> {
   const file = await readConfigFile(host.configPath);
   const selected = (host.selectConfig ?? selectStandaloneConfig)(file);
   const problems: string[] = [];
@@ -37,12 +42,34 @@ export async function loadConfig(host: GatewayHost): Promise<LoadedConfig> {
     throw new ConfigError([...problems, ...err.problems], host.configPath);
   }
   const policies = { ...settings, configDir: host.configDir, gatewayToken: selected.gatewayToken };
-  const compiled = await compileMappings(settings.mappingConfigs, settings.presets, policies, host, selected.hooksKey);
+  const compiled = await compileMappings(
+    settings.mappingConfigs,
+    settings.presets,
+    policies,
+    host,
+    selected.hooksKey,
+    skipMappings,
+  );
   problems.push(...compiled.problems);
   if (problems.length) throw new ConfigError(problems, host.configPath);
   const mappings = Object.freeze(compiled.mappings);
-  const snapshot: HooksSnapshot = Object.freeze({ ...settings, mappings, mappingIndex: indexMappings(mappings) });
+  const snapshot: HooksSnapshot = Object.freeze({
+    ...settings,
+    credentials: settings.credentials.with(mappingCredentials(mappings)),
+    mappings,
+    mappingIndex: indexMappings(mappings),
+  });
   return { snapshot, selected, applyHostConfig };
+}
+
+/** What senders present as it is to the mappings: bearer, basic and GitLab secrets, Meta verify tokens. */
+function* mappingCredentials(mappings: readonly CompiledMapping[]): Iterable<string> {
+  for (const m of mappings) {
+    if (m.matchPath === undefined) continue;
+    for (const secret of m.verifier?.accepted?.() ?? [])
+      yield mappingCredential(m.matchPath, m.verifier!.scheme, secret);
+    if (m.handshake?.kind === 'meta') yield mappingCredential(m.matchPath, 'meta', m.handshake.accepted());
+  }
 }
 
 /** The keys whose values differ between two configs (names only: values may be secrets). */

@@ -1,6 +1,7 @@
 // The immutable view of the hooks config that a request reads (and nothing else): built on load and
 // on every accepted reload, swapped whole.
 import type { TokenDigest } from '../auth/token.ts';
+import type { Credentials } from '../auth/credentials.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import type { TrustedProxies } from '../http/trusted-proxies.ts';
 import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
@@ -17,6 +18,8 @@ export interface HooksSnapshot {
   readonly path: string;
   /** Every hook token in force (several while one is rotated out); none when disabled. */
   readonly tokenDigests: readonly TokenDigest[];
+  /** What senders may present as it is (hook tokens, bearer/basic secrets): for the limiter's rotation rule. */
+  readonly credentials: Credentials;
   /** null: any agent may be routed to explicitly. */
   readonly allowedAgentIds: ReadonlySet<string> | null;
   readonly defaultSessionKey: string | undefined;

@@ -1,4 +1,5 @@
-// The one writer of answers. Every answer is JSON (errors too: `{ ok: false, error, code }`), or empty.
+// The one writer of answers. Every answer is JSON (errors too: `{ ok: false, error, code }`), or empty,
+// except the text a sender asks for: a Meta handshake's challenge, a mapping's `respond` text.
 //
 // writeJson/writeError send at once; hosts use them for their own answers. An AnswerBatch, owned by
 // each plugin instance, holds the answers of hook requests until the event loop has read what the
@@ -9,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HookError } from '../errors.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+const TEXT_TYPE = 'text/plain; charset=utf-8';
 /** Past this many waiting, answers go out at once: a turn with thousands of ready sockets does not hold the first. */
 const MAX_WAITING = 128;
 const NOTHING_WAITING = Promise.resolve();
@@ -21,8 +23,13 @@ export function errorBody(err: HookError): { ok: false; error: string; code: str
 }
 
 /** Status line headers for an answer: one object, so writeHead sets them all at once. */
-function headersFor(text: string, requestId: string | undefined, extra: Headers | undefined): HeadersOut {
-  const all: HeadersOut = text === '' ? {} : { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) };
+function headersFor(
+  text: string,
+  requestId: string | undefined,
+  extra: Headers | undefined,
+  type = JSON_TYPE,
+): HeadersOut {
+  const all: HeadersOut = text === '' ? {} : { 'content-type': type, 'content-length': Buffer.byteLength(text) };
   if (requestId !== undefined) all['x-request-id'] = requestId;
   if (extra) for (const name in extra) all[name] = extra[name]!;
   return all;
@@ -82,7 +89,17 @@ export class AnswerBatch {
   send(res: ServerResponse, status: number, body: unknown, requestId?: string, headers?: Headers): void {
     if (res.headersSent) return;
     const text = body === undefined ? '' : JSON.stringify(body);
-    this.#waiting.push({ res, status, headers: headersFor(text, requestId, headers), text });
+    this.#queue({ res, status, headers: headersFor(text, requestId, headers), text });
+  }
+
+  /** Queues a text/plain answer. */
+  sendText(res: ServerResponse, status: number, text: string, requestId?: string, headers?: Headers): void {
+    if (res.headersSent) return;
+    this.#queue({ res, status, headers: headersFor(text, requestId, headers, TEXT_TYPE), text });
+  }
+
+  #queue(answer: Waiting): void {
+    this.#waiting.push(answer);
     if (this.#waiting.length === 1) setImmediate(this.#flush);
     else if (this.#waiting.length >= MAX_WAITING) this.#writeWaiting();
   }

@@ -1,16 +1,17 @@
 // The life of a hook request, as named phases in the documented order of checks (README, Errors):
 //   route        is the path under hooks.path? (if not, the host keeps the request)
-//   admit        token in the query, method, address lock
+//   admit        token in the query, method (GET only for a Meta handshake, answered there), address lock
 //   target       wake, agent, a signed mapping, or the mappings that may own the name
 //   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name
 //   receive      the body, within the target's limit and the body timeout
 //   verify       a signed mapping's signature over the raw bytes (instead of the token)
-//   parse        a JSON object or a form (for a mapping, one that nests no deeper than templates can walk);
-//                the endpoint's payload is checked, or the mapping that owns this payload is picked
+//   parse        a JSON object, a form or a multipart body (for a mapping, one that nests no deeper than
+//                templates can walk); a signed handshake (Slack, echo) is answered here, acting on
+//                nothing; the endpoint's payload is checked, or the mapping that owns this payload is picked
 //   deliver      once per idempotency key (dedupe/once-delivery.ts): a key seen before gets the first
 //                answer again; otherwise the mapping builds its action (templates, transform) and
 //                the action is carried out (actions/execute.ts)
-//   answer       the outcome, or the refusal any phase threw, and one log line
+//   answer       the outcome (or the mapping's `respond`), or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError, refuse } from '../errors.ts';
@@ -18,7 +19,7 @@ import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { OnceDelivery } from '../dedupe/once-delivery.ts';
+import type { Delivery, OnceDelivery } from '../dedupe/once-delivery.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
 import { loggableKey, type RequestLog } from '../observe/request-log.ts';
@@ -26,7 +27,12 @@ import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import type { RefusalLog } from './refusal-log.ts';
-import { deliveryOf, isKnownName, parsePayload, targetOf, type Target } from './resolve.ts';
+import { deliveryOf, isKnownName, metaHandshakeOf, parsePayload, targetOf, type Target } from './resolve.ts';
+import { hookTokenCredential, mappingCredential } from '../auth/credentials.ts';
+import { metaChallenge, type Handshake } from '../mappings/handshake.ts';
+import type { CompiledMapping } from '../mappings/mapping.ts';
+import { renderReply, type Reply } from '../mappings/respond.ts';
+import type { Outcome } from '../actions/action.ts';
 import { requestId } from './request-id.ts';
 import { splitTarget } from './request-target.ts';
 
@@ -67,6 +73,8 @@ interface Trace {
   key?: string;
 }
 
+type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
+
 /** Marks the answer to a repeated idempotency key. */
 const DUPLICATE = Object.freeze({ 'x-hookgate-duplicate': '1' });
 
@@ -96,7 +104,13 @@ export class HookLifecycle {
     const target = targetOf(name, snap);
     traceTarget(trace, target);
     try {
-      this.admit(request);
+      const meta = metaHandshakeOf(target);
+      this.admit(request, meta !== undefined);
+      if (req.method === 'GET') {
+        answers.sendText(res, 200, this.metaHandshake(request, meta!, snap), request.id);
+        trace.authenticated = true;
+        return await this.finish(request, pathname, started, snap, trace);
+      }
       const verifier = target.kind === 'mapped' ? target.verifier : undefined;
       if (!verifier) {
         this.authenticate(request, snap);
@@ -109,14 +123,30 @@ export class HookLifecycle {
         this.verify(request, verifier, body, snap);
         trace.authenticated = true;
       }
-      const payload = parsePayload(target, body);
+      const payload = parsePayload(target, body, req.headers['content-type']);
       if (verifier) this.checkFresh(request, verifier, payload, snap);
+      const handshake = verifier && target.kind === 'mapped' ? target.candidates[0]!.handshake : undefined;
+      const challenge = handshake?.kind === 'meta' ? undefined : handshake?.answer(payload);
+      if (challenge) {
+        answers.send(res, 200, challenge, request.id);
+        return await this.finish(request, pathname, started, snap, trace);
+      }
       const delivery = deliveryOf(target, payload, { headers: req.headers, name, query, bodyBytes: body.length }, snap);
       if (delivery.mapping) trace.mapping = delivery.mapping.id;
       const outcome = await this.parts.delivery.deliver(delivery, snap, body);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
-      answers.send(res, outcome.status, outcome.body, request.id, trace.duplicate ? DUPLICATE : undefined);
+      const headers = trace.duplicate ? DUPLICATE : undefined;
+      const reply = replyOf(delivery, outcome, payload);
+      if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, request.id, headers);
+      else
+        answers.send(
+          res,
+          reply?.status ?? outcome.status,
+          reply ? (reply.json ?? outcome.body) : outcome.body,
+          request.id,
+          headers,
+        );
     } catch (err) {
       const refusal = this.refusalOf(err, request);
       trace.code = refusal.code;
@@ -173,9 +203,12 @@ export class HookLifecycle {
   }
 
   /** Token in the query, method, address lock: decided before the token is even looked at. */
-  private admit({ req, query, client }: HookRequest): void {
+  private admit({ req, query, client }: HookRequest, getAllowed: boolean): void {
     if (query !== undefined && new URLSearchParams(query).has('token')) throw refuse.tokenInQuery();
-    if (req.method !== 'POST') throw refuse.methodNotAllowed();
+    if (getAllowed) {
+      if (req.method !== 'POST' && req.method !== 'GET')
+        throw refuse.methodNotAllowed('GET, POST', 'only GET and POST are accepted');
+    } else if (req.method !== 'POST') throw refuse.methodNotAllowed();
     const lockedFor = this.parts.limiter.lockedFor(client);
     if (lockedFor > 0) throw refuse.rateLimited(lockedFor);
   }
@@ -183,8 +216,20 @@ export class HookLifecycle {
   private authenticate({ req, client }: HookRequest, snap: HooksSnapshot): void {
     const token = extractToken(req.headers);
     if (matchesAnyToken(token, snap.tokenDigests)) return;
-    this.failedAuthentication(client, snap, token ?? null);
+    this.failedAuthentication(client, snap, token === undefined ? undefined : hookTokenCredential(token));
     throw refuse.unauthorized();
+  }
+
+  /** Meta's GET: the challenge when the verify token matches; a missing or wrong one counts as a failure. */
+  private metaHandshake(request: HookRequest, mapping: CompiledMapping, snap: HooksSnapshot): string {
+    const outcome = metaChallenge(mapping.handshake as MetaHandshake, request.query);
+    if ('challenge' in outcome) return outcome.challenge;
+    if (outcome.failed === 'token') {
+      const { presented } = outcome;
+      const credential = presented === undefined ? undefined : mappingCredential(request.name, 'meta', presented);
+      this.failedAuthentication(request.client, snap, credential);
+    }
+    throw refuse.handshakeFailed();
   }
 
   /** A signed mapping's proof, over the body exactly as received. */
@@ -201,27 +246,29 @@ export class HookLifecycle {
     snap: HooksSnapshot,
   ): void {
     if (!verifier.fresh || verifier.fresh(payload, Date.now())) return;
-    const proof = request.req.headers[verifier.proofHeaders[0]!];
-    throw this.signatureFailure(request, verifier, snap, {
-      expired: true,
-      attempt: typeof proof === 'string' ? proof : null,
-    });
+    throw this.signatureFailure(request, verifier, snap, { expired: true });
   }
 
   /** A bad or late signature counts against the address like a wrong token. */
   private signatureFailure(
-    { client }: HookRequest,
+    { client, name }: HookRequest,
     verifier: Verifier,
     snap: HooksSnapshot,
-    outcome: { expired: boolean; attempt: string | null },
+    outcome: { expired: boolean; presented?: string },
   ): HookError {
     this.parts.metrics.signatureFailure(verifier.scheme);
-    this.failedAuthentication(client, snap, outcome.attempt);
+    const { presented } = outcome;
+    this.failedAuthentication(
+      client,
+      snap,
+      presented === undefined ? undefined : mappingCredential(name, verifier.scheme, presented),
+    );
     return outcome.expired ? refuse.signatureExpired() : refuse.signatureInvalid();
   }
 
-  private failedAuthentication(client: string, snap: HooksSnapshot, attempt: string | null): void {
-    const lockSeconds = this.parts.limiter.recordFailure(client, snap.authRateLimit, attempt);
+  /** Every failure counts; `credential` (what the request presented as it is) lets a rotation forgive it. */
+  private failedAuthentication(client: string, snap: HooksSnapshot, credential: string | undefined): void {
+    const lockSeconds = this.parts.limiter.recordFailure(client, snap.authRateLimit, credential);
     this.parts.metrics.authFailure();
     if (lockSeconds > 0) {
       this.parts.metrics.addressLocked();
@@ -241,6 +288,14 @@ export class HookLifecycle {
     });
     return refuse.internal();
   }
+}
+
+/** A mapping's `respond` once its action was accepted (not skipped), rendered for this request. */
+function replyOf(delivery: Delivery, outcome: Outcome, payload: Record<string, unknown>): Reply | undefined {
+  const respond = delivery.mapping?.respond;
+  if (!respond || (outcome.status !== 200 && outcome.status !== 202)) return undefined;
+  const { mapped } = delivery;
+  return renderReply(respond, { payload, headers: mapped!.headers, query: mapped!.query, path: mapped!.name });
 }
 
 /** The endpoint label, and for a name only one mapping owns (a signed one, say) that mapping. */

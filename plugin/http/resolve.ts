@@ -8,13 +8,14 @@ import type { HooksSnapshot } from '../config/snapshot.ts';
 import type { Action } from '../actions/action.ts';
 import { parseWakePayload } from '../actions/wake.ts';
 import { parseAgentPayload } from '../actions/agent.ts';
-import type { CompiledMapping } from '../mappings/mapping.ts';
+import type { BodyFormat, CompiledMapping } from '../mappings/mapping.ts';
 import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
 import type { MappedRequest } from '../mappings/build-action.ts';
 import type { Delivery } from '../dedupe/once-delivery.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import { parseJsonObject } from './body.ts';
 import { parseFormObject } from './form-body.ts';
+import { parseMultipartObject } from './multipart-body.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts';
 
 /** What a request is aimed at once its name is known. */
@@ -25,7 +26,8 @@ export type Target =
       /** Empty when no mapping owns the name: 404 once the token is accepted. */
       candidates: readonly CompiledMapping[];
       maxBodyBytes: number;
-      bodyFormat: 'json' | 'form';
+      bodyFormat: BodyFormat;
+      maxParts: number;
       /** A signed name's verifier: it admits the request instead of the hook token. */
       verifier: Verifier | undefined;
     };
@@ -37,17 +39,32 @@ export function targetOf(name: string, snap: HooksSnapshot): Target {
   let maxBodyBytes = 0;
   for (const m of candidates) maxBodyBytes = Math.max(maxBodyBytes, m.maxBodyBytes ?? snap.maxBodyBytes);
   // Mappings with this very name decide how its body is read; mappings for any name read JSON.
-  const bodyFormat = candidates.find((m) => m.matchPath === name)?.bodyFormat ?? 'json';
+  const named = candidates.find((m) => m.matchPath === name);
+  const bodyFormat = named?.bodyFormat ?? 'json';
   const verifier = candidates.length === 1 ? candidates[0]!.verifier : undefined;
-  return { kind: 'mapped', candidates, maxBodyBytes, bodyFormat, verifier };
+  return { kind: 'mapped', candidates, maxBodyBytes, bodyFormat, maxParts: named?.maxParts ?? 0, verifier };
 }
 
-/** The payload: a JSON object, or a form for mappings that read one. */
-export function parsePayload(target: Target, body: Buffer): Record<string, unknown> {
+const MULTIPART = /^\s*multipart\//i;
+
+/** The mapping of this name with a Meta handshake: the only one a GET may reach. */
+export function metaHandshakeOf(target: Target): CompiledMapping | undefined {
+  if (target.kind !== 'mapped') return undefined;
+  return target.candidates.find((m) => m.handshake?.kind === 'meta');
+}
+
+/**
+ * The payload: a JSON object, a form, or a multipart body for mappings that read one (its fields are
+ * strings and file descriptions: nothing nests).
+ */
+export function parsePayload(target: Target, body: Buffer, contentType?: string): Record<string, unknown> {
   if (target.kind !== 'mapped') return parseJsonObject(body);
+  const multipart = target.bodyFormat === 'multipart';
+  if (multipart && MULTIPART.test(contentType ?? '')) return parseMultipartObject(body, contentType, target.maxParts);
   if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
     throw refuse.invalidPayload(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  if (multipart) return parseMultipartObject(body, contentType, target.maxParts);
   return target.bodyFormat === 'form' ? parseFormObject(body) : parseJsonObject(body);
 }
 

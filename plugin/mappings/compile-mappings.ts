@@ -7,7 +7,9 @@ import { compilePath, compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from './confine.ts';
 import { GMAIL_PRESET, gmailPresetMapping } from './gmail.ts';
 import type { GmailRunOptions } from '../config/snapshot.ts';
-import type { CompiledMapping } from './mapping.ts';
+import type { BodyFormat, CompiledMapping } from './mapping.ts';
+import { compileHandshake, type HandshakeConfig } from './handshake.ts';
+import { compileRespond, type RespondConfig } from './respond.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import { compileVerifier, type VerifyConfig } from '../verify/compile-verifier.ts';
 
@@ -24,7 +26,10 @@ interface MappingConfig extends RunOptions {
   maxBodyBytes?: number;
   allowUnsafeExternalContent?: boolean;
   transform?: { module: string; export?: string };
-  body?: 'json' | 'form';
+  body?: BodyFormat;
+  maxParts?: number;
+  handshake?: HandshakeConfig;
+  respond?: RespondConfig;
   verify?: VerifyConfig;
   dedupe?: { key: string };
   forEach?: string;
@@ -57,6 +62,8 @@ export async function compileMappings(
   policies: MappingPolicies,
   host: GatewayHost,
   root: string,
+  /** Mappings left out (by index), the others keeping their numbers: the dry run's unusable ones. */
+  skip?: ReadonlySet<number>,
 ): Promise<{ mappings: CompiledMapping[]; problems: string[] }> {
   const problems: string[] = [];
   const out: CompiledMapping[] = [];
@@ -69,6 +76,7 @@ export async function compileMappings(
   }
 
   for (const [i, raw] of mappings.entries()) {
+    if (skip?.has(i)) continue;
     const m = raw as MappingConfig;
     const where = `${root}.mappings[${i}]${m.id ? ` (id "${m.id}")` : ''}`;
     const id = m.id ?? (m.match?.path ? normalizeHookName(m.match.path) : `mapping-${i}`);
@@ -91,6 +99,11 @@ export async function compileMappings(
     if (matchPath !== undefined && (matchPath === '' || RESERVED.has(matchPath))) {
       problems.push(`${where}.match.path "${m.match?.path}" is reserved or empty (wake and agent are never shadowed)`);
     }
+    const handshake =
+      m.handshake &&
+      compileHandshake(m.handshake, `${where}.handshake`, { matchPath, scheme: m.verify?.scheme }, problems);
+    const respond = m.respond && compileRespond(m.respond, `${where}.respond`, hiddenHeaders, problems);
+    if (m.maxParts !== undefined && m.body !== 'multipart') problems.push(`${where}.maxParts needs body "multipart"`);
     const action = m.action ?? (m.textTemplate !== undefined && m.messageTemplate === undefined ? 'wake' : 'agent');
     if (action === 'wake' && m.textTemplate === undefined && !m.transform) {
       problems.push(`${where}: a wake mapping needs textTemplate or a transform`);
@@ -158,6 +171,9 @@ export async function compileMappings(
       allowUnsafeExternalContent: m.allowUnsafeExternalContent === true,
       transform,
       bodyFormat: m.body ?? 'json',
+      maxParts: m.maxParts ?? DEFAULT_MAX_PARTS,
+      handshake,
+      respond,
       verifier,
       hiddenHeaders,
       dedupeKey: template('dedupe', m.dedupe?.key),
@@ -200,13 +216,16 @@ function checkSharedPaths(mappings: readonly CompiledMapping[], problems: string
     const signed = sharing.find((m) => m.verifier);
     if (signed)
       problems.push(`${signed.where}: the signed hook "${name}" must be the only mapping with that match.path`);
+    const meta = sharing.filter((m) => m.handshake?.kind === 'meta');
+    if (meta.length > 1) problems.push(`${meta[1]!.where}.handshake: "${name}" has a meta handshake already`);
     if (sharing.some((m) => m.bodyFormat !== sharing[0]!.bodyFormat)) {
-      problems.push(`${sharing[0]!.where}: the mappings for "${name}" must agree on body (json or form)`);
+      problems.push(`${sharing[0]!.where}: the mappings for "${name}" must agree on body (json, form or multipart)`);
     }
   }
 }
 
 const DEFAULT_MAX_ITEMS = 100;
+const DEFAULT_MAX_PARTS = 100;
 
 function forEachOf(m: MappingConfig, where: string, problems: string[]): CompiledMapping['forEach'] {
   if (m.maxItems !== undefined && m.forEach === undefined) problems.push(`${where}.maxItems needs forEach`);

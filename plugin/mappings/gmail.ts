@@ -38,6 +38,7 @@ export const GMAIL_PRESET = {
     allowUnsafeExternalContent: false,
     preset: 'gmail',
     bodyFormat: 'json',
+    maxParts: 0,
     hiddenHeaders: SECRET_HEADERS,
     forEach: Object.freeze({
       path: 'messages',

@@ -3,6 +3,10 @@ import type { ChannelName } from '../host.ts';
 import type { WakeMode } from '../actions/action.ts';
 import type { Template } from './template.ts';
 import type { Verifier } from '../verify/verifier.ts';
+import type { Handshake } from './handshake.ts';
+import type { Respond } from './respond.ts';
+
+export type BodyFormat = 'json' | 'form' | 'multipart';
 
 export interface CompiledMapping {
   readonly id: string;
@@ -27,8 +31,14 @@ export interface CompiledMapping {
   readonly allowUnsafeExternalContent: boolean;
   readonly transform?: { readonly file: string; readonly exportName: string };
   readonly preset?: 'gmail';
-  /** How the body is read: JSON whatever the Content-Type, or a urlencoded form. */
-  readonly bodyFormat: 'json' | 'form';
+  /** How the body is read: JSON whatever the Content-Type, a urlencoded form, or multipart/form-data. */
+  readonly bodyFormat: BodyFormat;
+  /** With multipart: the most parts a body may have. */
+  readonly maxParts: number;
+  /** How the sender proves the endpoint before it sends (see handshake.ts). */
+  readonly handshake?: Handshake;
+  /** The answer when the action is accepted, instead of the usual one. */
+  readonly respond?: Respond;
   /** Set when the sender proves itself by signature or credential instead of the hook token. */
   readonly verifier?: Verifier;
   /** Headers no template or transform sees: credentials, and this mapping's proof headers. */

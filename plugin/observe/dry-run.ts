@@ -3,7 +3,8 @@
 // No session, run, dedupe key, limiter entry or file comes of it: the host it is given only answers
 // questions (agents, channels), and the transform runs in a worker of the caller's own runner.
 import type { IncomingHttpHeaders } from 'node:http';
-import { HookError, refuse } from '../errors.ts';
+import { ConfigError, HookError, refuse } from '../errors.ts';
+import { loadConfig } from '../config/load-snapshot.ts';
 import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import type { AgentJob, Outcome, WakeSpec } from '../actions/action.ts';
@@ -12,6 +13,7 @@ import { buildMappedAction, type Transforms } from '../mappings/build-action.ts'
 import type { TransformCall, TransformOutcome } from '../mappings/transform-runner.ts';
 import { deliveryKeys } from '../dedupe/once-delivery.ts';
 import { deliveryOf, parsePayload, targetOf } from '../http/resolve.ts';
+import { renderReply, type Reply } from '../mappings/respond.ts';
 
 export interface DryRunRequest {
   /** The hook name, as in POST <hooks.path>/<name>. */
@@ -35,6 +37,44 @@ export interface DryRunResult {
   dedupeKeys: { scope: string; key: string }[];
   /** What the live path would refuse the request with. */
   refusal?: HookError;
+  /** Why the mapping for this name cannot be tried here (a variable it reads is unset), key by key. */
+  unavailable?: string[];
+}
+
+/** A mapping left out of the dry run's config: a variable it reads is not set in this shell. */
+export interface UnavailableMapping {
+  /** Its match.path, or undefined when it answers any name. */
+  name: string | undefined;
+  problems: string[];
+}
+
+const UNSET_IN_MAPPING = /^\S+\.mappings\[(\d+)\](?: \(id "[^"]*"\))?[^:]*: environment variable \w+ is not set$/;
+
+/**
+ * The config as the dry run uses it: whole when it loads; otherwise, when its only problems are unset
+ * variables inside mappings, without those mappings, which are listed (only their own dry runs fail).
+ */
+export async function loadForDryRun(
+  host: GatewayHost,
+): Promise<{ snapshot: HooksSnapshot; unavailable: UnavailableMapping[] }> {
+  try {
+    return { snapshot: (await loadConfig(host)).snapshot, unavailable: [] };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const byIndex = new Map<number, string[]>();
+    for (const problem of err.problems) {
+      const m = UNSET_IN_MAPPING.exec(problem);
+      if (!m) throw err;
+      const i = Number(m[1]);
+      byIndex.set(i, [...(byIndex.get(i) ?? []), problem]);
+    }
+    const { snapshot } = await loadConfig(host, new Set(byIndex.keys()));
+    const unavailable = [...byIndex].map(([i, problems]) => {
+      const path = (snapshot.mappingConfigs[i] as { match?: { path?: string } }).match?.path;
+      return { name: path?.trim().replace(/^\/+|\/+$/g, ''), problems };
+    });
+    return { snapshot, unavailable };
+  }
 }
 
 export async function dryRun(
@@ -42,8 +82,14 @@ export async function dryRun(
   snap: HooksSnapshot,
   host: GatewayHost,
   transforms: Transforms,
+  unavailable: readonly UnavailableMapping[] = [],
 ): Promise<DryRunResult> {
   const result: DryRunResult = { transforms: [], wakes: [], jobs: [], dedupeKeys: [] };
+  const blocked = unavailable.filter((u) => u.name === undefined || u.name === request.name);
+  if (blocked.length) {
+    result.unavailable = blocked.flatMap((u) => u.problems);
+    return result;
+  }
   // What the transforms return is shown as well as used.
   const recording: Transforms = {
     async run(call: TransformCall) {
@@ -72,10 +118,17 @@ export async function dryRun(
       result.verification = `${verifier.scheme} signature: valid`;
       verified = true;
     }
-    const payload = parsePayload(target, body);
+    const payload = parsePayload(target, body, firstHeader(headers['content-type']));
     if (verified && verifier?.fresh && !verifier.fresh(payload, Date.now())) {
       result.verification = `${verifier.scheme} signature: expired`;
       throw refuse.signatureExpired();
+    }
+    const handshake = verifier && target.kind === 'mapped' ? target.candidates[0]!.handshake : undefined;
+    const challenge = handshake?.kind === 'meta' ? undefined : handshake?.answer(payload);
+    if (challenge && target.kind === 'mapped') {
+      result.target = `${target.candidates[0]!.where}: a ${handshake!.kind} handshake, acting on nothing`;
+      result.answer = { status: 200, body: challenge };
+      return result;
     }
     const delivery = deliveryOf(target, payload, { headers, name, query: request.query, bodyBytes: body.length }, snap);
     result.target = delivery.mapping ? delivery.mapping.where : `the ${delivery.kind} endpoint`;
@@ -86,9 +139,24 @@ export async function dryRun(
     const { jobs, outcome } = prepareAction(action, snap, host);
     result.wakes = action.wakes;
     result.jobs = jobs;
-    result.answer = outcome;
+    const respond = delivery.mapping?.respond;
+    const accepted = outcome.status === 200 || outcome.status === 202;
+    result.answer =
+      respond && accepted
+        ? replyAsOutcome(renderReply(respond, { payload, headers, query: delivery.mapped!.query, path: name }), outcome)
+        : outcome;
   } catch (err) {
     result.refusal = err instanceof HookError ? err : refuse.internal();
   }
   return result;
+}
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A mapping's `respond` as the answer shown: a text body is shown as the string it is. */
+function replyAsOutcome(reply: Reply, usual: Outcome): Outcome {
+  if (reply.text !== undefined) return { status: reply.status, body: { text: reply.text } };
+  return { status: reply.status, body: (reply.json ?? usual.body) as Outcome['body'] };
 }

@@ -52,7 +52,13 @@ function skeleton(ch: string): string {
   return t;
 }
 
+/** Regional indicator symbols (the letters of flag emoji) read as the letters they show. */
+const REGIONAL_A = 0x1f1e6;
+const REGIONAL_Z = 0x1f1ff;
+
 function foldUncached(ch: string): string {
+  const code = ch.codePointAt(0)!;
+  if (code >= REGIONAL_A && code <= REGIONAL_Z) return String.fromCharCode(97 + code - REGIONAL_A);
   // A mark the confusables data takes for a letter (Telugu "ం" for "o") is that letter.
   if (IGNORABLE_RE.test(ch) && !CONFUSABLES.has(ch.codePointAt(0)!)) return '';
   // A symbol may read as an ASCII letter ("×" as x), but a dash whose

@@ -108,3 +108,27 @@ export function wrapExternalContent(content: string, opts: WrapOptions): string 
   const body = sanitizeMarkers(typeof content === 'string' ? content : String(content ?? ''));
   return `<<<${START_WORD} id="${id}">>>\n${wrapHeader(opts)}${body}${body.endsWith('\n') ? '' : '\n'}<<<${END_WORD} id="${id}">>>`;
 }
+
+const WRAPPED_RE = new RegExp(
+  `<<<${START_WORD} id="([0-9a-f]{${ID_BYTES * 2}})">>>\\n([^]*?\\n---\\n)([^]*?)\\n?<<<${END_WORD} id="\\1">>>`,
+);
+
+/**
+ * A wrapped text taken apart for showing (the dry run): the start marker with the lines after it,
+ * the content, and the end marker; undefined when the text holds no wrapped block. The content was
+ * sanitised when wrapped, so it holds no marker that could end the block early.
+ */
+export function unwrapExternalContent(
+  text: string,
+): { before: string; start: string; content: string; end: string; after: string } | undefined {
+  const m = WRAPPED_RE.exec(text);
+  if (!m) return undefined;
+  const id = m[1]!;
+  return {
+    before: text.slice(0, m.index),
+    start: `<<<${START_WORD} id="${id}">>>\n${m[2]!}`,
+    content: m[3]!,
+    end: `<<<${END_WORD} id="${id}">>>`,
+    after: text.slice(m.index + m[0].length),
+  };
+}

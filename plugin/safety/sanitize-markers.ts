@@ -1,8 +1,10 @@
 // Makes forged content markers in untrusted text inert (see marker-words.ts
 // for the words, delimiter-runs.ts for the brackets) and strips bidi
 // embedding, override and isolate controls, which can make text display in
-// a different order than it is read.
+// a different order than it is read (a marker written backwards inside a
+// right-to-left span is read as displayed first: bidi-reversal.ts).
 
+import { neutraliseReversedSpans } from './bidi-reversal.ts';
 import { neutraliseDelimiterRuns } from './delimiter-runs.ts';
 import { MARKER_PIECES_RE } from './fuzzy-marker-words.ts';
 import { ENTITY_SOURCE, decodeReference } from './html-entity.ts';
@@ -11,6 +13,7 @@ import { END_TOKEN, START_TOKEN, neutraliseMarkerWords } from './marker-words.ts
 
 export { END_TOKEN, START_TOKEN } from './marker-words.ts';
 
+const TOKENS = [START_TOKEN, END_TOKEN];
 const PRINTABLE_ASCII_RE = /^[\t\n\r\x20-\x7e]*$/;
 const BIDI_CONTROL_RE = /[\u202a-\u202e\u2066-\u2069]/g;
 const BRACKET_OR_REFERENCE_RE = /[<>&]|[^\x00-\x7f]/;
@@ -75,7 +78,9 @@ export function sanitizeMarkers(content: string): string {
     }
   }
   BIDI_CONTROL_RE.lastIndex = 0;
-  if (BIDI_CONTROL_RE.test(s)) s = s.replace(BIDI_CONTROL_RE, '');
+  if (BIDI_CONTROL_RE.test(s)) {
+    s = neutraliseReversedSpans(s, sanitizeMarkers, TOKENS).replace(BIDI_CONTROL_RE, '');
+  }
   s = neutraliseWords(s);
   if (BRACKET_OR_REFERENCE_RE.test(s)) s = neutraliseDelimiterRuns(s);
   return s;

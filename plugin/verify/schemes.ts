@@ -22,12 +22,10 @@ export interface SchemeOptions extends HmacSettings {
 }
 
 const OK: VerifyOutcome = Object.freeze({ ok: true });
-const invalid = (attempt: string | undefined): VerifyOutcome => ({
-  ok: false,
-  expired: false,
-  attempt: attempt ?? null,
-});
-const expired = (attempt: string): VerifyOutcome => ({ ok: false, expired: true, attempt });
+const INVALID: VerifyOutcome = Object.freeze({ ok: false, expired: false });
+const EXPIRED: VerifyOutcome = Object.freeze({ ok: false, expired: true });
+/** A wrong secret presented as it is: the limiter may forgive it once a rotation makes it valid. */
+const wrongSecret = (presented: string): VerifyOutcome => ({ ok: false, expired: false, presented });
 
 const noDeliveryId = (): undefined => undefined;
 const headerId =
@@ -58,9 +56,9 @@ function bodyDigest(
     proofHeaders: [sent.header],
     verify({ headers, body }: SignedRequest): VerifyOutcome {
       const value = header(headers, sent.header);
-      if (value === undefined || !value.startsWith(sent.prefix)) return invalid(value);
+      if (value === undefined || !value.startsWith(sent.prefix)) return INVALID;
       const provided = [decode(value.slice(sent.prefix.length), sent.encoding)];
-      return anyKeyMatches(o.keys, provided, (key) => hmac(sent.algorithm, key, body)) ? OK : invalid(value);
+      return anyKeyMatches(o.keys, provided, (key) => hmac(sent.algorithm, key, body)) ? OK : INVALID;
     },
     deliveryId,
   };
@@ -72,7 +70,7 @@ function stripe(o: SchemeOptions): Verifier {
     proofHeaders: ['stripe-signature'],
     verify({ headers, body, nowMs }) {
       const value = header(headers, 'stripe-signature');
-      if (value === undefined) return invalid(value);
+      if (value === undefined) return INVALID;
       let t: string | undefined;
       const v1: Buffer[] = [];
       for (const item of value.split(',')) {
@@ -82,9 +80,9 @@ function stripe(o: SchemeOptions): Verifier {
         else if (name === 'v1') v1.push(decode(item.slice(eq + 1), 'hex'));
       }
       const sentAt = seconds(t);
-      if (sentAt === undefined || v1.length === 0) return invalid(value);
-      if (!anyKeyMatches(o.keys, v1, (key) => hmac('sha256', key, `${t}.`, body))) return invalid(value);
-      return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : expired(value);
+      if (sentAt === undefined || v1.length === 0) return INVALID;
+      if (!anyKeyMatches(o.keys, v1, (key) => hmac('sha256', key, `${t}.`, body))) return INVALID;
+      return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : EXPIRED;
     },
     deliveryId: payloadId('id'),
   };
@@ -98,11 +96,10 @@ function slack(o: SchemeOptions): Verifier {
       const value = header(headers, 'x-slack-signature');
       const ts = header(headers, 'x-slack-request-timestamp');
       const sentAt = seconds(ts);
-      if (value === undefined || !value.startsWith('v0=') || sentAt === undefined) return invalid(value);
+      if (value === undefined || !value.startsWith('v0=') || sentAt === undefined) return INVALID;
       const provided = [decode(value.slice(3), 'hex')];
-      if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `v0:${ts!.trim()}:`, body)))
-        return invalid(value);
-      return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : expired(value);
+      if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `v0:${ts!.trim()}:`, body))) return INVALID;
+      return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : EXPIRED;
     },
     deliveryId: payloadId('event_id'),
   };
@@ -118,14 +115,13 @@ function standardWebhooks(o: SchemeOptions): Verifier {
       const ts = header(headers, 'webhook-timestamp') ?? header(headers, 'svix-timestamp');
       const value = header(headers, 'webhook-signature') ?? header(headers, 'svix-signature');
       const sentAt = seconds(ts);
-      if (id === undefined || sentAt === undefined || value === undefined) return invalid(value);
+      if (id === undefined || sentAt === undefined || value === undefined) return INVALID;
       const provided: Buffer[] = [];
       for (const entry of value.split(' ')) {
         if (entry.startsWith('v1,')) provided.push(decode(entry.slice(3), 'base64'));
       }
-      if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `${id}.${ts!.trim()}.`, body)))
-        return invalid(value);
-      return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : expired(value);
+      if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `${id}.${ts!.trim()}.`, body))) return INVALID;
+      return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : EXPIRED;
     },
     deliveryId: headerId('webhook-id', 'svix-id'),
   };
@@ -161,11 +157,12 @@ function sharedSecret(
     proofHeaders: [proofHeader],
     verify({ headers }) {
       const sent = read(headers);
-      if (sent === undefined) return invalid(undefined);
+      if (sent === undefined) return INVALID;
       let matched = false;
       for (const key of o.keys) if (sameSecret(sent, key)) matched = true;
-      return matched ? OK : invalid(sent);
+      return matched ? OK : wrongSecret(sent);
     },
+    accepted: () => o.keys.map((key) => key.toString('utf8')),
     deliveryId,
   };
 }
@@ -178,15 +175,16 @@ function basic(o: SchemeOptions): Verifier {
     verify({ headers }) {
       const value = header(headers, 'authorization');
       const m = value === undefined ? null : /^\s*basic\s+(\S+)\s*$/i.exec(value);
-      if (!m) return invalid(value);
+      if (!m) return INVALID;
       const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
-      if (colon < 0) return invalid(value);
+      if (colon < 0) return INVALID;
       const userOk = sameSecret(decoded.slice(0, colon), username);
       let secretOk = false;
       for (const key of o.keys) if (sameSecret(decoded.slice(colon + 1), key)) secretOk = true;
-      return userOk && secretOk ? OK : invalid(value);
+      return userOk && secretOk ? OK : wrongSecret(decoded);
     },
+    accepted: () => o.keys.map((key) => `${o.username ?? ''}:${key.toString('utf8')}`),
     deliveryId: noDeliveryId,
   };
 }
@@ -203,16 +201,16 @@ function genericHmac(o: SchemeOptions): Verifier {
     proofHeaders: [name],
     verify({ headers, body, nowMs }) {
       const value = header(headers, name);
-      if (value === undefined || !value.startsWith(prefix)) return invalid(value);
+      if (value === undefined || !value.startsWith(prefix)) return INVALID;
       const provided = [decode(value.slice(prefix.length), encoding)];
       if (tsHeader === undefined) {
-        return anyKeyMatches(o.keys, provided, (key) => hmac(algorithm, key, body)) ? OK : invalid(value);
+        return anyKeyMatches(o.keys, provided, (key) => hmac(algorithm, key, body)) ? OK : INVALID;
       }
       const ts = header(headers, tsHeader)?.trim();
       const sentAt = seconds(ts);
-      if (sentAt === undefined) return invalid(value);
-      if (!anyKeyMatches(o.keys, provided, (key) => hmac(algorithm, key, `${ts}.`, body))) return invalid(value);
-      return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : expired(value);
+      if (sentAt === undefined) return INVALID;
+      if (!anyKeyMatches(o.keys, provided, (key) => hmac(algorithm, key, `${ts}.`, body))) return INVALID;
+      return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : EXPIRED;
     },
     deliveryId: noDeliveryId,
   };

@@ -25,10 +25,11 @@ export interface SignedRequest {
 export type VerifyOutcome =
   | { ok: true }
   /**
-   * expired: the proof is authentic but its timestamp is outside the window. attempt: the proof the
-   * request carried (null when it carried none), for the limiter's count of distinct failures.
+   * expired: the proof is authentic but its timestamp is outside the window. presented: for schemes
+   * whose sender presents the secret itself (bearer, basic, gitlab), what it presented, so the limiter
+   * can forgive it when a rotation makes it valid; a signature is never a credential of its own.
    */
-  | { ok: false; expired: boolean; attempt: string | null };
+  | { ok: false; expired: boolean; presented?: string };
 
 export interface Verifier {
   readonly scheme: Scheme;
@@ -38,6 +39,8 @@ export interface Verifier {
   verify(request: SignedRequest): VerifyOutcome;
   /** For senders that sign a timestamp inside the payload: false when it is outside the window. */
   fresh?(payload: Record<string, unknown>, nowMs: number): boolean;
+  /** For schemes whose sender presents the secret itself: what passes (bearer, gitlab: the secret; basic: user:secret). */
+  accepted?(): readonly string[];
   /** The sender's id for this delivery (retries carry the same), when the scheme has one. */
   deliveryId(headers: IncomingHttpHeaders, payload: Record<string, unknown>): string | undefined;
 }

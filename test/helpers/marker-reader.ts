@@ -15,6 +15,9 @@ const HTML_TAG_RE = /<\/?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?>|<!--[^]*?-->/g;
 const MAX_GAP = 24;
 
 function fold(ch: string): string {
+  // A regional indicator symbol shows its letter (pairs of them show flags).
+  const cp = ch.codePointAt(0)!;
+  if (cp >= 0x1f1e6 && cp <= 0x1f1ff) return String.fromCharCode(97 + cp - 0x1f1e6);
   let t = ch;
   for (let round = 0; round < 4; round++) {
     const next = Array.from(t.normalize('NFKD'))
@@ -47,10 +50,26 @@ function readLetters(text: string): string {
   return out;
 }
 
-/** Do the marker words, exactly, appear in `text` as read (with and without reading through tags)? */
+const MIRROR: Record<string, string> = { '<': '>', '>': '<', '«': '»', '»': '«', '‹': '›', '›': '‹' };
+
+/** `text` as displayed: what follows a right-to-left override, embedding or isolate, up to its end, reversed. */
+export function displayOrder(text: string): string {
+  return text
+    .replace(/[\u202b\u202e\u2067]([^\u202c\u2069\n\r\u2029]*)/g, (_m, span: string) =>
+      Array.from(span)
+        .reverse()
+        .map((c) => MIRROR[c] ?? c)
+        .join(''),
+    )
+    .replace(/[\u202a-\u202e\u2066-\u2069]/g, '');
+}
+
+/** Do the marker words, exactly, appear in `text` as read or as displayed (with and without reading through tags)? */
 export function readsAsMarkerWords(text: string): boolean {
-  const decoded = decodeHTML(text);
-  return [decoded, decoded.replace(HTML_TAG_RE, '')].some((t) => readLetters(t).includes('externaluntrustedcontent'));
+  return [text, displayOrder(text)].some((shown) => {
+    const decoded = decodeHTML(shown);
+    return [decoded, decoded.replace(HTML_TAG_RE, '')].some((t) => readLetters(t).includes('externaluntrustedcontent'));
+  });
 }
 
 const OPEN = new Set(['<', '«', '‹', '≪', '⋘']);

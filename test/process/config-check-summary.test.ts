@@ -27,6 +27,14 @@ test('config check prints the mappings as a table', async () => {
           transform: { module: 'tr.mjs' },
           verify: { scheme: 'github', secret: 'github-secret-0123456789' },
         },
+        {
+          id: 'wa',
+          match: { path: 'wa' },
+          action: 'wake',
+          textTemplate: 'wa',
+          handshake: { kind: 'meta', verifyToken: 'meta-verify-token-0123456789' },
+          verify: { scheme: 'hmac', header: 'x-hub-signature-256', prefix: 'sha256=', secret: 'meta-app-secret-0123' },
+        },
       ],
     },
   });
@@ -42,9 +50,11 @@ test('config check prints the mappings as a table', async () => {
   assert.match(lines[header]!, /^ID\s+PATH\s+SOURCE\s+ACTION\s+ADMITTED BY\s+TRANSFORM\s+FOREACH\s+DEDUPE$/);
   assert.match(lines[header + 1]!, /^ci\s+\/hooks\/ci\s+wake\s+hook token$/);
   assert.match(lines[header + 2]!, /^gh\s+\/hooks\/gh\s+agent\s+github signature\s+tr\.mjs$/);
+  assert.match(lines[header + 3]!, /^wa\s+\/hooks\/wa\s+wake\s+hmac signature, meta handshake$/);
   assert.match(
-    lines[header + 3]!,
+    lines[header + 4]!,
     /^gmail\s+\/hooks\/gmail\s+agent \(gmail preset\)\s+hook token\s+messages\s+\{\{item\.id\}\}$/,
   );
   assert.ok(!out.includes('github-secret-0123456789'), 'no secret printed');
+  assert.ok(!out.includes('meta-verify-token-0123456789'), 'no verify token printed');
 });

@@ -433,7 +433,7 @@ test(
     const address = (i: number): string => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
     const clients = Array.from({ length: 32 }, () => new KeepAliveClient());
     const body = '{"text":"guess"}';
-    // Every guess a different token: the limiter counts distinct wrong tokens.
+    // Every guess a different token (a repeated one would count the same).
     let guess = 0;
     const wrongOn = async (client: KeepAliveClient, xff: string): Promise<number> => {
       const r = await client.request(

@@ -125,7 +125,7 @@ describe('GET /metrics after a scripted set of requests', () => {
     assert.equal(agent.status, 202);
     const { runId } = (await agent.json()) as { runId: string };
     await eventually(async () => (await gw.admin(`/api/runs/${runId}`)).status === 'ok');
-    // The third distinct wrong credential locks the address; the next request is refused before its token.
+    // The third wrong credential locks the address; the next request is refused before its token.
     assert.equal(await post(gw, '/hooks/wake', wake, bearer('wrong-token-two')), 401);
     assert.equal(await post(gw, '/hooks/wake', wake, bearer(HOOK_TOKEN)), 429);
     // A reload the config refuses.

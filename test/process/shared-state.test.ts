@@ -100,13 +100,41 @@ test('failures split across two instances lock the address on both; its right to
   assert.equal(await eventsWithText(b, 'right token, locked address'), 0);
 });
 
-test('a token rotated away from, repeated on both instances, never locks the sender out', async () => {
+/** Rewrites a gateway's config with these hook tokens and waits until it has reloaded `reloads` times. */
+async function rotate(gw: SpawnedGateway, tokens: string[], reloads: number): Promise<void> {
+  await writeConfig(gw.stateDir, {
+    hooks: {
+      token: tokens,
+      authRateLimit: LIMITS,
+      sharedState: { redis: '${HOOKGATE_TEST_REDIS_URL}', keyPrefix: 'proc:' },
+    },
+    gateway: { trustedProxies: ['127.0.0.1'] },
+  });
+  await eventually(async () => gw.output().split('"config reloaded"').length > reloads, 10_000);
+}
+
+test('a rotation on both instances: the early token is forgiven on both, the retired one never locks', async () => {
   const from = '203.0.113.20';
-  for (let i = 0; i < 6; i++) {
-    assert.equal((await post(a, '/hooks/wake', wake('x'), { from, token: 'rotated-away' })).status, 401);
-    assert.equal((await post(b, '/hooks/wake', wake('x'), { from, token: 'rotated-away' })).status, 401);
+  const NEW = 'rotated-in-token-0123456789';
+  // The sender switched early, alternating instances: repeated, its new token locks it on both.
+  for (const gw of [a, b, a, b]) {
+    assert.equal((await post(gw, '/hooks/wake', wake('x'), { from, token: NEW })).status, 401);
   }
-  await sleep(200);
+  await lockedOnBoth([a, b], from);
+  // The reload on both makes it valid: its failures are forgiven in Redis and the lock is lifted everywhere.
+  await Promise.all([rotate(a, [HOOK_TOKEN, NEW], 1), rotate(b, [HOOK_TOKEN, NEW], 1)]);
+  for (const gw of [a, b]) {
+    await eventually(
+      async () => (await post(gw, '/hooks/wake', wake('new token'), { from, token: NEW })).status === 200,
+    );
+  }
+  // Rotated away again: repeated on both, for longer than maxFailures, it is refused but not counted.
+  await Promise.all([rotate(a, [HOOK_TOKEN], 2), rotate(b, [HOOK_TOKEN], 2)]);
+  for (let i = 0; i < 6; i++) {
+    for (const gw of [a, b]) {
+      assert.equal((await post(gw, '/hooks/wake', wake('x'), { from, token: NEW })).status, 401);
+    }
+  }
   assert.equal((await post(a, '/hooks/wake', wake('after rotation'), { from })).status, 200);
   assert.equal((await post(b, '/hooks/wake', wake('after rotation'), { from })).status, 200);
 });

@@ -167,3 +167,79 @@ test('a name no mapping owns, and usage mistakes', async () => {
   const badHeader = await cli(['webhooks', 'test', 'github', '--payload', files.ops!, '--header', 'no-colon']);
   assert.equal(badHeader.code, 2);
 });
+
+test('the rendered text is shown in full, the wrapper once; --json gives the same for scripts', async () => {
+  const dir = await tempStateDir();
+  const config = path.join(dir, 'notes.json5');
+  await writeFile(
+    config,
+    JSON.stringify({
+      gateway: { auth: { token: 'gateway-token-for-notes-0123' } },
+      hooks: {
+        enabled: true,
+        token: 'hook-token-for-notes-0123456',
+        mappings: [{ id: 'notes', match: { path: 'notes' }, action: 'wake', textTemplate: 'Note: {{note}} (end)' }],
+      },
+    }),
+  );
+  const note = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+  const payload = path.join(dir, 'note.json');
+  await writeFile(payload, JSON.stringify({ note }));
+  const { code, out } = await cli(['webhooks', 'test', 'notes', '--payload', payload, '--config', config]);
+  assert.equal(code, 0, out);
+  assert.match(out, /^text of wake event 1 \(notes\), inside the wrapper:$/m);
+  assert.ok(out.includes(`\nNote: ${note} (end)\n`), out);
+  assert.equal(out.split('<<<EXTERNAL_UNTRUSTED_CONTENT').length, 2, 'the wrapper is shown once');
+  assert.equal(out.split('<<<END_EXTERNAL_UNTRUSTED_CONTENT').length, 2);
+
+  const asJson = await cli(['webhooks', 'test', 'notes', '--payload', payload, '--config', config, '--json']);
+  assert.equal(asJson.code, 0, asJson.out);
+  const result = JSON.parse(asJson.out);
+  assert.equal(result.target, 'hooks.mappings[0] (id "notes")');
+  assert.equal(result.wakes[0].content, `Note: ${note} (end)`);
+  assert.match(result.wakes[0].text, /^<<<EXTERNAL_UNTRUSTED_CONTENT id="[0-9a-f]{24}">>>\n[^]*\nNote: word0 /);
+  assert.deepEqual(result.answer, { status: 200, body: { ok: true, mode: 'now' } });
+  assert.equal(result.refusal, null);
+});
+
+test('a mapping whose variable is unset fails its own dry run, naming the variable; the others still run', async () => {
+  const dir = await tempStateDir();
+  const config = path.join(dir, 'partial.json5');
+  await writeFile(
+    config,
+    JSON.stringify({
+      gateway: { auth: { token: 'gateway-token-for-partial-01' } },
+      hooks: {
+        enabled: true,
+        token: 'hook-token-for-partial-012345',
+        mappings: [
+          {
+            id: 'stripe',
+            match: { path: 'stripe' },
+            action: 'wake',
+            textTemplate: 'Stripe {{type}}',
+            verify: { scheme: 'stripe', secret: '${HOOKGATE_TEST_UNSET_STRIPE_SECRET}' },
+          },
+          { id: 'ci', match: { path: 'ci' }, action: 'wake', textTemplate: 'CI {{status}}' },
+        ],
+      },
+    }),
+  );
+  const payload = path.join(dir, 'ci.json');
+  await writeFile(payload, JSON.stringify({ status: 'green', type: 'invoice.paid' }));
+  const ci = await cli(['webhooks', 'test', 'ci', '--payload', payload, '--config', config]);
+  assert.equal(ci.code, 0, ci.out);
+  assert.match(ci.out, /^target\s+hooks\.mappings\[1\] \(id "ci"\)$/m);
+  assert.ok(ci.out.includes('\nCI green\n'), ci.out);
+
+  const stripe = await cli(['webhooks', 'test', 'stripe', '--payload', payload, '--config', config]);
+  assert.equal(stripe.code, 1, stripe.out);
+  assert.match(
+    stripe.out,
+    /^unavailable\s+hooks\.mappings\[0\] \(id "stripe"\)\.verify\.secret: environment variable HOOKGATE_TEST_UNSET_STRIPE_SECRET is not set$/m,
+  );
+  const asJson = JSON.parse(
+    (await cli(['webhooks', 'test', 'stripe', '--payload', payload, '--config', config, '--json'])).out,
+  );
+  assert.match(asJson.unavailable[0], /HOOKGATE_TEST_UNSET_STRIPE_SECRET is not set/);
+});

@@ -478,3 +478,28 @@ test('limiter: memory stays bounded under 1,000,000 distinct failing addresses',
   // Keep the limiter alive until after the measurement.
   assert.ok(limiter.size > 0);
 });
+
+test('limiter: an address keeps fingerprints of a few credentials only; failures past them count but are never forgiven', () => {
+  const clock = fakeClock();
+  const limiter = new AuthFailureLimiter({ now: clock.now });
+  const limits = { maxFailures: 1000, windowSeconds: 60, lockoutSeconds: 30 };
+  for (let i = 0; i < 500; i++) limiter.recordFailure('k', limits, `token\0guess-${i}`);
+  limiter.recordFailure('k', limits, `token\0guess-0`);
+  // guess-0 was kept (2 failures), guess-499 was not: forgiving both takes 2 off the 501.
+  limiter.rotate([`token\0guess-0`, `token\0guess-499`], [], limits);
+  for (let i = 0; i < 500; i++) assert.equal(limiter.recordFailure('k', limits), 0, `failure ${502 + i}`);
+  assert.equal(limiter.recordFailure('k', limits), 30, 'the 1000th counted failure locks');
+});
+
+test('limiter: retired credentials are remembered for the grace period only', () => {
+  const clock = fakeClock();
+  const limiter = new AuthFailureLimiter({ now: clock.now });
+  const limits = { maxFailures: 2, windowSeconds: 600, lockoutSeconds: 30, rotationGraceSeconds: 10 };
+  limiter.rotate([`token\0new`], [`token\0old`], limits);
+  for (let i = 0; i < 10; i++) assert.equal(limiter.recordFailure('k', limits, `token\0old`), 0);
+  assert.equal(limiter.lastCounted, false);
+  clock.advance(10_000);
+  assert.equal(limiter.recordFailure('k', limits, `token\0old`), 0);
+  assert.equal(limiter.lastCounted, true);
+  assert.equal(limiter.recordFailure('k', limits, `token\0old`), 30);
+});

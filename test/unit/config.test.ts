@@ -207,7 +207,10 @@ test('transformsDir escaping the transforms root is refused, naming hooks.transf
 test('defaults: body limit, auth rate limit, run limits', () => {
   const snap = hooks({});
   assert.equal(snap.maxBodyBytes, 262_144);
-  assert.deepEqual({ ...snap.authRateLimit }, { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 });
+  assert.deepEqual(
+    { ...snap.authRateLimit },
+    { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60, rotationGraceSeconds: 300 },
+  );
   assert.equal(snap.maxConcurrentRuns, 8);
   assert.equal(snap.maxQueuedRuns, 1000);
   assert.equal(snap.bodyTimeoutMs, 30_000);
@@ -228,7 +231,10 @@ test('explicit values override the defaults; a partial authRateLimit keeps the o
   });
   assert.equal(snap.maxBodyBytes, 1024);
   assert.equal(snap.bodyTimeoutMs, 2500);
-  assert.deepEqual({ ...snap.authRateLimit }, { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 });
+  assert.deepEqual(
+    { ...snap.authRateLimit },
+    { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60, rotationGraceSeconds: 300 },
+  );
   assert.equal(snap.maxConcurrentRuns, 2);
   assert.equal(snap.maxQueuedRuns, 0);
   assert.deepEqual([...(snap.allowedAgentIds ?? [])].sort(), ['main', 'ops']);

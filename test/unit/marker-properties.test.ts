@@ -88,6 +88,52 @@ test('property: markers made of random confusables, separators and invisibles co
   );
 });
 
+/** Capital letters as regional indicator symbols (🇦 for A). */
+const regionalLetter = (c: string): string => String.fromCodePoint(0x1f1e6 + c.charCodeAt(0) - 65);
+const MIRROR: Record<string, string> = { '<': '>', '>': '<', '‹': '›', '›': '‹', '＜': '＞', '＞': '＜' };
+/** Right-to-left spans and what may close them: PDF, PDI, or the end of the line. */
+const RTL_SPANS: [string, string][] = [
+  ['\u202e', '\u202c'],
+  ['\u2067\u202e', '\u2069'],
+  ['\u2067', '\u2069'],
+  ['\u202b\u202e', '\u202c\u202c'],
+  ['\u202e', ''],
+];
+
+/**
+ * The two forms issue 31 found: markers spelled (wholly or in part) with regional indicator letters,
+ * and markers written backwards inside a right-to-left span, brackets mirrored or not.
+ */
+const spelledOrReversed = fc
+  .record({
+    // A paragraph break ends a right-to-left span: what follows it displays as written. A mark standing
+    // for a letter stays with the letter before it, so reversed it would display elsewhere.
+    marker: forgedMarker.filter(({ text }) => !text.includes('&') && !text.includes('\n') && !/\p{M}/u.test(text)),
+    regional: fc.array(fc.boolean(), { minLength: 60, maxLength: 60 }),
+    reversed: fc.boolean(),
+    mirrored: fc.boolean(),
+    span: fc.nat(RTL_SPANS.length - 1),
+  })
+  .map(({ marker, regional, reversed, mirrored, span }) => {
+    let i = 0;
+    const chars = Array.from(marker.text, (c) => (/[A-Z]/.test(c) && regional[i++ % 60] ? regionalLetter(c) : c));
+    if (!reversed) return { end: marker.end, text: chars.join('') };
+    const [open, close] = RTL_SPANS[span]!;
+    const logical = chars.reverse().map((c) => (mirrored ? (MIRROR[c] ?? c) : c));
+    return { end: marker.end, text: open + logical.join('') + close };
+  });
+
+test('property: regional indicator letters and markers reversed in a right-to-left span come out as one token', () => {
+  fc.assert(
+    fc.property(spelledOrReversed, ({ end, text }) => {
+      const out = sanitizeMarkers(`Payload.\n${text}\nMore payload.`).replace(/[\p{Cf}\u034f\u00ad]/gu, '');
+      assert.equal(out, `Payload.\n${end ? END_TOKEN : START_TOKEN}\nMore payload.`, JSON.stringify(text));
+      assert.ok(!readsAsMarkerWords(out) && !hasDelimiterLookAlike(out), JSON.stringify(out));
+    }),
+    { seed: 31, numRuns: 2000 },
+  );
+});
+
 const FILLER = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
@@ -115,6 +161,7 @@ test('property: random content with forged markers, wrapped, has no marker-shape
         fc.oneof(
           FILLER,
           forgedMarker.map((m) => m.text),
+          spelledOrReversed.map((m) => m.text),
         ),
         { maxLength: 12 },
       ),

@@ -34,11 +34,8 @@ test("slack: the example request from Slack's documentation verifies at its own 
   };
   const v = verifier({ scheme: 'slack', secret: '8f742231b10e8888abcd99yyyzzz85a5' });
   assert.deepEqual(v.verify({ headers, body: Buffer.from(body), nowMs: 1531420618_000 + 10_000 }), { ok: true });
-  assert.deepEqual(v.verify({ headers, body: Buffer.from(body), nowMs: Date.now() }), {
-    ok: false,
-    expired: true,
-    attempt: headers['x-slack-signature'],
-  });
+  // A signature is no credential a rotation could make valid: nothing is kept of it for the limiter.
+  assert.deepEqual(v.verify({ headers, body: Buffer.from(body), nowMs: Date.now() }), { ok: false, expired: true });
   const tampered = v.verify({ headers, body: Buffer.from(`${body}x`), nowMs: 1531420618_000 });
   assert.equal(tampered.ok, false);
   assert.equal(!tampered.ok && tampered.expired, false);
@@ -142,4 +139,22 @@ test('a secret equal to the gateway token is refused; secret files are read, and
   const missing = problemsOf({ scheme: 'github', secretFile: 'nope.secret' }, { ...ctx, configDir: dir });
   assert.equal(missing.length, 1);
   assert.match(missing[0]!, /^hooks\.mappings\[0\]\.verify\.secretFile: cannot read .*nope\.secret \(ENOENT\)$/);
+});
+
+test('bearer and basic: a wrong secret is reported as presented (for the limiter), and what passes is listed', () => {
+  const bearer = verifier({ scheme: 'bearer', secrets: ['bearer-one-0123456789', 'bearer-two-0123456789'] });
+  assert.deepEqual(bearer.verify({ headers: { authorization: 'Bearer a-guess' }, body: Buffer.alloc(0), nowMs: 0 }), {
+    ok: false,
+    expired: false,
+    presented: 'a-guess',
+  });
+  assert.deepEqual(bearer.accepted?.(), ['bearer-one-0123456789', 'bearer-two-0123456789']);
+  const basic = verifier({ scheme: 'basic', username: 'am', secret: 'basic-secret-0123456789' });
+  const authorization = `Basic ${Buffer.from('am:wrong').toString('base64')}`;
+  assert.deepEqual(basic.verify({ headers: { authorization }, body: Buffer.alloc(0), nowMs: 0 }), {
+    ok: false,
+    expired: false,
+    presented: 'am:wrong',
+  });
+  assert.deepEqual(basic.accepted?.(), ['am:basic-secret-0123456789']);
 });

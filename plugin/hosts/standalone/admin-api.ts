@@ -126,7 +126,7 @@ export class AdminApi {
     }
     const token = extractToken(req.headers);
     if (!tokenMatches(token, this.tokenDigest())) {
-      this.limiter.recordFailure(client, DEFAULTS.authRateLimit, token ?? null);
+      this.limiter.recordFailure(client, DEFAULTS.authRateLimit);
       throw refuse.unauthorized('missing or wrong gateway token');
     }
   }

@@ -19,7 +19,12 @@ export function configSummary(snap: HooksSnapshot): string {
       { header: 'PATH', cell: (m) => (m.matchPath === undefined ? '(any)' : `${snap.path}/${m.matchPath}`) },
       { header: 'SOURCE', cell: (m) => m.matchSource },
       { header: 'ACTION', cell: (m) => (m.preset ? `${m.action} (${m.preset} preset)` : m.action) },
-      { header: 'ADMITTED BY', cell: (m) => (m.verifier ? `${m.verifier.scheme} signature` : 'hook token') },
+      {
+        header: 'ADMITTED BY',
+        cell: (m) =>
+          (m.verifier ? `${m.verifier.scheme} signature` : 'hook token') +
+          (m.handshake ? `, ${m.handshake.kind} handshake` : ''),
+      },
       { header: 'TRANSFORM', cell: (m) => (m.transform ? path.basename(m.transform.file) : '') },
       { header: 'FOREACH', cell: (m) => m.forEach?.path },
       { header: 'DEDUPE', cell: (m) => m.dedupeKey?.source, max: 40 },
