@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'body_timeout'
   | 'invalid_json'
+  | 'invalid_body'
   | 'invalid_payload'
   | 'session_key_disabled'
   | 'session_key_not_allowed'
@@ -130,6 +131,7 @@ export const refuse = {
     new HookError(408, 'body_timeout', `the body was not received within ${ms / 1000} s`, CLOSE),
   bodyCutOff: (): HookError => new HookError(400, 'invalid_json', 'the request body was cut off by the client', CLOSE),
   invalidJson: (what: string): HookError => new HookError(400, 'invalid_json', what),
+  invalidBody: (what: string): HookError => new HookError(400, 'invalid_body', what),
   invalidPayload: (what: string): HookError => new HookError(400, 'invalid_payload', what),
   sessionKeyDisabled: (what: string): HookError => new HookError(400, 'session_key_disabled', what),
   sessionKeyNotAllowed: (what: string): HookError => new HookError(400, 'session_key_not_allowed', what),
