@@ -176,6 +176,22 @@ test('templates: paths, indexes, headers, query, path, now; missing is empty, ob
   );
 });
 
+test('templates: header names of Object.prototype never resolve either', async () => {
+  const textTemplate = '[{{headers.__proto__}}|{{headers.constructor}}|{{headers.toString}}|{{headers.x-kind}}]';
+  await withGateway(
+    {
+      hooks: {
+        mappings: [{ id: 't', match: { path: 'tpl' }, action: 'wake', textTemplate, allowUnsafeExternalContent: true }],
+      },
+    },
+    async (gw) => {
+      const r = await post(gw.url, '/hooks/tpl', {}, { headers: { 'x-kind': 'push' } });
+      assert.equal(r.status, 200);
+      assert.equal(gw.rec.events.at(-1)!.text, '[|||push]');
+    },
+  );
+});
+
 test('mapped content is wrapped as untrusted unless the mapping allows unsafe content; blank results are 400', async () => {
   await withGateway(
     {
