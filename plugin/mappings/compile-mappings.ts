@@ -47,6 +47,9 @@ export interface MappingPolicies {
 const RESERVED = new Set(['wake', 'agent']);
 
 /** `/github/` -> `github`; the hook name a mapping answers to. */
+/** What a request line carries as it is (RFC 3986 path characters); anything else arrives percent-encoded. */
+const REACHABLE_PATH = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]+$/;
+
 function normalizeHookName(raw: string): string {
   return raw.trim().replace(/^\/+|\/+$/g, '');
 }
@@ -90,6 +93,11 @@ export async function compileMappings(
     const matchPath = m.match?.path !== undefined ? normalizeHookName(m.match.path) : undefined;
     if (matchPath !== undefined && (matchPath === '' || RESERVED.has(matchPath))) {
       problems.push(`${where}.match.path "${m.match?.path}" is reserved or empty (wake and agent are never shadowed)`);
+    } else if (matchPath !== undefined && !REACHABLE_PATH.test(matchPath)) {
+      problems.push(
+        `${where}.match.path "${m.match?.path}" can never be reached: a request's path is compared as sent, ` +
+          "so a name may hold only ASCII letters, digits, / and - . _ ~ ! $ & ' ( ) * + , ; = : @",
+      );
     }
     const action = m.action ?? (m.textTemplate !== undefined && m.messageTemplate === undefined ? 'wake' : 'agent');
     if (action === 'wake' && m.textTemplate === undefined && !m.transform) {
