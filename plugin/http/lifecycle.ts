@@ -2,7 +2,8 @@
 //   route        is the path under hooks.path? (if not, the host keeps the request)
 //   admit        token in the query, method, address lock
 //   target       wake, agent, a signed mapping, or the mappings that may own the name
-//   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name
+//   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name;
+//                for a signed mapping, a request without any of its proof headers is refused here
 //   receive      the body, within the target's limit and the body timeout
 //   verify       a signed mapping's signature over the raw bytes (instead of the token)
 //   parse        a JSON object or a form (for a mapping, one that nests no deeper than templates can walk);
@@ -102,6 +103,8 @@ export class HookLifecycle {
         this.authenticate(request, snap);
         trace.authenticated = true;
         if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
+      } else {
+        this.requireProof(request, verifier, snap);
       }
       const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
       trace.bytes = body.length;
@@ -185,6 +188,13 @@ export class HookLifecycle {
     if (matchesAnyToken(token, snap.tokenDigests)) return;
     this.failedAuthentication(client, snap, token ?? null);
     throw refuse.unauthorized();
+  }
+
+  /** A signed request without any of its scheme's proof headers is refused before its body is read. */
+  private requireProof(request: HookRequest, verifier: Verifier, snap: HooksSnapshot): void {
+    const { headers } = request.req;
+    if (verifier.proofHeaders.some((name) => headers[name] !== undefined)) return;
+    throw this.signatureFailure(request, verifier, snap, { expired: false, attempt: null });
   }
 
   /** A signed mapping's proof, over the body exactly as received. */
