@@ -15,7 +15,7 @@
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError, refuse } from '../errors.ts';
-import type { GatewayHost } from '../host.ts';
+import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
@@ -36,6 +36,8 @@ export interface LifecycleParts {
   host: GatewayHost;
   limiter: AuthLimiter;
   refusals: RefusalLog;
+  /** For warnings anyone can cause: rate-limited. */
+  warnings: Pick<Logger, 'warn'>;
   delivery: OnceDelivery;
   answers: AnswerBatch;
   bodies: BodyReceiver;
@@ -235,7 +237,7 @@ export class HookLifecycle {
     this.parts.metrics.authFailure();
     if (lockSeconds > 0) {
       this.parts.metrics.addressLocked();
-      this.parts.host.logger.warn('client address locked after repeated authentication failures', {
+      this.parts.warnings.warn('client address locked after repeated authentication failures', {
         client,
         seconds: lockSeconds,
       });

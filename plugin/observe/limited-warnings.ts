@@ -1,0 +1,68 @@
+// Warnings that anyone can cause as fast as they can send (a refused Gmail push, an address locked
+// after failed proofs from many addresses): one line each would let a flood fill the disk. Each
+// message gets its first few lines each second; the rest are counted and reported in one line per
+// message when the second is over. Info and error lines pass through: only the warnings a stranger
+// can cause are sent here.
+import type { LogFields, Logger } from '../host.ts';
+
+export const WARNINGS_LOGGED_PER_SECOND = 10;
+
+interface Bucket {
+  second: number;
+  logged: number;
+  unlogged: number;
+}
+
+export class LimitedWarnings implements Logger {
+  /** Keyed by message: the messages are fixed sentences, so the map stays small. */
+  readonly #buckets = new Map<string, Bucket>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  info(msg: string, fields?: LogFields): void {
+    this.logger.info(msg, fields);
+  }
+
+  error(msg: string, fields?: LogFields): void {
+    this.logger.error(msg, fields);
+  }
+
+  warn(msg: string, fields?: LogFields): void {
+    const second = Math.floor(this.now() / 1000);
+    let bucket = this.#buckets.get(msg);
+    if (!bucket) {
+      bucket = { second, logged: 0, unlogged: 0 };
+      this.#buckets.set(msg, bucket);
+    }
+    if (bucket.second !== second) {
+      bucket.second = second;
+      bucket.logged = 0;
+    }
+    if (bucket.logged < WARNINGS_LOGGED_PER_SECOND) {
+      bucket.logged++;
+      this.logger.warn(msg, fields);
+      return;
+    }
+    bucket.unlogged++;
+    if (!this.#timer) {
+      this.#timer = setTimeout(() => this.flush(), 1000);
+      this.#timer.unref();
+    }
+  }
+
+  /** Reports what was counted and not yet reported (also called when the owner closes). */
+  flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const [msg, bucket] of this.#buckets) {
+      if (bucket.unlogged > 0) {
+        this.logger.warn('warnings counted, not logged one by one', { warning: msg, count: bucket.unlogged });
+      }
+    }
+    this.#buckets.clear();
+  }
+}
