@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'signature_expired'
   | 'invalid_idempotency_key'
   | 'too_many_items'
+  | 'output_too_large'
   | 'overloaded'
   | 'bad_request'
   | 'headers_too_large'
@@ -122,6 +123,7 @@ export const refuse = {
     new HookError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 256 printable ASCII characters'),
   tooManyItems: (max: number): HookError =>
     new HookError(400, 'too_many_items', `the payload has more than ${max} items to act on`),
+  outputTooLarge: (what: string): HookError => new HookError(400, 'output_too_large', what),
   signatureExpired: (): HookError => SIGNATURE_EXPIRED,
   notFound: (what = NOT_FOUND.message): HookError =>
     what === NOT_FOUND.message ? NOT_FOUND : new HookError(404, 'not_found', what),

@@ -15,6 +15,7 @@ import {
   type MappedRequest,
 } from '../mappings/build-action.ts';
 import type { TransformRunner } from '../mappings/transform-runner.ts';
+import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
 import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from './dedupe-keys.ts';
 import type { SharedDedupe } from './shared-dedupe.ts';
 import { derivedKey, idempotencyKeyHeader } from './idempotency.ts';
@@ -29,6 +30,19 @@ export interface Delivery {
   mapping: CompiledMapping | undefined;
   mapped: MappedRequest | undefined;
   payload: Record<string, unknown>;
+}
+
+/** One forEach item of a request whose key reads the item: claimed and built, then carried out. */
+interface ItemStep {
+  key: string | undefined;
+  /** Held from the claim until the item's action is carried out (or the request fails). */
+  claim?: Claim;
+  action?: Action;
+  body?: Record<string, unknown>;
+  /** The key was answered before this request. */
+  duplicate?: boolean;
+  /** The key repeats an earlier item's in this same request. */
+  sameAs?: ItemStep;
 }
 
 /** The answer, whether it repeats an earlier one, and the key the delivery was deduplicated by. */
@@ -139,7 +153,9 @@ export class OnceDelivery {
 
   /**
    * A forEach whose dedupe.key reads the item: each item acts once, however often the request is
-   * sent. The answer gathers the items' first answers; it is a duplicate when every item was.
+   * sent. Every item is claimed and built before any is carried out, so a request whose items carry
+   * too much text (or one whose item fails to build) does nothing at all. The answer gathers the
+   * items' first answers; it is a duplicate when every item was.
    */
   async #eachItemOnce(
     mapping: CompiledMapping,
@@ -149,30 +165,49 @@ export class OnceDelivery {
   ): Promise<Delivered> {
     const scope = `mapping:${mapping.id}`;
     const { executor, transforms, logger } = this.parts;
+    const items = forEachItems(mapping, payload)!;
+    const steps: ItemStep[] = [];
+    /** Keys claimed by this request: an item repeating one is answered as the first item was. */
+    const claimedHere = new Map<string, ItemStep>();
+    let bytes = 0;
+    try {
+      for (const item of items) {
+        const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
+        const earlier = key === undefined ? undefined : claimedHere.get(key);
+        if (earlier) {
+          steps.push({ key, sameAs: earlier });
+          continue;
+        }
+        const acquired = key === undefined ? undefined : await this.#acquire(scope, key, snap);
+        if (acquired && 'answer' in acquired) {
+          steps.push({ key, body: acquired.answer.body, duplicate: true });
+          continue;
+        }
+        const step: ItemStep = { key, claim: acquired?.claim };
+        steps.push(step);
+        if (key !== undefined) claimedHere.set(key, step);
+        step.action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
+        bytes += actionTextBytes(step.action);
+        checkActionBytes(mapping, bytes);
+      }
+      for (const step of steps) {
+        if (!step.action) continue;
+        const outcome = await executor.execute(step.action, snap, step.key === undefined ? undefined : { scope, key: step.key });
+        step.claim?.settle(outcome.record!);
+        step.claim = undefined;
+        step.body = outcome.body;
+      }
+    } catch (err) {
+      for (const step of steps) step.claim?.release(err);
+      throw err;
+    }
     const runIds: string[] = [];
     let wakes = 0;
     let mode: unknown;
     let duplicates = 0;
-    const items = forEachItems(mapping, payload)!;
-    for (const item of items) {
-      const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
-      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, snap);
-      let body: Record<string, unknown> | undefined;
-      if (acquired && 'answer' in acquired) {
-        duplicates++;
-        body = acquired.answer.body;
-      } else {
-        const claim = acquired?.claim;
-        try {
-          const action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
-          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
-          claim?.settle(outcome.record!);
-          body = outcome.body;
-        } catch (err) {
-          claim?.release(err);
-          throw err;
-        }
-      }
+    for (const step of steps) {
+      const body = step.sameAs ? step.sameAs.body : step.body;
+      if (step.sameAs || step.duplicate) duplicates++;
       if (typeof body?.runId === 'string')
         runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
       else if (body?.mode !== undefined) {

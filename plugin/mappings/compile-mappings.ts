@@ -22,6 +22,7 @@ interface MappingConfig extends RunOptions {
   sessionKey?: string;
   agentId?: string;
   maxBodyBytes?: number;
+  maxActionBytes?: number;
   allowUnsafeExternalContent?: boolean;
   transform?: { module: string; export?: string };
   body?: 'json' | 'form';
@@ -163,6 +164,7 @@ export async function compileMappings(
       thinking: m.thinking,
       timeoutSeconds: m.timeoutSeconds,
       maxBodyBytes: m.maxBodyBytes,
+      maxActionBytes: m.maxActionBytes ?? DEFAULT_MAX_ACTION_BYTES,
       allowUnsafeExternalContent: m.allowUnsafeExternalContent === true,
       transform,
       bodyFormat: m.body ?? 'json',
@@ -215,6 +217,8 @@ function checkSharedPaths(mappings: readonly CompiledMapping[], problems: string
 }
 
 const DEFAULT_MAX_ITEMS = 100;
+/** Four times the default body limit: room for a fan-out, not for one payload copied into every item. */
+export const DEFAULT_MAX_ACTION_BYTES = 1_048_576;
 
 function forEachOf(m: MappingConfig, where: string, problems: string[]): CompiledMapping['forEach'] {
   if (m.maxItems !== undefined && m.forEach === undefined) problems.push(`${where}.maxItems needs forEach`);
