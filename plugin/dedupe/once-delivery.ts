@@ -192,7 +192,11 @@ export class OnceDelivery {
       }
       for (const step of steps) {
         if (!step.action) continue;
-        const outcome = await executor.execute(step.action, snap, step.key === undefined ? undefined : { scope, key: step.key });
+        const outcome = await executor.execute(
+          step.action,
+          snap,
+          step.key === undefined ? undefined : { scope, key: step.key },
+        );
         step.claim?.settle(outcome.record!);
         step.claim = undefined;
         step.body = outcome.body;

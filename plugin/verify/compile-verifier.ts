@@ -47,7 +47,8 @@ export function compileVerifier(
   }
 
   const secrets: Secret[] = [];
-  if (v.secret !== undefined) pushResolved(secrets, resolveSecret(v.secret, `${key}.secret`, problems), `${key}.secret`);
+  if (v.secret !== undefined)
+    pushResolved(secrets, resolveSecret(v.secret, `${key}.secret`, problems), `${key}.secret`);
   v.secrets?.forEach((s, i) => {
     const where = `${key}.secrets[${i}]`;
     pushResolved(secrets, resolveSecret(s, where, problems), where);

@@ -21,18 +21,46 @@ test('a fan-out copying the payload into every item is 400 output_too_large, and
       hooks: {
         mappings: [
           // Every item's text holds the whole payload.
-          { id: 'copy', match: { path: 'copy' }, action: 'wake', forEach: 'items', allowUnsafeExternalContent: true, textTemplate: '{{item.id}} {{payload}}' },
+          {
+            id: 'copy',
+            match: { path: 'copy' },
+            action: 'wake',
+            forEach: 'items',
+            allowUnsafeExternalContent: true,
+            textTemplate: '{{item.id}} {{payload}}',
+          },
           // The same with a key per item: no item may act before the request is known to fit.
-          { id: 'keyed', match: { path: 'keyed' }, action: 'wake', forEach: 'items', allowUnsafeExternalContent: true, textTemplate: '{{item.id}} {{bulk}}', dedupe: { key: '{{item.id}}' } },
+          {
+            id: 'keyed',
+            match: { path: 'keyed' },
+            action: 'wake',
+            forEach: 'items',
+            allowUnsafeExternalContent: true,
+            textTemplate: '{{item.id}} {{bulk}}',
+            dedupe: { key: '{{item.id}}' },
+          },
           { id: 'pad', match: { path: 'pad' }, action: 'wake', forEach: 'items', transform: { module: 'pad.mjs' } },
           // Room for it when the operator says so.
-          { id: 'roomy', match: { path: 'roomy' }, action: 'wake', forEach: 'items', allowUnsafeExternalContent: true, textTemplate: '{{item.id}} {{bulk}}', maxActionBytes: 2_000_000 },
+          {
+            id: 'roomy',
+            match: { path: 'roomy' },
+            action: 'wake',
+            forEach: 'items',
+            allowUnsafeExternalContent: true,
+            textTemplate: '{{item.id}} {{bulk}}',
+            maxActionBytes: 2_000_000,
+          },
         ],
       },
     },
     async (gw) => {
       const copy = await post(gw.url, '/hooks/copy', { bulk, items: items(100) });
-      assertError(copy, 400, 'output_too_large', /mapping "copy": .* more than 1048576 bytes of text \(its maxActionBytes\)/);
+      assertError(
+        copy,
+        400,
+        'output_too_large',
+        /mapping "copy": .* more than 1048576 bytes of text \(its maxActionBytes\)/,
+      );
       const keyed = await post(gw.url, '/hooks/keyed', { bulk, items: items(5) });
       assertError(keyed, 400, 'output_too_large');
       const padded = await post(gw.url, '/hooks/pad', { items: items(6) });
@@ -53,12 +81,20 @@ test('a fan-out copying the payload into every item is 400 output_too_large, and
   );
 });
 
-test('an item repeating an earlier item\'s key in the same request is answered as that item', async () => {
+test("an item repeating an earlier item's key in the same request is answered as that item", async () => {
   await withGateway(
     {
       hooks: {
         mappings: [
-          { id: 'keyed', match: { path: 'keyed' }, action: 'wake', forEach: 'items', allowUnsafeExternalContent: true, textTemplate: '{{item.id}}', dedupe: { key: '{{item.id}}' } },
+          {
+            id: 'keyed',
+            match: { path: 'keyed' },
+            action: 'wake',
+            forEach: 'items',
+            allowUnsafeExternalContent: true,
+            textTemplate: '{{item.id}}',
+            dedupe: { key: '{{item.id}}' },
+          },
         ],
       },
     },
@@ -66,7 +102,10 @@ test('an item repeating an earlier item\'s key in the same request is answered a
       const r = await post(gw.url, '/hooks/keyed', { items: [{ id: 'a' }, { id: 'b' }, { id: 'a' }] });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.deepEqual([r.body.count, r.body.duplicates], [3, 1]);
-      assert.deepEqual(gw.rec.events.map((e) => e.text), ['a', 'b']);
+      assert.deepEqual(
+        gw.rec.events.map((e) => e.text),
+        ['a', 'b'],
+      );
     },
   );
 });

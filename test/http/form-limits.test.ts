@@ -35,16 +35,20 @@ test('a form of repeated fields up to the limit is read whole; one over it is 40
   });
 });
 
-test('a 255 KB body of 87,000 repeats is refused, and the gateway answers others meanwhile', { timeout: 30_000 }, async () => {
-  await withGateway({ hooks: { mappings: [formMapping] } }, async (gw) => {
-    const flood = 'a=&'.repeat(87_000);
-    assert.ok(flood.length < 262_144, 'within the default body limit');
-    const [refused, wake] = await Promise.all([
-      post(gw.url, '/hooks/form', undefined, { rawBody: flood, headers: FORM }),
-      post(gw.url, '/hooks/wake', { text: 'still here' }),
-    ]);
-    assertError(refused, 400, 'invalid_body');
-    assert.equal(wake.status, 200);
-    assert.equal(gw.rec.events.length, 1);
-  });
-});
+test(
+  'a 255 KB body of 87,000 repeats is refused, and the gateway answers others meanwhile',
+  { timeout: 30_000 },
+  async () => {
+    await withGateway({ hooks: { mappings: [formMapping] } }, async (gw) => {
+      const flood = 'a=&'.repeat(87_000);
+      assert.ok(flood.length < 262_144, 'within the default body limit');
+      const [refused, wake] = await Promise.all([
+        post(gw.url, '/hooks/form', undefined, { rawBody: flood, headers: FORM }),
+        post(gw.url, '/hooks/wake', { text: 'still here' }),
+      ]);
+      assertError(refused, 400, 'invalid_body');
+      assert.equal(wake.status, 200);
+      assert.equal(gw.rec.events.length, 1);
+    });
+  },
+);

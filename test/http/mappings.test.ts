@@ -136,7 +136,11 @@ test('a match.path no request can reach (non-ASCII, space, %) is refused naming 
     assert.match(msg, /hooks\.mappings\[0\] \(id "x"\)\.match\.path .* can never be reached/);
   }
   await withGateway(
-    { hooks: { mappings: [{ id: 'odd', match: { path: "team:a@b/x-y_z.~!$&'()*+,;=" }, action: 'wake', textTemplate: 'ok' }] } },
+    {
+      hooks: {
+        mappings: [{ id: 'odd', match: { path: "team:a@b/x-y_z.~!$&'()*+,;=" }, action: 'wake', textTemplate: 'ok' }],
+      },
+    },
     async (gw) => {
       assert.equal((await post(gw.url, "/hooks/team:a@b/x-y_z.~!$&'()*+,;=", {})).status, 200);
     },

@@ -97,10 +97,15 @@ test('lockouts of many addresses are logged within the same budget', async () =>
     async (gw) => {
       const from = second();
       for (let i = 0; i < 60; i++) {
-        const r = await post(gw.url, '/hooks/wake', { text: 'x' }, {
-          token: 'wrong-token',
-          headers: { 'x-forwarded-for': `203.0.113.${i + 1}` },
-        });
+        const r = await post(
+          gw.url,
+          '/hooks/wake',
+          { text: 'x' },
+          {
+            token: 'wrong-token',
+            headers: { 'x-forwarded-for': `203.0.113.${i + 1}` },
+          },
+        );
         assert.equal(r.status, 401);
       }
       await gw.plugin.close();

@@ -7,7 +7,12 @@ import type { LogFields, Logger, RunRecord } from '../../plugin/host.ts';
 import { CommitRounds, LONE_ROUND_LINES, ROUND_GAP_MS } from '../../plugin/hosts/standalone/commit-rounds.ts';
 import { JsonlLog } from '../../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../../plugin/hosts/standalone/outbox.ts';
-import { readRun, REPLY_BYTES_IN_MEMORY, RunRegistry, type RunLine } from '../../plugin/hosts/standalone/run-registry.ts';
+import {
+  readRun,
+  REPLY_BYTES_IN_MEMORY,
+  RunRegistry,
+  type RunLine,
+} from '../../plugin/hosts/standalone/run-registry.ts';
 import {
   PENDING_TEXT_MAX,
   SessionStore,
@@ -567,7 +572,11 @@ test('run registry: rebuilt from the session files, with the reply from the hist
         (key, line, wait) => store.recordRun(key, line, wait),
         // The run index's job in the gateway: here every run of the test is in a session it names.
         (runId) =>
-          readRun((key, needle, visit) => store.scanBackward(key, needle, visit), runId === 'r-ok' ? 'agent:ops:hook:a' : 'agent:ops:hook:b', runId),
+          readRun(
+            (key, needle, visit) => store.scanBackward(key, needle, visit),
+            runId === 'r-ok' ? 'agent:ops:hook:a' : 'agent:ops:hook:b',
+            runId,
+          ),
       );
       const store: SessionStore = new SessionStore(dir, recordingLogger(), (key, records) =>
         registry.restore(key, records),
@@ -598,7 +607,10 @@ test('run registry: rebuilt from the session files, with the reply from the hist
     const second = await open();
     // A restored reply stays in its session file until the run is asked for.
     assert.deepEqual(second.registry.get('r-ok'), record('r-ok', 'agent:ops:hook:a', 'ok'));
-    assert.deepEqual(await second.registry.find('r-ok'), record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }));
+    assert.deepEqual(
+      await second.registry.find('r-ok'),
+      record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }),
+    );
     assert.deepEqual(
       second.registry.get('r-failed'),
       record('r-failed', 'agent:ops:hook:b', 'error', { error: 'model down' }),
@@ -683,7 +695,14 @@ test('run registry: replies kept in memory are bounded by bytes; older ones are 
   assert.deepEqual(reads, ['run-0']);
   assert.equal(registry.get('run-0')?.status, 'ok');
   // One reply larger than the whole budget is not kept either.
-  void registry.update({ runId: 'huge', name: 'agent', status: 'ok', agentId: 'main', sessionKey: 'k', reply: 'h'.repeat(REPLY_BYTES_IN_MEMORY + 1) });
+  void registry.update({
+    runId: 'huge',
+    name: 'agent',
+    status: 'ok',
+    agentId: 'main',
+    sessionKey: 'k',
+    reply: 'h'.repeat(REPLY_BYTES_IN_MEMORY + 1),
+  });
   assert.equal(registry.get('huge')?.reply, undefined);
   assert.equal((await registry.find('huge'))?.reply, 'from disk huge');
 });

@@ -349,7 +349,10 @@ describe('hard links', () => {
       await link(path.join(outside, 'evil.mjs'), path.join(root, 'say.tmp'));
       await rename(path.join(root, 'say.tmp'), path.join(root, 'say.mjs'));
       runner.invalidate(file);
-      assert.match(failure(await runner.run(call(file))).reason, /^the transform module was not loaded: it has more than one hard link/);
+      assert.match(
+        failure(await runner.run(call(file))).reason,
+        /^the transform module was not loaded: it has more than one hard link/,
+      );
       assert.equal(existsSync(canary), false, 'the module outside the root was never loaded');
     } finally {
       await runner.close();

@@ -139,9 +139,12 @@ test('a secret equal to the gateway token is refused; secret files are read, and
     problems,
   );
   assert.deepEqual(problems, []);
-  assert.deepEqual(v!.verify({ headers: { 'x-gitlab-token': 'from-a-file-0123456789' }, body: Buffer.alloc(0), nowMs: 0 }), {
-    ok: true,
-  });
+  assert.deepEqual(
+    v!.verify({ headers: { 'x-gitlab-token': 'from-a-file-0123456789' }, body: Buffer.alloc(0), nowMs: 0 }),
+    {
+      ok: true,
+    },
+  );
   const missing = problemsOf({ scheme: 'github', secretFile: 'nope.secret' }, { ...ctx, configDir: dir });
   assert.equal(missing.length, 1);
   assert.match(missing[0]!, /^hooks\.mappings\[0\]\.verify\.secretFile: cannot read .*nope\.secret \(ENOENT\)$/);
@@ -152,9 +155,15 @@ test('secrets too short for their scheme are refused, naming the key; real secre
     'hooks.mappings[0].verify.secret (after "whsec_", base64-decoded) must be at least 24 bytes (use a random value, e.g. `openssl rand -hex 32`)',
   ]);
   // Svix and Clerk hand out 24-byte keys; 18 bytes is below the standard's minimum.
-  assert.deepEqual(problemsOf({ scheme: 'standard-webhooks', secret: `whsec_${Buffer.alloc(18, 1).toString('base64')}` }).length, 1);
+  assert.deepEqual(
+    problemsOf({ scheme: 'standard-webhooks', secret: `whsec_${Buffer.alloc(18, 1).toString('base64')}` }).length,
+    1,
+  );
   verifier({ scheme: 'standard-webhooks', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' });
-  assert.match(problemsOf({ scheme: 'stripe', secret: 'whsec_A' })[0]!, /^hooks\.mappings\[0\]\.verify\.secret \(after "whsec_"\) must be at least 16 bytes/);
+  assert.match(
+    problemsOf({ scheme: 'stripe', secret: 'whsec_A' })[0]!,
+    /^hooks\.mappings\[0\]\.verify\.secret \(after "whsec_"\) must be at least 16 bytes/,
+  );
   assert.equal(problemsOf({ scheme: 'stripe', secret: 'whsec_0123456789' }).length, 1, '"whsec_" does not count');
   verifier({ scheme: 'stripe', secret: 'whsec_5f8a0c1b2d3e4f5a6b7c8d9e0f1a2b3c' });
   for (const scheme of ['github', 'slack', 'shopify', 'linear', 'gitlab', 'bearer'] as const) {
@@ -162,8 +171,14 @@ test('secrets too short for their scheme are refused, naming the key; real secre
       'hooks.mappings[0].verify.secrets[1] must be at least 16 bytes (use a random value, e.g. `openssl rand -hex 32`)',
     ]);
   }
-  assert.match(problemsOf({ scheme: 'basic', username: 'alertmanager', secret: 'hunter2' })[0]!, /verify\.secret must be at least 16 bytes/);
-  assert.match(problemsOf({ scheme: 'hmac', header: 'x-sig', secret: 'k' })[0]!, /verify\.secret must be at least 16 bytes/);
+  assert.match(
+    problemsOf({ scheme: 'basic', username: 'alertmanager', secret: 'hunter2' })[0]!,
+    /verify\.secret must be at least 16 bytes/,
+  );
+  assert.match(
+    problemsOf({ scheme: 'hmac', header: 'x-sig', secret: 'k' })[0]!,
+    /verify\.secret must be at least 16 bytes/,
+  );
   // Exactly 16 bytes is enough (GitHub and GitLab accept any secret the user picks).
   verifier({ scheme: 'github', secret: '0123456789abcdef' });
 });
@@ -174,7 +189,10 @@ test('an empty key verifies nothing at run time, whatever reached the verifier',
   const body = Buffer.from('{"a":1}');
   const emptyKeySig = createHmac('sha256', Buffer.alloc(0)).update(body).digest('hex');
   const github = createVerifier('github', { keys: [Buffer.alloc(0)], toleranceSeconds: 300 });
-  assert.equal(github.verify({ headers: { 'x-hub-signature-256': `sha256=${emptyKeySig}` }, body, nowMs: 0 }).ok, false);
+  assert.equal(
+    github.verify({ headers: { 'x-hub-signature-256': `sha256=${emptyKeySig}` }, body, nowMs: 0 }).ok,
+    false,
+  );
   const bearer = createVerifier('bearer', { keys: [Buffer.alloc(0)], toleranceSeconds: 300 });
   assert.equal(bearer.verify({ headers: { authorization: 'Bearer ' }, body, nowMs: 0 }).ok, false);
   const gitlab = createVerifier('gitlab', { keys: [Buffer.alloc(0)], toleranceSeconds: 300 });
