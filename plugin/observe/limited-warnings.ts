@@ -58,11 +58,11 @@ export class LimitedWarnings implements Logger {
   flush(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    // The buckets stay: a second's budget is not renewed by reporting what went past it.
     for (const [msg, bucket] of this.#buckets) {
-      if (bucket.unlogged > 0) {
-        this.logger.warn('warnings counted, not logged one by one', { warning: msg, count: bucket.unlogged });
-      }
+      if (bucket.unlogged === 0) continue;
+      this.logger.warn('warnings counted, not logged one by one', { warning: msg, count: bucket.unlogged });
+      bucket.unlogged = 0;
     }
-    this.#buckets.clear();
   }
 }
