@@ -4,19 +4,18 @@
 // message when the second is over. Info and error lines pass through: only the warnings a stranger
 // can cause are sent here.
 import type { LogFields, Logger } from '../host.ts';
+import { LineBudget } from './line-budget.ts';
 
 export const WARNINGS_LOGGED_PER_SECOND = 10;
 
 interface Bucket {
-  second: number;
-  logged: number;
+  budget: LineBudget;
   unlogged: number;
 }
 
 export class LimitedWarnings implements Logger {
   /** Keyed by message: the messages are fixed sentences, so the map stays small. */
   readonly #buckets = new Map<string, Bucket>();
-  #timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly logger: Logger,
@@ -32,34 +31,20 @@ export class LimitedWarnings implements Logger {
   }
 
   warn(msg: string, fields?: LogFields): void {
-    const second = Math.floor(this.now() / 1000);
     let bucket = this.#buckets.get(msg);
     if (!bucket) {
-      bucket = { second, logged: 0, unlogged: 0 };
+      bucket = { budget: new LineBudget(WARNINGS_LOGGED_PER_SECOND, () => this.flush(), this.now), unlogged: 0 };
       this.#buckets.set(msg, bucket);
     }
-    if (bucket.second !== second) {
-      bucket.second = second;
-      bucket.logged = 0;
-    }
-    if (bucket.logged < WARNINGS_LOGGED_PER_SECOND) {
-      bucket.logged++;
-      this.logger.warn(msg, fields);
-      return;
-    }
-    bucket.unlogged++;
-    if (!this.#timer) {
-      this.#timer = setTimeout(() => this.flush(), 1000);
-      this.#timer.unref();
-    }
+    if (bucket.budget.take()) this.logger.warn(msg, fields);
+    else bucket.unlogged++;
   }
 
   /** Reports what was counted and not yet reported (also called when the owner closes). */
   flush(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    // The buckets stay: a second's budget is not renewed by reporting what went past it.
+    // The budgets stay: a second's budget is not renewed by reporting what went past it.
     for (const [msg, bucket] of this.#buckets) {
+      bucket.budget.reported();
       if (bucket.unlogged === 0) continue;
       this.logger.warn('warnings counted, not logged one by one', { warning: msg, count: bucket.unlogged });
       bucket.unlogged = 0;
