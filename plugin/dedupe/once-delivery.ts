@@ -32,19 +32,6 @@ export interface Delivery {
   payload: Record<string, unknown>;
 }
 
-/** One forEach item of a request whose key reads the item: claimed and built, then carried out. */
-interface ItemStep {
-  key: string | undefined;
-  /** Held from the claim until the item's action is carried out (or the request fails). */
-  claim?: Claim;
-  action?: Action;
-  body?: Record<string, unknown>;
-  /** The key was answered before this request. */
-  duplicate?: boolean;
-  /** The key repeats an earlier item's in this same request. */
-  sameAs?: ItemStep;
-}
-
 /** The answer, whether it repeats an earlier one, and the key the delivery was deduplicated by. */
 export type Delivered = Outcome & { duplicate: boolean; key?: string };
 
@@ -153,9 +140,10 @@ export class OnceDelivery {
 
   /**
    * A forEach whose dedupe.key reads the item: each item acts once, however often the request is
-   * sent. Every item is claimed and built before any is carried out, so a request whose items carry
-   * too much text (or one whose item fails to build) does nothing at all. The answer gathers the
-   * items' first answers; it is a duplicate when every item was.
+   * sent. Every item is built before any key is claimed, so a request whose items carry too much
+   * text (or one whose item fails to build) does nothing at all; then the items are claimed and
+   * carried out one at a time, as before (a claim is never held while waiting for another request's).
+   * The answer gathers the items' first answers; it is a duplicate when every item was.
    */
   async #eachItemOnce(
     mapping: CompiledMapping,
@@ -165,53 +153,36 @@ export class OnceDelivery {
   ): Promise<Delivered> {
     const scope = `mapping:${mapping.id}`;
     const { executor, transforms, logger } = this.parts;
-    const items = forEachItems(mapping, payload)!;
-    const steps: ItemStep[] = [];
-    /** Keys claimed by this request: an item repeating one is answered as the first item was. */
-    const claimedHere = new Map<string, ItemStep>();
+    const built: { key: string | undefined; action: Action }[] = [];
     let bytes = 0;
-    try {
-      for (const item of items) {
-        const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
-        const earlier = key === undefined ? undefined : claimedHere.get(key);
-        if (earlier) {
-          steps.push({ key, sameAs: earlier });
-          continue;
-        }
-        const acquired = key === undefined ? undefined : await this.#acquire(scope, key, snap);
-        if (acquired && 'answer' in acquired) {
-          steps.push({ key, body: acquired.answer.body, duplicate: true });
-          continue;
-        }
-        const step: ItemStep = { key, claim: acquired?.claim };
-        steps.push(step);
-        if (key !== undefined) claimedHere.set(key, step);
-        step.action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
-        bytes += actionTextBytes(step.action);
-        checkActionBytes(mapping, bytes);
-      }
-      for (const step of steps) {
-        if (!step.action) continue;
-        const outcome = await executor.execute(
-          step.action,
-          snap,
-          step.key === undefined ? undefined : { scope, key: step.key },
-        );
-        step.claim?.settle(outcome.record!);
-        step.claim = undefined;
-        step.body = outcome.body;
-      }
-    } catch (err) {
-      for (const step of steps) step.claim?.release(err);
-      throw err;
+    for (const item of forEachItems(mapping, payload)!) {
+      const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
+      const action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
+      bytes += actionTextBytes(action);
+      checkActionBytes(mapping, bytes);
+      built.push({ key, action });
     }
     const runIds: string[] = [];
     let wakes = 0;
     let mode: unknown;
     let duplicates = 0;
-    for (const step of steps) {
-      const body = step.sameAs ? step.sameAs.body : step.body;
-      if (step.sameAs || step.duplicate) duplicates++;
+    for (const { key, action } of built) {
+      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, snap);
+      let body: Record<string, unknown> | undefined;
+      if (acquired && 'answer' in acquired) {
+        duplicates++;
+        body = acquired.answer.body;
+      } else {
+        const claim = acquired?.claim;
+        try {
+          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
+          claim?.settle(outcome.record!);
+          body = outcome.body;
+        } catch (err) {
+          claim?.release(err);
+          throw err;
+        }
+      }
       if (typeof body?.runId === 'string')
         runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
       else if (body?.mode !== undefined) {
@@ -219,7 +190,7 @@ export class OnceDelivery {
         mode ??= body.mode;
       }
     }
-    const duplicate = items.length > 0 && duplicates === items.length;
+    const duplicate = built.length > 0 && duplicates === built.length;
     const extra = {
       ...(duplicate ? { duplicate: true } : {}),
       ...(duplicates > 0 && !duplicate ? { duplicates } : {}),

@@ -29,7 +29,7 @@ test('a fan-out copying the payload into every item is 400 output_too_large, and
             allowUnsafeExternalContent: true,
             textTemplate: '{{item.id}} {{payload}}',
           },
-          // The same with a key per item: no item may act before the request is known to fit.
+          // The same with a key per item: every item is built (and measured) before any key is claimed.
           {
             id: 'keyed',
             match: { path: 'keyed' },
@@ -67,7 +67,7 @@ test('a fan-out copying the payload into every item is 400 output_too_large, and
       assertError(padded, 400, 'output_too_large');
       assert.equal(gw.rec.events.length, 0, 'no item acted');
 
-      // The keys the refused request claimed were given back: the items act once they fit.
+      // The refused request claimed no key: the same items act once they fit.
       const small = await post(gw.url, '/hooks/keyed', { bulk: 'b', items: items(5) });
       assert.equal(small.status, 200, JSON.stringify(small.body));
       assert.equal(small.body.count, 5);
