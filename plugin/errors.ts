@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'idempotency_key_in_flight'
   | 'too_many_items'
+  | 'output_too_large'
   | 'overloaded'
   | 'bad_request'
   | 'headers_too_large'
@@ -139,6 +140,7 @@ export const refuse = {
     ),
   tooManyItems: (max: number): HookError =>
     new HookError(400, 'too_many_items', `the payload has more than ${max} items to act on`),
+  outputTooLarge: (what: string): HookError => new HookError(400, 'output_too_large', what),
   signatureExpired: (): HookError => SIGNATURE_EXPIRED,
   notFound: (what = NOT_FOUND.message): HookError =>
     what === NOT_FOUND.message ? NOT_FOUND : new HookError(404, 'not_found', what),

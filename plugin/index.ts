@@ -15,6 +15,7 @@ import { AnswerBatch } from './http/answers.ts';
 import { BodyReceiver } from './http/body.ts';
 import { HookLifecycle } from './http/lifecycle.ts';
 import { RefusalLog } from './http/refusal-log.ts';
+import { LimitedWarnings } from './observe/limited-warnings.ts';
 import { TransformRunner } from './mappings/transform-runner.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 import { OnceDelivery } from './dedupe/once-delivery.ts';
@@ -74,6 +75,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     events: metrics,
   });
   const refusals = new RefusalLog(host.logger);
+  // Lockouts can be caused by anyone (from many addresses): their warnings are rate-limited.
+  const strangerWarnings = new LimitedWarnings(host.logger);
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe, host.logger);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
@@ -85,7 +88,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     new (await import('./shared/shared-redis.ts')).SharedRedis(sharedState, host.logger, (up) =>
       metrics.sharedStateUp(up),
     );
-  const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, host.logger) : limiter;
+  const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
   await shared?.connect();
   const delivery = new OnceDelivery({
@@ -99,6 +102,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     host,
     limiter: requestLimiter,
     refusals,
+    warnings: strangerWarnings,
     delivery,
     answers: new AnswerBatch(),
     bodies,
@@ -193,6 +197,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await transforms.close();
       bodies.close();
       refusals.flush();
+      strangerWarnings.flush();
       shared?.close();
     },
     runs,

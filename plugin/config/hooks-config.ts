@@ -5,7 +5,7 @@ import { ConfigError } from '../errors.ts';
 import type { SelectedConfig } from '../host.ts';
 import { digestToken } from '../auth/token.ts';
 import { Credentials, hookTokenCredential } from '../auth/credentials.ts';
-import { readSecretFile, resolveSecret } from './secret-values.ts';
+import { longEnough, readSecretFile, resolveSecret } from './secret-values.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-proxies.ts';
 import { formatErrors, validateHooksConfig } from './schemas.ts';
@@ -159,14 +159,20 @@ function hookTokens(h: HooksBlock, root: string, configDir: string, problems: st
   const listed = h.token === undefined ? [] : Array.isArray(h.token) ? h.token : [h.token];
   listed.forEach((t, i) => {
     const key = Array.isArray(h.token) ? `${root}.token[${i}]` : `${root}.token`;
-    const value = resolveSecret(t, key, problems);
-    if (value !== undefined) out.push(value);
+    addToken(out, resolveSecret(t, key, problems), key, problems);
   });
   if (h.tokenFile !== undefined) {
-    const value = readSecretFile(h.tokenFile, configDir, `${root}.tokenFile`, problems);
-    if (value !== undefined) out.push(value);
+    const key = `${root}.tokenFile`;
+    addToken(out, readSecretFile(h.tokenFile, configDir, key, problems), key, problems);
   }
   return out;
+}
+
+/** A token too short is still listed: its length is the problem to report, not a missing token. */
+function addToken(into: string[], value: string | undefined, key: string, problems: string[]): void {
+  if (value === undefined) return;
+  longEnough(value, key, problems);
+  into.push(value);
 }
 
 function trustedProxyList(value: unknown, problems: string[]): string[] | undefined {

@@ -5,6 +5,20 @@ import path from 'node:path';
 
 const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
+/**
+ * The shortest shared secret accepted (hook tokens, signing secrets): 128 bits even when written as
+ * text. Shorter ones are guessable or placeholders (`whsec_A` was once a 0-byte HMAC key).
+ */
+export const MIN_SECRET_BYTES = 16;
+
+/** False (with a problem naming the key) when the secret is shorter than `min` bytes. */
+export function longEnough(secret: string | Buffer, key: string, problems: string[], min = MIN_SECRET_BYTES): boolean {
+  const bytes = typeof secret === 'string' ? Buffer.byteLength(secret, 'utf8') : secret.length;
+  if (bytes >= min) return true;
+  problems.push(`${key} must be at least ${min} bytes (use a random value, e.g. \`openssl rand -hex 32\`)`);
+  return false;
+}
+
 /** The value of a literal or "${NAME}"; undefined (with a problem) when the variable is unset or empty. */
 export function resolveSecret(value: string, key: string, problems: string[]): string | undefined {
   const ref = ENV_REFERENCE.exec(value.trim());

@@ -16,6 +16,7 @@ import {
   type MappedRequest,
 } from '../mappings/build-action.ts';
 import type { TransformRunner } from '../mappings/transform-runner.ts';
+import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
 import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from './dedupe-keys.ts';
 import type { SharedDedupe } from './shared-dedupe.ts';
 import { derivedKey, idempotencyKeyHeader } from './idempotency.ts';
@@ -165,7 +166,10 @@ export class OnceDelivery {
 
   /**
    * A forEach whose dedupe.key reads the item: each item acts once, however often the request is
-   * sent. The answer gathers the items' first answers; it is a duplicate when every item was.
+   * sent. Every item is built before any key is claimed, so a request whose items carry too much
+   * text (or one whose item fails to build) does nothing at all; then the items are claimed and
+   * carried out one at a time, as before (a claim is never held while waiting for another request's).
+   * The answer gathers the items' first answers; it is a duplicate when every item was.
    */
   async #eachItemOnce(
     mapping: CompiledMapping,
@@ -175,13 +179,20 @@ export class OnceDelivery {
   ): Promise<Delivered> {
     const scope = `mapping:${mapping.id}`;
     const { executor, transforms, logger } = this.parts;
+    const built: { key: string | undefined; action: Action }[] = [];
+    let bytes = 0;
+    for (const item of forEachItems(mapping, payload)!) {
+      const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
+      const action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
+      bytes += actionTextBytes(action);
+      checkActionBytes(mapping, bytes);
+      built.push({ key, action });
+    }
     const runIds: string[] = [];
     let wakes = 0;
     let mode: unknown;
     let duplicates = 0;
-    const items = forEachItems(mapping, payload)!;
-    for (const item of items) {
-      const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
+    for (const { key, action } of built) {
       const acquired = key === undefined ? undefined : await this.#acquire(scope, key, undefined, snap);
       let body: Record<string, unknown> | undefined;
       if (acquired && 'answer' in acquired) {
@@ -190,7 +201,6 @@ export class OnceDelivery {
       } else {
         const claim = acquired?.claim;
         try {
-          const action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
           const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
           claim?.settle(outcome.record!);
           body = outcome.body;
@@ -206,7 +216,7 @@ export class OnceDelivery {
         mode ??= body.mode;
       }
     }
-    const duplicate = items.length > 0 && duplicates === items.length;
+    const duplicate = built.length > 0 && duplicates === built.length;
     const extra = {
       ...(duplicate ? { duplicate: true } : {}),
       ...(duplicates > 0 && !duplicate ? { duplicates } : {}),

@@ -10,7 +10,7 @@ export interface HookTarget {
   token: string;
   /** The hook's body limit in bytes. */
   bodyLimit: number;
-  /** At most this many messages per request (the preset's forEach limit is 500). */
+  /** At most this many messages per request (the preset takes 100 at most). */
   maxMessages?: number;
   timeoutMs?: number;
 }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { HookError, refuse } from '../errors.ts';
 import { writeError, writeJson } from '../http/answers.ts';
 import type { Logger } from '../host.ts';
+import { LimitedWarnings } from '../observe/limited-warnings.ts';
 import type { GoogleCerts } from './google-certs.ts';
 import { PushTokenRefused, verifyPushJwt } from './push-jwt.ts';
 
@@ -31,7 +32,10 @@ export interface PushServer {
   close(): Promise<void>;
 }
 
-export async function startPushServer(options: PushServerOptions): Promise<PushServer> {
+export async function startPushServer(given: PushServerOptions): Promise<PushServer> {
+  // Anyone who finds the endpoint can have pushes refused: those warnings are rate-limited.
+  const logger = new LimitedWarnings(given.logger);
+  const options = { ...given, logger };
   const server: Server = createServer((req, res) => {
     handle(req, options).then(
       (status) => (status === 204 ? res.writeHead(204).end() : writeJson(res, status, { ok: status < 300 })),
@@ -59,6 +63,7 @@ export async function startPushServer(options: PushServerOptions): Promise<PushS
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        logger.flush();
       }),
   };
 }

@@ -2,7 +2,8 @@
 //   route        is the path under hooks.path? (if not, the host keeps the request)
 //   admit        token in the query, method (GET only for a Meta handshake, answered there), address lock
 //   target       wake, agent, a signed mapping, or the mappings that may own the name
-//   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name
+//   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name;
+//                for a signed mapping, a request without any of its proof headers is refused here
 //   receive      the body, within the target's limit and the body timeout
 //   verify       a signed mapping's signature over the raw bytes (instead of the token)
 //   parse        a JSON object, a form or a multipart body (for a mapping, one that nests no deeper than
@@ -15,7 +16,7 @@
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError, refuse } from '../errors.ts';
-import type { GatewayHost } from '../host.ts';
+import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
@@ -41,6 +42,8 @@ export interface LifecycleParts {
   host: GatewayHost;
   limiter: AuthLimiter;
   refusals: RefusalLog;
+  /** For warnings anyone can cause: rate-limited. */
+  warnings: Pick<Logger, 'warn'>;
   delivery: OnceDelivery;
   answers: AnswerBatch;
   bodies: BodyReceiver;
@@ -116,6 +119,8 @@ export class HookLifecycle {
         this.authenticate(request, snap);
         trace.authenticated = true;
         if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
+      } else {
+        this.requireProof(request, verifier, snap);
       }
       const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
       trace.bytes = body.length;
@@ -232,6 +237,13 @@ export class HookLifecycle {
     throw refuse.handshakeFailed();
   }
 
+  /** A signed request without any of its scheme's proof headers is refused before its body is read. */
+  private requireProof(request: HookRequest, verifier: Verifier, snap: HooksSnapshot): void {
+    const { headers } = request.req;
+    if (verifier.proofHeaders.some((name) => headers[name] !== undefined)) return;
+    throw this.signatureFailure(request, verifier, snap, { expired: false });
+  }
+
   /** A signed mapping's proof, over the body exactly as received. */
   private verify(request: HookRequest, verifier: Verifier, body: Buffer, snap: HooksSnapshot): void {
     const outcome = verifier.verify({ headers: request.req.headers, body, nowMs: Date.now() });
@@ -272,7 +284,7 @@ export class HookLifecycle {
     this.parts.metrics.authFailure();
     if (lockSeconds > 0) {
       this.parts.metrics.addressLocked();
-      this.parts.host.logger.warn('client address locked after repeated authentication failures', {
+      this.parts.warnings.warn('client address locked after repeated authentication failures', {
         client,
         seconds: lockSeconds,
       });

@@ -3,47 +3,37 @@
 // more than answering. The first few each second are logged one by one; the rest are counted and
 // reported in one line when the second is over.
 import type { LogFields, Logger } from '../host.ts';
+import { LineBudget } from '../observe/line-budget.ts';
 
 export const REFUSALS_LOGGED_PER_SECOND = 10;
 
 export class RefusalLog {
-  #second = 0;
-  #logged = 0;
+  readonly #budget: LineBudget;
   #unlogged = 0;
   #unauthorized = 0;
   #rateLimited = 0;
-  #timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly logger: Logger,
-    private readonly now: () => number = Date.now,
-  ) {}
+    now: () => number = Date.now,
+  ) {
+    this.#budget = new LineBudget(REFUSALS_LOGGED_PER_SECOND, () => this.flush(), now);
+  }
 
   /** Logs the refusal as 'hook request' (the line every request gets) or counts it for the summary. */
   note(fields: LogFields & { status: number }): void {
-    const second = Math.floor(this.now() / 1000);
-    if (second !== this.#second) {
-      this.#second = second;
-      this.#logged = 0;
-    }
-    if (this.#logged < REFUSALS_LOGGED_PER_SECOND) {
-      this.#logged++;
+    if (this.#budget.take()) {
       this.logger.info('hook request', fields);
       return;
     }
     this.#unlogged++;
     if (fields.status === 401) this.#unauthorized++;
     else if (fields.status === 429) this.#rateLimited++;
-    if (!this.#timer) {
-      this.#timer = setTimeout(() => this.flush(), 1000);
-      this.#timer.unref();
-    }
   }
 
   /** Reports what was counted and not yet reported (also called when the plugin closes). */
   flush(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#budget.reported();
     if (this.#unlogged === 0) return;
     this.logger.warn('hook requests refused before authentication were counted, not logged one by one', {
       count: this.#unlogged,

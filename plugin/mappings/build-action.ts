@@ -11,6 +11,7 @@ import type { TransformCall, TransformOutcome } from './transform-runner.ts';
 import type { Template, TemplateContext } from './template.ts';
 import type { CompiledMapping } from './mapping.ts';
 import { gmailAgentSpecs, gmailItemSpec, gmailMessages } from './gmail.ts';
+import { actionTextBytes, checkActionBytes } from './action-bytes.ts';
 
 /** What building an action needs of the transform runner: calling a transform. */
 export interface Transforms {
@@ -98,17 +99,25 @@ export async function buildMappedAction(
   transforms: Transforms,
   logger: Logger,
 ): Promise<Action> {
-  if (m.preset === 'gmail') return { wakes: [], runs: gmailAgentSpecs(payload, m) };
+  if (m.preset === 'gmail') return bounded(m, { wakes: [], runs: gmailAgentSpecs(payload, m) });
   const items = forEachItems(m, payload);
-  if (!items) return buildItemAction(m, payload, request, transforms, logger);
+  if (!items) return bounded(m, await buildItemAction(m, payload, request, transforms, logger));
   const merged: Action = { wakes: [], runs: [], fanOut: true };
+  let bytes = 0;
   // One after another: a transform runs once per item, and the items keep their order.
   for (const item of items) {
     const action = await buildItemAction(m, payload, request, transforms, logger, item);
+    bytes += actionTextBytes(action);
+    checkActionBytes(m, bytes);
     merged.wakes.push(...action.wakes);
     merged.runs.push(...action.runs);
   }
   return merged;
+}
+
+function bounded(m: CompiledMapping, action: Action): Action {
+  checkActionBytes(m, actionTextBytes(action));
+  return action;
 }
 
 /** The action of one item (or of the whole payload without forEach). */

@@ -24,6 +24,7 @@ interface MappingConfig extends RunOptions {
   sessionKey?: string;
   agentId?: string;
   maxBodyBytes?: number;
+  maxActionBytes?: number;
   allowUnsafeExternalContent?: boolean;
   transform?: { module: string; export?: string };
   body?: BodyFormat;
@@ -52,6 +53,9 @@ export interface MappingPolicies {
 const RESERVED = new Set(['wake', 'agent']);
 
 /** `/github/` -> `github`; the hook name a mapping answers to. */
+/** What a request line carries as it is (RFC 3986 path characters); anything else arrives percent-encoded. */
+const REACHABLE_PATH = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]+$/;
+
 function normalizeHookName(raw: string): string {
   return raw.trim().replace(/^\/+|\/+$/g, '');
 }
@@ -98,6 +102,11 @@ export async function compileMappings(
     const matchPath = m.match?.path !== undefined ? normalizeHookName(m.match.path) : undefined;
     if (matchPath !== undefined && (matchPath === '' || RESERVED.has(matchPath))) {
       problems.push(`${where}.match.path "${m.match?.path}" is reserved or empty (wake and agent are never shadowed)`);
+    } else if (matchPath !== undefined && !REACHABLE_PATH.test(matchPath)) {
+      problems.push(
+        `${where}.match.path "${m.match?.path}" can never be reached: a request's path is compared as sent, ` +
+          "so a name may hold only ASCII letters, digits, / and - . _ ~ ! $ & ' ( ) * + , ; = : @",
+      );
     }
     const handshake =
       m.handshake &&
@@ -168,6 +177,7 @@ export async function compileMappings(
       thinking: m.thinking,
       timeoutSeconds: m.timeoutSeconds,
       maxBodyBytes: m.maxBodyBytes,
+      maxActionBytes: m.maxActionBytes ?? DEFAULT_MAX_ACTION_BYTES,
       allowUnsafeExternalContent: m.allowUnsafeExternalContent === true,
       transform,
       bodyFormat: m.body ?? 'json',
@@ -226,6 +236,8 @@ function checkSharedPaths(mappings: readonly CompiledMapping[], problems: string
 
 const DEFAULT_MAX_ITEMS = 100;
 const DEFAULT_MAX_PARTS = 100;
+/** Four times the default body limit: room for a fan-out, not for one payload copied into every item. */
+export const DEFAULT_MAX_ACTION_BYTES = 1_048_576;
 
 function forEachOf(m: MappingConfig, where: string, problems: string[]): CompiledMapping['forEach'] {
   if (m.maxItems !== undefined && m.forEach === undefined) problems.push(`${where}.maxItems needs forEach`);

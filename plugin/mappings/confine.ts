@@ -1,6 +1,7 @@
 // Confinement of transform modules: a `transform.module` (and `hooks.transformsDir`) may only name
 // something inside the transforms root, judged both by how it is written and by where it really lives
-// once every symlink on the way is followed. Every refusal names the config key and says why.
+// once every symlink on the way is followed, and having no other name (hard link) that could lie
+// anywhere else. Every refusal names the config key and says why.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 
@@ -125,13 +126,22 @@ export async function confineModule(root: string, dir: string, module: string, w
     );
   }
 
-  let isFile: boolean;
+  let stats: Awaited<ReturnType<typeof fsp.stat>>;
   try {
-    isFile = (await fsp.stat(real)).isFile();
+    stats = await fsp.stat(real);
   } catch (err) {
     refuse(where, module, `cannot be checked: ${codeOf(err) ?? (err as Error).message}`);
   }
-  if (!isFile) refuse(where, module, 'is not a regular file');
+  if (!stats.isFile()) refuse(where, module, 'is not a regular file');
+  // A hard link is the same file under another name, and nothing here tells where the other names are:
+  // one outside the root (in a folder someone else writes, say) would change the code we run.
+  if (stats.nlink > 1) {
+    refuse(
+      where,
+      module,
+      `has ${stats.nlink} hard links; a transform must have only its own name (copy the file instead of linking it)`,
+    );
+  }
   const realExt = path.extname(real);
   if (!TRANSFORM_EXTENSIONS.includes(realExt)) {
     refuse(

@@ -22,9 +22,11 @@ interface GmailMessage {
 
 /** Room for a batch of messages. */
 const GMAIL_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** The runs' prompts are the messages, wrapped: about what came in, with room for the wrapping. */
+const GMAIL_MAX_ACTION_BYTES = 2 * GMAIL_MAX_BODY_BYTES;
 const BODY_MAX_CHARS = 20_000;
-/** As many as the payload schema admits. */
-const GMAIL_MAX_MESSAGES = 500;
+/** As many as the payload schema admits, and as the watcher posts in one request: runs from one request. */
+const GMAIL_MAX_MESSAGES = 100;
 
 export const GMAIL_PRESET = {
   sessionKeyPrefix: 'hook:gmail:',
@@ -35,6 +37,7 @@ export const GMAIL_PRESET = {
     action: 'agent',
     name: 'Gmail',
     maxBodyBytes: GMAIL_MAX_BODY_BYTES,
+    maxActionBytes: GMAIL_MAX_ACTION_BYTES,
     allowUnsafeExternalContent: false,
     preset: 'gmail',
     bodyFormat: 'json',

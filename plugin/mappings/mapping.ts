@@ -28,6 +28,8 @@ export interface CompiledMapping {
   readonly thinking?: string;
   readonly timeoutSeconds?: number;
   readonly maxBodyBytes?: number;
+  /** The most bytes of text (wake texts, run messages) one request's actions may carry. */
+  readonly maxActionBytes: number;
   readonly allowUnsafeExternalContent: boolean;
   readonly transform?: { readonly file: string; readonly exportName: string };
   readonly preset?: 'gmail';

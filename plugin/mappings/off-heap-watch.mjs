@@ -1,8 +1,10 @@
-// The worker's watch on its own off-heap memory: Buffers and ArrayBuffers a transform allocates live
-// outside the V8 heap, so the worker's resourceLimits do not bound them. Only the worker can read its
-// own count (process.memoryUsage().arrayBuffers is per thread); it does so at most once per CHECK_GAP_MS
-// so a fast call pays nothing, and a reading over the limit is confirmed after a full GC, since
-// ArrayBuffers a transform already dropped still count until V8 collects them.
+// The worker's watch on its own memory outside the V8 heap: Buffers, ArrayBuffers, WebAssembly
+// memories and the native memory Node reports to V8 (zlib streams, say) are all "external" memory of
+// the worker's isolate, which its resourceLimits do not bound. Only the worker can read its own count
+// (process.memoryUsage().external is per isolate; the RSS is the whole process's); it does so at most
+// once per CHECK_GAP_MS so a fast call pays nothing, and a reading over the limit is confirmed after a
+// full GC, since memory a transform already dropped still counts until V8 collects it. A WebAssembly
+// memory counts at its full size, resident or not: that is what it may fill without asking again.
 // Plain JavaScript: it runs in the worker on bare Node.
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -36,12 +38,12 @@ function forcedGc() {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Watches ArrayBuffer memory over what it was when the watch started (the worker's own, before any module). */
+/** Watches external memory over what it was when the watch started (the worker's own, before any module). */
 export function offHeapWatch(limitBytes) {
   const gc = forcedGc();
-  const arrayBuffers = () => process.memoryUsage().arrayBuffers;
-  const baseline = arrayBuffers();
-  const within = () => arrayBuffers() - baseline <= limitBytes;
+  const external = () => process.memoryUsage().external;
+  const baseline = external();
+  const within = () => external() - baseline <= limitBytes;
   let checkedAt = -Infinity;
 
   async function confirm() {

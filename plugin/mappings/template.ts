@@ -76,9 +76,10 @@ function getter(expr: string, hidden: ReadonlySet<string>): (ctx: TemplateContex
   if (root === 'item') return (ctx) => (ctx.index === undefined ? lookup(ctx.payload, path) : lookup(ctx.item, rest));
   if (root === 'headers' && rest.length === 1 && typeof rest[0] === 'string') {
     const name = rest[0].toLowerCase();
-    if (hidden.has(name)) return () => undefined;
+    if (hidden.has(name) || FORBIDDEN.has(name)) return () => undefined;
     return (ctx) => {
-      const v = ctx.headers[name];
+      // Own headers only: the headers object inherits from Object.prototype.
+      const v = Object.hasOwn(ctx.headers, name) ? ctx.headers[name] : undefined;
       return Array.isArray(v) ? v.join(', ') : v;
     };
   }

@@ -6,6 +6,7 @@
 /** Failure codes the worker sends (transform-worker.mjs). */
 export type WorkerFailureCode =
   | 'moved'
+  | 'linked'
   | 'load'
   | 'no-export'
   | 'not-function'
@@ -63,6 +64,8 @@ export function workerFailure(code: unknown, exportName: string, kind: unknown, 
   switch (code as WorkerFailureCode) {
     case 'moved':
       return 'the transform module was not loaded: its path now leads somewhere else (a symlink swapped in since it was checked)';
+    case 'linked':
+      return 'the transform module was not loaded: it has more than one hard link (another name for it may lie outside the transforms dir)';
     case 'load':
       return 'the transform module could not be loaded';
     case 'no-export':

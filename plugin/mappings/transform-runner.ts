@@ -16,10 +16,11 @@
 // - invalidate() retires every worker (idle ones now, busy ones when their calls end): the next call gets
 //   a fresh worker that loads the module, its imports and Node's ESM cache afresh.
 // - Limits beyond time and heap: the returned action may take at most `maxOutputBytes` as JSON (the
-//   worker measures it before posting); Buffers and ArrayBuffers, which live outside the heap, are
-//   bounded by `maxOffHeapMb`. The worker watches its own off-heap memory between and after calls; the
-//   main thread reads the process RSS while calls run, which catches a call that allocates without
-//   ever yielding. Either way the worker is terminated, which gives the memory back.
+//   worker measures it before posting); what lives outside the heap (Buffers, ArrayBuffers,
+//   WebAssembly memories: the isolate's external memory) is bounded by `maxOffHeapMb`. The worker
+//   watches its own external memory between and after calls; the main thread reads the process RSS
+//   while calls run, which catches a call that allocates without ever yielding. Either way the worker
+//   is terminated, which gives the memory back.
 // - A failure's `reason` is fixed wording (transform-reasons.ts) that carries nothing the transform
 //   wrote; its own message is `detail`, for operator tools, and is never logged.
 // - Idle workers are unref'd: the runner never keeps the process alive on its own. A worker idle for
@@ -71,7 +72,7 @@ export interface TransformRunnerOptions {
   workers?: number;
   /** Heap limit of each worker. Default 64. */
   maxOldGenerationSizeMb?: number;
-  /** Buffers and ArrayBuffers a worker may hold beyond what it holds when it starts. Default 64. */
+  /** External memory (Buffers, ArrayBuffers, WebAssembly memories) a worker may hold beyond its own at start. Default 64. */
   maxOffHeapMb?: number;
   /** Calls waiting for a worker beyond this are refused. Default 1000. */
   maxQueue?: number;

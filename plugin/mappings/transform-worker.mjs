@@ -17,8 +17,8 @@
 // retiring workers (TransformRunner.invalidate), which also drops Node's own ESM cache for .mjs/.cjs
 // modules and any state the old module left behind. Before a module is loaded its path is resolved
 // again: `file` is the real path confineModule found, so if it now resolves anywhere else (a symlink
-// swapped in since) it is refused and nothing is loaded.
-import { realpath } from 'node:fs/promises';
+// swapped in since) it is refused and nothing is loaded; so is a file that has gained a hard link.
+import { realpath, stat } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createJiti } from 'jiti';
 import { checkOutput } from './output-size.mjs';
@@ -160,10 +160,13 @@ function pickExport(ns, name) {
 
 /** The module's path no longer resolves to itself: something on the way became a symlink. */
 class MovedError extends Error {}
+/** The module has another name (a hard link made since it was checked), which may lie anywhere. */
+class LinkedError extends Error {}
 
 async function confinedImport(file) {
   const real = await realpath(file);
   if (real !== file) throw new MovedError(`now resolves to ${real}`);
+  if ((await stat(file)).nlink > 1) throw new LinkedError('has more than one hard link');
   return jiti.import(file);
 }
 
@@ -242,7 +245,8 @@ async function handle(msg) {
   try {
     ns = await load(file);
   } catch (err) {
-    fail(id, err instanceof MovedError ? 'moved' : 'load', { detail: messageOf(err) });
+    const code = err instanceof MovedError ? 'moved' : err instanceof LinkedError ? 'linked' : 'load';
+    fail(id, code, { detail: messageOf(err) });
     return;
   }
 

@@ -1,7 +1,7 @@
 // A mapping's `verify` block -> its verifier, with every problem named by key: a missing or unreadable
-// secret, an unset environment variable, a secret equal to the gateway token, keys that do not belong
-// to the scheme.
-import { readSecretFile, resolveSecret } from '../config/secret-values.ts';
+// secret, an unset environment variable, a secret too short for its scheme, a secret equal to the
+// gateway token, keys that do not belong to the scheme.
+import { longEnough, readSecretFile, resolveSecret } from '../config/secret-values.ts';
 import { createVerifier, type HmacSettings } from './schemes.ts';
 import type { Scheme, Verifier } from './verifier.ts';
 
@@ -19,7 +19,9 @@ const DEFAULT_TOLERANCE_SECONDS = 300;
 /** Linear documents a one-minute window for its signed timestamp. */
 const LINEAR_TOLERANCE_SECONDS = 60;
 const HMAC_ONLY = ['header', 'algorithm', 'encoding', 'prefix', 'timestampHeader'] as const;
-const STANDARD_WEBHOOKS_PREFIX = 'whsec_';
+const WHSEC = 'whsec_';
+/** The Standard Webhooks spec: keys of 24 to 64 random bytes. */
+const STANDARD_WEBHOOKS_MIN_BYTES = 24;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 export interface VerifierContext {
@@ -44,15 +46,22 @@ export function compileVerifier(
     if (v.scheme !== 'hmac' && v[k] !== undefined) problems.push(`${key}.${k} belongs to the hmac scheme only`);
   }
 
-  const secrets: string[] = [];
-  if (v.secret !== undefined) pushResolved(secrets, resolveSecret(v.secret, `${key}.secret`, problems));
-  v.secrets?.forEach((s, i) => pushResolved(secrets, resolveSecret(s, `${key}.secrets[${i}]`, problems)));
-  if (v.secretFile !== undefined)
-    pushResolved(secrets, readSecretFile(v.secretFile, ctx.configDir, `${key}.secretFile`, problems));
+  const secrets: Secret[] = [];
+  if (v.secret !== undefined)
+    pushResolved(secrets, resolveSecret(v.secret, `${key}.secret`, problems), `${key}.secret`);
+  v.secrets?.forEach((s, i) => {
+    const where = `${key}.secrets[${i}]`;
+    pushResolved(secrets, resolveSecret(s, where, problems), where);
+  });
+  if (v.secretFile !== undefined) {
+    const where = `${key}.secretFile`;
+    pushResolved(secrets, readSecretFile(v.secretFile, ctx.configDir, where, problems), where);
+  }
   const gateway = ctx.gatewayToken?.trim();
-  if (gateway && secrets.includes(gateway)) problems.push(`${key}: a secret must differ from gateway.auth.token`);
+  if (gateway && secrets.some((s) => s.value === gateway))
+    problems.push(`${key}: a secret must differ from gateway.auth.token`);
 
-  const keys = secrets.map((s, i) => keyBytes(v.scheme, s, `${key} (secret ${i + 1})`, problems));
+  const keys = secrets.map((s) => keyBytes(v.scheme, s, problems));
   if (problems.length > before) return undefined;
   return createVerifier(v.scheme, {
     keys: keys as Buffer[],
@@ -67,17 +76,34 @@ export function compileVerifier(
   });
 }
 
-function pushResolved(into: string[], value: string | undefined): void {
-  if (value !== undefined) into.push(value);
+/** A secret as resolved, and the key it came from. */
+interface Secret {
+  value: string;
+  where: string;
 }
 
-/** Standard Webhooks keys are the base64 after "whsec_"; every other scheme uses the secret's bytes. */
-function keyBytes(scheme: Scheme, secret: string, where: string, problems: string[]): Buffer | undefined {
-  if (scheme !== 'standard-webhooks') return Buffer.from(secret, 'utf8');
-  const b64 = secret.startsWith(STANDARD_WEBHOOKS_PREFIX) ? secret.slice(STANDARD_WEBHOOKS_PREFIX.length) : secret;
-  if (!BASE64.test(b64)) {
-    problems.push(`${where}: a Standard Webhooks secret is "whsec_" followed by base64`);
-    return undefined;
+function pushResolved(into: Secret[], value: string | undefined, where: string): void {
+  if (value !== undefined) into.push({ value, where });
+}
+
+/**
+ * The key bytes, long enough for the scheme. Standard Webhooks keys are the base64 after "whsec_",
+ * 24 bytes at least (the standard's minimum). Every other scheme uses the secret's bytes, at least
+ * MIN_SECRET_BYTES of them; Stripe's own "whsec_" does not count towards them.
+ */
+function keyBytes(scheme: Scheme, { value, where }: Secret, problems: string[]): Buffer | undefined {
+  const unprefixed = value.startsWith(WHSEC) ? value.slice(WHSEC.length) : value;
+  if (scheme === 'standard-webhooks') {
+    if (!BASE64.test(unprefixed)) {
+      problems.push(`${where}: a Standard Webhooks secret is "whsec_" followed by base64`);
+      return undefined;
+    }
+    const key = Buffer.from(unprefixed, 'base64');
+    return longEnough(key, `${where} (after "whsec_", base64-decoded)`, problems, STANDARD_WEBHOOKS_MIN_BYTES)
+      ? key
+      : undefined;
   }
-  return Buffer.from(b64, 'base64');
+  const counted = scheme === 'stripe' ? unprefixed : value;
+  if (!longEnough(counted, scheme === 'stripe' ? `${where} (after "whsec_")` : where, problems)) return undefined;
+  return Buffer.from(value, 'utf8');
 }

@@ -32,12 +32,19 @@ export function sameBytes(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && a.length > 0 && timingSafeEqual(a, b);
 }
 
-/** Equal secrets of any length: both are hashed first, so neither content nor length leaks. */
+/**
+ * Equal secrets of any length: both are hashed first, so neither content nor length leaks. An empty
+ * secret matches nothing (the config refuses short ones; this holds whatever reaches here).
+ */
 export function sameSecret(candidate: string, secret: Buffer): boolean {
-  return timingSafeEqual(hash('sha256', candidate, 'buffer'), hash('sha256', secret, 'buffer'));
+  const equal = timingSafeEqual(hash('sha256', candidate, 'buffer'), hash('sha256', secret, 'buffer'));
+  return equal && secret.length > 0;
 }
 
-/** True when one of the keys gives the expected digest (every key is tried: no early exit per key). */
+/**
+ * True when one of the keys gives the expected digest (every key is tried: no early exit per key).
+ * An empty key verifies nothing: anyone can compute an HMAC with it.
+ */
 export function anyKeyMatches(
   keys: readonly Buffer[],
   provided: readonly Buffer[],
@@ -45,6 +52,7 @@ export function anyKeyMatches(
 ): boolean {
   let matched = false;
   for (const key of keys) {
+    if (key.length === 0) continue;
     const expected = digest(key);
     for (const p of provided) if (sameBytes(expected, p)) matched = true;
   }

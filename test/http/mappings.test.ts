@@ -128,6 +128,25 @@ test('an unknown name is 404 before the body is read; wake and agent are never s
   assert.match(msg, /hooks\.mappings\[0\]\.match\.path "\/wake\/" is reserved/);
 });
 
+test('a match.path no request can reach (non-ASCII, space, %) is refused naming the key; path characters are reachable', async () => {
+  for (const name of ['café', 'two words', 'caf%C3%A9', 'ｇｉｔｈｕｂ']) {
+    const msg = await configError({
+      hooks: { mappings: [{ id: 'x', match: { path: name }, action: 'wake', textTemplate: 'x' }] },
+    });
+    assert.match(msg, /hooks\.mappings\[0\] \(id "x"\)\.match\.path .* can never be reached/);
+  }
+  await withGateway(
+    {
+      hooks: {
+        mappings: [{ id: 'odd', match: { path: "team:a@b/x-y_z.~!$&'()*+,;=" }, action: 'wake', textTemplate: 'ok' }],
+      },
+    },
+    async (gw) => {
+      assert.equal((await post(gw.url, "/hooks/team:a@b/x-y_z.~!$&'()*+,;=", {})).status, 200);
+    },
+  );
+});
+
 test('templates: paths, indexes, headers, query, path, now; missing is empty, objects are JSON, prototypes never resolve', async () => {
   const textTemplate =
     '{{repo.name}}|{{commits[1].id}}|{{headers.x-github-event}}|{{query.kind}}|{{path}}|{{missing.deep}}|{{repo}}|' +
@@ -172,6 +191,22 @@ test('templates: paths, indexes, headers, query, path, now; missing is empty, ob
       assert.equal(polluted.status, 200);
       assert.equal(gw.rec.events.at(-1)!.text.split('|')[7], '');
       assert.equal(({} as Record<string, unknown>).name, undefined);
+    },
+  );
+});
+
+test('templates: header names of Object.prototype never resolve either', async () => {
+  const textTemplate = '[{{headers.__proto__}}|{{headers.constructor}}|{{headers.toString}}|{{headers.x-kind}}]';
+  await withGateway(
+    {
+      hooks: {
+        mappings: [{ id: 't', match: { path: 'tpl' }, action: 'wake', textTemplate, allowUnsafeExternalContent: true }],
+      },
+    },
+    async (gw) => {
+      const r = await post(gw.url, '/hooks/tpl', {}, { headers: { 'x-kind': 'push' } });
+      assert.equal(r.status, 200);
+      assert.equal(gw.rec.events.at(-1)!.text, '[|||push]');
     },
   );
 });

@@ -152,6 +152,30 @@ test('the hook token may not equal gateway.auth.token', () => {
   assert.equal(hooks({}, { gateway: { auth: { token: 'another-token' } } }).enabled, true);
 });
 
+test('a hook token shorter than 16 bytes is refused, naming the key it came from', async () => {
+  const rule = 'must be at least 16 bytes (use a random value, e.g. `openssl rand -hex 32`)';
+  assert.deepEqual(
+    problemsOf(() => hooks({ token: 'short' })),
+    [`hooks.token ${rule}`],
+  );
+  assert.deepEqual(
+    problemsOf(() => hooks({ token: [TOKEN, '0123456789abcde'] })),
+    [`hooks.token[1] ${rule}`],
+  );
+  await writeFile(path.join(dir, 'short-token'), 'abc\n');
+  assert.deepEqual(
+    problemsOf(() =>
+      resolveHooksConfig(
+        selectStandaloneConfig({ hooks: { enabled: true, tokenFile: path.join(dir, 'short-token') } }),
+        CONFIG_DIR,
+        'x',
+      ),
+    ),
+    [`hooks.tokenFile ${rule}`],
+  );
+  assert.equal(hooks({ token: '0123456789abcdef' }).enabled, true);
+});
+
 // ---------------------------------------------------------------------------
 // Session keys
 

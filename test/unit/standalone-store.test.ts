@@ -7,7 +7,12 @@ import type { LogFields, Logger, RunRecord } from '../../plugin/host.ts';
 import { CommitRounds, LONE_ROUND_LINES, ROUND_GAP_MS } from '../../plugin/hosts/standalone/commit-rounds.ts';
 import { JsonlLog } from '../../plugin/hosts/standalone/jsonl-log.ts';
 import { Outbox } from '../../plugin/hosts/standalone/outbox.ts';
-import { RunRegistry, type RunLine } from '../../plugin/hosts/standalone/run-registry.ts';
+import {
+  readRun,
+  REPLY_BYTES_IN_MEMORY,
+  RunRegistry,
+  type RunLine,
+} from '../../plugin/hosts/standalone/run-registry.ts';
 import {
   PENDING_TEXT_MAX,
   SessionStore,
@@ -563,7 +568,16 @@ test('run registry: keeps the 10,000 most recently accepted runs in memory, each
 test('run registry: rebuilt from the session files, with the reply from the history and the runs never finished', async () => {
   await withTempDir(async (dir) => {
     const open = async () => {
-      const registry: RunRegistry = new RunRegistry((key, line, wait) => store.recordRun(key, line, wait));
+      const registry: RunRegistry = new RunRegistry(
+        (key, line, wait) => store.recordRun(key, line, wait),
+        // The run index's job in the gateway: here every run of the test is in a session it names.
+        (runId) =>
+          readRun(
+            (key, needle, visit) => store.scanBackward(key, needle, visit),
+            runId === 'r-ok' ? 'agent:ops:hook:a' : 'agent:ops:hook:b',
+            runId,
+          ),
+      );
       const store: SessionStore = new SessionStore(dir, recordingLogger(), (key, records) =>
         registry.restore(key, records),
       );
@@ -591,7 +605,12 @@ test('run registry: rebuilt from the session files, with the reply from the hist
     await first.store.close();
 
     const second = await open();
-    assert.deepEqual(second.registry.get('r-ok'), record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }));
+    // A restored reply stays in its session file until the run is asked for.
+    assert.deepEqual(second.registry.get('r-ok'), record('r-ok', 'agent:ops:hook:a', 'ok'));
+    assert.deepEqual(
+      await second.registry.find('r-ok'),
+      record('r-ok', 'agent:ops:hook:a', 'ok', { reply: 'deployed' }),
+    );
     assert.deepEqual(
       second.registry.get('r-failed'),
       record('r-failed', 'agent:ops:hook:b', 'error', { error: 'model down' }),
@@ -638,13 +657,52 @@ test('run registry: a restart keeps the 10,000 most recently accepted runs acros
   );
   assert.equal(registry.get('run-0')?.status, 'queued');
   for (let n = 1; n <= 10; n++) assert.equal(registry.get(`run-${n}`), undefined, `run-${n} is among the oldest`);
+  // Replies stay in the files (read back when a run is asked for): a start holds none of them.
   assert.deepEqual(registry.get('run-11'), {
     runId: 'run-11',
     name: 'agent',
     status: 'ok',
     agentId: 'main',
     sessionKey: 'agent:main:hook:odd',
-    reply: 'reply 11',
   });
-  assert.equal(registry.get('run-10009')?.reply, 'reply 10009');
+  assert.equal(registry.get('run-10009')?.status, 'ok');
+});
+
+test('run registry: replies kept in memory are bounded by bytes; older ones are read back from their session file', async () => {
+  const reads: string[] = [];
+  const registry = new RunRegistry(
+    () => undefined,
+    async (runId) => {
+      reads.push(runId);
+      return { runId, name: 'agent', status: 'ok', agentId: 'main', sessionKey: 'k', reply: `from disk ${runId}` };
+    },
+  );
+  const reply = 'r'.repeat(256 * 1024);
+  const runs = Math.ceil((2 * REPLY_BYTES_IN_MEMORY) / reply.length);
+  for (let n = 0; n < runs; n++) {
+    const run = { runId: `run-${n}`, name: 'agent', status: 'queued' as const, agentId: 'main', sessionKey: 'k' };
+    void registry.update(run);
+    void registry.update({ ...run, status: 'ok', reply });
+  }
+  let kept = 0;
+  for (let n = 0; n < runs; n++) kept += registry.get(`run-${n}`)?.reply?.length ?? 0;
+  assert.ok(kept <= REPLY_BYTES_IN_MEMORY, `${kept} bytes of replies in memory`);
+  assert.ok(kept > REPLY_BYTES_IN_MEMORY / 2, 'the newest replies stay in memory');
+  // The newest is served from memory; the oldest from its file.
+  assert.equal((await registry.find(`run-${runs - 1}`))?.reply, reply);
+  assert.deepEqual(reads, []);
+  assert.equal((await registry.find('run-0'))?.reply, 'from disk run-0');
+  assert.deepEqual(reads, ['run-0']);
+  assert.equal(registry.get('run-0')?.status, 'ok');
+  // One reply larger than the whole budget is not kept either.
+  void registry.update({
+    runId: 'huge',
+    name: 'agent',
+    status: 'ok',
+    agentId: 'main',
+    sessionKey: 'k',
+    reply: 'h'.repeat(REPLY_BYTES_IN_MEMORY + 1),
+  });
+  assert.equal(registry.get('huge')?.reply, undefined);
+  assert.equal((await registry.find('huge'))?.reply, 'from disk huge');
 });

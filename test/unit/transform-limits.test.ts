@@ -1,10 +1,11 @@
 // Limits on what a transform may do beyond time and heap, through real worker threads and real files:
-// off-heap memory (Buffers, ArrayBuffers), the size of what it returns, a module path that is swapped
-// for a symlink after it was checked, and error texts that must not leak into reasons or logs.
+// off-heap memory (Buffers, ArrayBuffers, WebAssembly memories), the size of what it returns, a module
+// path that is swapped for a symlink or a hard link after it was checked, and error texts that must
+// not leak into reasons or logs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, realpathSync } from 'node:fs';
-import { mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { confineModule } from '../../plugin/mappings/confine.ts';
 import { TransformRunner, type TransformCall, type TransformOutcome } from '../../plugin/mappings/transform-runner.ts';
@@ -68,7 +69,37 @@ describe('off-heap memory', () => {
       f('churn.mjs'),
       'export default () => { const b = Buffer.allocUnsafe(30 * 1024 * 1024).fill(7); return { sum: b[0] + b[b.length - 1] }; };\n',
     );
+    // WebAssembly memory is off the heap too: a new 16 MB memory kept per call, and one memory grown.
+    await writeFile(
+      f('hoard-wasm.mjs'),
+      'const kept = [];\nexport default () => { const m = new WebAssembly.Memory({ initial: 256 }); new Uint8Array(m.buffer).fill(1); kept.push(m); return { n: kept.length }; };\n',
+    );
+    await writeFile(
+      f('grow-wasm.mjs'),
+      'const m = new WebAssembly.Memory({ initial: 1 });\nexport default () => { m.grow(256); new Uint8Array(m.buffer).fill(1); return { mb: m.buffer.byteLength >> 20 }; };\n',
+    );
     await writeFile(f('ok.mjs'), 'export default () => ({ ok: true });\n');
+  });
+
+  test('WebAssembly memory counts: kept or grown across calls that each answer, the worker stops at the limit', async () => {
+    for (const file of ['hoard-wasm.mjs', 'grow-wasm.mjs']) {
+      const runner = new TransformRunner({ timeoutMs: 10_000, workers: 1 });
+      try {
+        // 16 MB a call against the default 64 MB: the fifth call at the latest is over.
+        let answered = 0;
+        let outcome = await runner.run(call(f(file)));
+        while (outcome.ok && answered < 10) {
+          answered++;
+          outcome = await runner.run(call(f(file)));
+        }
+        assert.equal(failure(outcome).reason, 'the transform used too much memory', file);
+        assert.ok(answered <= 4, `${file}: ${answered} calls answered before the stop`);
+        // A fresh worker starts from nothing.
+        assert.ok(value(await runner.run(call(f(file)))), file);
+      } finally {
+        await runner.close();
+      }
+    }
   });
 
   test('a transform hoarding 256 MB per call fails, its worker is replaced, and RSS does not keep growing', async () => {
@@ -271,6 +302,57 @@ describe('a module path swapped for a symlink after it was checked', () => {
       await symlink(outside, path.join(root, 'team'));
       runner.invalidate();
       assert.match(failure(await runner.run(call(file))).reason, /^the transform module was not loaded/);
+      assert.equal(existsSync(canary), false, 'the module outside the root was never loaded');
+    } finally {
+      await runner.close();
+    }
+  });
+});
+
+describe('hard links', () => {
+  let root: string;
+  let outside: string;
+  let canary: string;
+
+  before(async () => {
+    const base = await realTemp('hookgate-hardlink-');
+    root = path.join(base, 'hooks', 'transforms');
+    outside = path.join(base, 'outside');
+    canary = path.join(base, 'canary.txt');
+    await mkdir(root, { recursive: true });
+    await mkdir(outside, { recursive: true });
+    await writeFile(
+      path.join(outside, 'evil.mjs'),
+      `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(canary)}, 'loaded');\nexport default () => ({ text: 'evil' });\n`,
+    );
+  });
+
+  test('a hard link to code outside the root is refused at load, naming the key', async () => {
+    await link(path.join(outside, 'evil.mjs'), path.join(root, 'linked.mjs'));
+    await assert.rejects(
+      confineModule(root, root, 'linked.mjs', 'hooks.mappings[0].transform.module'),
+      /^Error: hooks\.mappings\[0\]\.transform\.module "linked\.mjs" has 2 hard links; a transform must have only its own name/,
+    );
+    // Inside the root too: the rule is about the file, not about where its other name is.
+    await writeFile(path.join(root, 'a.mjs'), "export default () => ({ text: 'a' });\n");
+    await link(path.join(root, 'a.mjs'), path.join(root, 'b.mjs'));
+    await assert.rejects(confineModule(root, root, 'a.mjs', 'k'), /has 2 hard links/);
+  });
+
+  test('a file that gains a hard link after it was checked is not loaded again', async () => {
+    await writeFile(path.join(root, 'say.mjs'), "export default () => ({ text: 'mine' });\n");
+    const file = await confineModule(root, root, 'say.mjs', 'hooks.mappings[0].transform.module');
+    const runner = new TransformRunner({ timeoutMs: 2000, workers: 1 });
+    try {
+      assert.deepEqual(value(await runner.run(call(file))), { text: 'mine' });
+      // Replaced by a hard link to the outside file (same path, so its real path does not change).
+      await link(path.join(outside, 'evil.mjs'), path.join(root, 'say.tmp'));
+      await rename(path.join(root, 'say.tmp'), path.join(root, 'say.mjs'));
+      runner.invalidate(file);
+      assert.match(
+        failure(await runner.run(call(file))).reason,
+        /^the transform module was not loaded: it has more than one hard link/,
+      );
       assert.equal(existsSync(canary), false, 'the module outside the root was never loaded');
     } finally {
       await runner.close();

@@ -9,6 +9,9 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 const ctx = { configDir: '/nonexistent', gatewayToken: 'the-gateway-token-0123456789' };
+const LONG = 'a-long-enough-secret-0123';
+/** A Standard Webhooks secret of 24 random-looking bytes, also long enough for every other scheme. */
+const GOOD_WHSEC = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
 
 function verifier(v: VerifyConfig) {
   const problems: string[] = [];
@@ -76,7 +79,7 @@ test('linear: an openssl-computed vector verifies; its payload timestamp must be
 
 test('delivery ids: each scheme names the one its sender retries with', () => {
   const id = (scheme: VerifyConfig['scheme'], headers: Record<string, string>, payload: Record<string, unknown> = {}) =>
-    verifier({ scheme, secret: 'whsec_c2VjcmV0', ...(scheme === 'basic' ? { username: 'u' } : {}) }).deliveryId(
+    verifier({ scheme, secret: GOOD_WHSEC, ...(scheme === 'basic' ? { username: 'u' } : {}) }).deliveryId(
       headers,
       payload,
     );
@@ -101,16 +104,16 @@ test('config problems name the key: missing, doubled, blank or unset secret; key
   assert.deepEqual(problemsOf({ scheme: 'github', secret: '${HOOKGATE_UNSET_FOR_TEST}' }), [
     'hooks.mappings[0].verify.secret: environment variable HOOKGATE_UNSET_FOR_TEST is not set',
   ]);
-  assert.deepEqual(problemsOf({ scheme: 'github', secrets: ['ok-secret', '   '] }), [
+  assert.deepEqual(problemsOf({ scheme: 'github', secrets: ['ok-secret-0123456789', '   '] }), [
     'hooks.mappings[0].verify.secrets[1] must not be blank',
   ]);
-  assert.deepEqual(problemsOf({ scheme: 'basic', secret: 's' }), [
+  assert.deepEqual(problemsOf({ scheme: 'basic', secret: LONG }), [
     'hooks.mappings[0].verify.username is required by the basic scheme',
   ]);
-  assert.deepEqual(problemsOf({ scheme: 'github', secret: 's', header: 'x-sig' }), [
+  assert.deepEqual(problemsOf({ scheme: 'github', secret: LONG, header: 'x-sig' }), [
     'hooks.mappings[0].verify.header belongs to the hmac scheme only',
   ]);
-  assert.deepEqual(problemsOf({ scheme: 'hmac', secret: 's' }), [
+  assert.deepEqual(problemsOf({ scheme: 'hmac', secret: LONG }), [
     'hooks.mappings[0].verify.header is required by the hmac scheme',
   ]);
   assert.match(
@@ -120,11 +123,11 @@ test('config problems name the key: missing, doubled, blank or unset secret; key
 });
 
 test('a secret equal to the gateway token is refused; secret files are read, and an unreadable one is named', async () => {
-  assert.deepEqual(problemsOf({ scheme: 'github', secrets: ['fine-secret', ctx.gatewayToken] }), [
+  assert.deepEqual(problemsOf({ scheme: 'github', secrets: ['fine-secret-0123456789', ctx.gatewayToken] }), [
     'hooks.mappings[0].verify: a secret must differ from gateway.auth.token',
   ]);
   const dir = await tempDir('hookgate-verify-');
-  await writeFile(path.join(dir, 'github.secret'), '  from-a-file\n');
+  await writeFile(path.join(dir, 'github.secret'), '  from-a-file-0123456789\n');
   const problems: string[] = [];
   const v = compileVerifier(
     { scheme: 'gitlab', secretFile: 'github.secret' },
@@ -133,9 +136,12 @@ test('a secret equal to the gateway token is refused; secret files are read, and
     problems,
   );
   assert.deepEqual(problems, []);
-  assert.deepEqual(v!.verify({ headers: { 'x-gitlab-token': 'from-a-file' }, body: Buffer.alloc(0), nowMs: 0 }), {
-    ok: true,
-  });
+  assert.deepEqual(
+    v!.verify({ headers: { 'x-gitlab-token': 'from-a-file-0123456789' }, body: Buffer.alloc(0), nowMs: 0 }),
+    {
+      ok: true,
+    },
+  );
   const missing = problemsOf({ scheme: 'github', secretFile: 'nope.secret' }, { ...ctx, configDir: dir });
   assert.equal(missing.length, 1);
   assert.match(missing[0]!, /^hooks\.mappings\[0\]\.verify\.secretFile: cannot read .*nope\.secret \(ENOENT\)$/);
@@ -157,4 +163,53 @@ test('bearer and basic: a wrong secret is reported as presented (for the limiter
     presented: 'am:wrong',
   });
   assert.deepEqual(basic.accepted?.(), ['am:basic-secret-0123456789']);
+});
+
+test('secrets too short for their scheme are refused, naming the key; real secret formats pass', () => {
+  assert.deepEqual(problemsOf({ scheme: 'standard-webhooks', secret: 'whsec_A' }), [
+    'hooks.mappings[0].verify.secret (after "whsec_", base64-decoded) must be at least 24 bytes (use a random value, e.g. `openssl rand -hex 32`)',
+  ]);
+  // Svix and Clerk hand out 24-byte keys; 18 bytes is below the standard's minimum.
+  assert.deepEqual(
+    problemsOf({ scheme: 'standard-webhooks', secret: `whsec_${Buffer.alloc(18, 1).toString('base64')}` }).length,
+    1,
+  );
+  verifier({ scheme: 'standard-webhooks', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' });
+  assert.match(
+    problemsOf({ scheme: 'stripe', secret: 'whsec_A' })[0]!,
+    /^hooks\.mappings\[0\]\.verify\.secret \(after "whsec_"\) must be at least 16 bytes/,
+  );
+  assert.equal(problemsOf({ scheme: 'stripe', secret: 'whsec_0123456789' }).length, 1, '"whsec_" does not count');
+  verifier({ scheme: 'stripe', secret: 'whsec_5f8a0c1b2d3e4f5a6b7c8d9e0f1a2b3c' });
+  for (const scheme of ['github', 'slack', 'shopify', 'linear', 'gitlab', 'bearer'] as const) {
+    assert.deepEqual(problemsOf({ scheme, secrets: [LONG, 'short'] }), [
+      'hooks.mappings[0].verify.secrets[1] must be at least 16 bytes (use a random value, e.g. `openssl rand -hex 32`)',
+    ]);
+  }
+  assert.match(
+    problemsOf({ scheme: 'basic', username: 'alertmanager', secret: 'hunter2' })[0]!,
+    /verify\.secret must be at least 16 bytes/,
+  );
+  assert.match(
+    problemsOf({ scheme: 'hmac', header: 'x-sig', secret: 'k' })[0]!,
+    /verify\.secret must be at least 16 bytes/,
+  );
+  // Exactly 16 bytes is enough (GitHub and GitLab accept any secret the user picks).
+  verifier({ scheme: 'github', secret: '0123456789abcdef' });
+});
+
+test('an empty key verifies nothing at run time, whatever reached the verifier', async () => {
+  const { createVerifier } = await import('../../plugin/verify/schemes.ts');
+  const { createHmac } = await import('node:crypto');
+  const body = Buffer.from('{"a":1}');
+  const emptyKeySig = createHmac('sha256', Buffer.alloc(0)).update(body).digest('hex');
+  const github = createVerifier('github', { keys: [Buffer.alloc(0)], toleranceSeconds: 300 });
+  assert.equal(
+    github.verify({ headers: { 'x-hub-signature-256': `sha256=${emptyKeySig}` }, body, nowMs: 0 }).ok,
+    false,
+  );
+  const bearer = createVerifier('bearer', { keys: [Buffer.alloc(0)], toleranceSeconds: 300 });
+  assert.equal(bearer.verify({ headers: { authorization: 'Bearer ' }, body, nowMs: 0 }).ok, false);
+  const gitlab = createVerifier('gitlab', { keys: [Buffer.alloc(0)], toleranceSeconds: 300 });
+  assert.equal(gitlab.verify({ headers: { 'x-gitlab-token': '' }, body, nowMs: 0 }).ok, false);
 });

@@ -3,7 +3,9 @@
 // own session file, beside its prompt and reply, and the reply is stored once. On start the registry
 // is rebuilt from the lines in the tail of each session, and the runs that were accepted but never
 // finished are found. A run no longer in memory is read back from its session file (found through
-// the run index, run-index.ts) for as long as the file still holds it.
+// the run index, run-index.ts) for as long as the file still holds it. Replies are what can be large:
+// memory keeps the newest up to REPLY_BYTES_IN_MEMORY, and an older reply (or one restored on start)
+// is read back from its session file when the run is asked for.
 import type { IdempotencyRecord, RunRecord, RunStatus } from '../../host-kit.ts';
 import { isoNow } from './iso-now.ts';
 
@@ -24,12 +26,16 @@ export interface RunLine {
 export type RunLineWriter = (sessionKey: string, line: RunLine, wait: boolean) => Promise<void> | undefined;
 
 const KEEP_IN_MEMORY = 10_000;
+/** Replies kept in memory, in UTF-8 bytes: 10,000 runs of 250 KB replies once held 2.5 GB. */
+export const REPLY_BYTES_IN_MEMORY = 32 * 1024 * 1024;
 const FINAL: ReadonlySet<string> = new Set(['ok', 'error', 'timeout']);
 const STATUSES: ReadonlySet<string> = new Set(['queued', 'running', 'ok', 'error', 'timeout']);
 
 interface RestoredRun extends RunRecord {
   /** When it was accepted, to keep the most recent runs across session files. */
   acceptedAt: string;
+  /** Its session file holds a reply, read back when the run is asked for. */
+  replied?: boolean;
 }
 
 function isRunLine(record: object): record is RunLine {
@@ -85,6 +91,13 @@ export class RunRegistry {
   private next = 0;
   /** Runs read from the session files on start, until restored() sorts them. */
   private restoring = new Map<string, RestoredRun>();
+  /** Sizes of the replies kept in memory, and their run ids oldest first (with a moving head). */
+  private readonly replyBytesOf = new Map<string, number>();
+  private replyOrder: string[] = [];
+  private replyHead = 0;
+  private replyBytes = 0;
+  /** Runs kept in memory whose reply is left in their session file. */
+  private readonly replyOnDisk = new Set<string>();
 
   constructor(
     private readonly writeLine: RunLineWriter,
@@ -104,7 +117,7 @@ export class RunRegistry {
           sessionKey,
           acceptedAt: before?.acceptedAt ?? record.at,
         };
-        if (before?.reply !== undefined) run.reply = before.reply;
+        if (before?.replied) run.replied = true;
         if (typeof record.error === 'string') run.error = record.error;
         this.restoring.set(record.runId, run);
         continue;
@@ -113,7 +126,7 @@ export class RunRegistry {
       const entry = record as { kind?: unknown; runId?: unknown; text?: unknown; error?: unknown };
       if (entry.kind !== 'reply' || typeof entry.runId !== 'string' || typeof entry.text !== 'string') continue;
       const run = this.restoring.get(entry.runId);
-      if (run && entry.error === undefined) run.reply = entry.text;
+      if (run && entry.error === undefined) run.replied = true;
     }
     // Memory stays bounded whatever the number of runs on disk.
     if (this.restoring.size >= 2 * KEEP_IN_MEMORY) this.keepMostRecent();
@@ -123,8 +136,9 @@ export class RunRegistry {
   restored(): RunRecord[] {
     this.keepMostRecent();
     const unfinished: RunRecord[] = [];
-    for (const { acceptedAt: _at, ...run } of this.restoring.values()) {
+    for (const { acceptedAt: _at, replied, ...run } of this.restoring.values()) {
       this.remember(run);
+      if (replied) this.replyOnDisk.add(run.runId);
       if (!FINAL.has(run.status)) unfinished.push(run);
     }
     this.restoring = new Map();
@@ -153,14 +167,16 @@ export class RunRegistry {
     return this.writeLine(record.sessionKey, line, record.status === 'queued');
   }
 
-  /** A run kept in memory. */
+  /** A run kept in memory (without its reply when that was left on disk). */
   get(runId: string): RunRecord | undefined {
     return this.runs.get(runId);
   }
 
-  /** A run from memory, else from its session file while that still holds it. */
+  /** A run from memory, else from its session file while that still holds it; so is a reply left there. */
   async find(runId: string): Promise<RunRecord | undefined> {
-    return this.runs.get(runId) ?? (await this.fromDisk?.(runId));
+    const kept = this.runs.get(runId);
+    if (kept && !this.replyOnDisk.has(runId)) return kept;
+    return (await this.fromDisk?.(runId)) ?? kept;
   }
 
   /** Leaves at most KEEP_IN_MEMORY runs, oldest first: every unfinished one, then the most recently accepted. */
@@ -179,10 +195,48 @@ export class RunRegistry {
   private remember(r: Readonly<RunRecord>): void {
     if (!this.runs.has(r.runId)) {
       const oldest = this.order[this.next];
-      if (oldest !== undefined) this.runs.delete(oldest);
+      if (oldest !== undefined) this.forget(oldest);
       this.order[this.next] = r.runId;
       this.next = (this.next + 1) % KEEP_IN_MEMORY;
     }
     this.runs.set(r.runId, r);
+    if (r.reply !== undefined && !this.replyBytesOf.has(r.runId)) this.keepReply(r.runId, r.reply);
+  }
+
+  private forget(runId: string): void {
+    this.runs.delete(runId);
+    this.replyOnDisk.delete(runId);
+    const bytes = this.replyBytesOf.get(runId);
+    if (bytes === undefined) return;
+    this.replyBytes -= bytes;
+    this.replyBytesOf.delete(runId);
+  }
+
+  /** Counts a new reply; past the budget the oldest replies kept are left to their session files. */
+  private keepReply(runId: string, reply: string): void {
+    const bytes = Buffer.byteLength(reply, 'utf8');
+    this.replyBytesOf.set(runId, bytes);
+    this.replyOrder.push(runId);
+    this.replyBytes += bytes;
+    this.replyOnDisk.delete(runId);
+    while (this.replyBytes > REPLY_BYTES_IN_MEMORY && this.replyHead < this.replyOrder.length) {
+      const oldest = this.replyOrder[this.replyHead++]!;
+      const size = this.replyBytesOf.get(oldest);
+      // Forgotten since (left the ring): its bytes were given back then.
+      if (size === undefined) continue;
+      this.replyBytes -= size;
+      this.replyBytesOf.delete(oldest);
+      const { reply: _left, ...run } = this.runs.get(oldest)!;
+      this.runs.set(oldest, run);
+      this.replyOnDisk.add(oldest);
+    }
+    // Ids of runs forgotten since (left the ring oldest first) are dropped from the head, so the
+    // order holds about as many ids as the ring does.
+    while (this.replyHead < this.replyOrder.length && !this.replyBytesOf.has(this.replyOrder[this.replyHead]!))
+      this.replyHead++;
+    if (this.replyHead > 1024 && this.replyHead * 2 > this.replyOrder.length) {
+      this.replyOrder = this.replyOrder.slice(this.replyHead);
+      this.replyHead = 0;
+    }
   }
 }

@@ -88,6 +88,8 @@ const SUFFIX = '.jsonl';
 /** Well below the usual 255-byte limit for one path component. */
 const MAX_NAME_BYTES = 200;
 const HASHED_PREFIX_BYTES = 120;
+/** Sessions read at once on open. */
+const LOAD_CONCURRENCY = 32;
 
 function keptByte(b: number): boolean {
   return (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b === 0x2d || b === 0x5f;
@@ -352,47 +354,58 @@ export class SessionStore {
       this.#listed.set(base, seqs);
       if (seq !== undefined) seqs.push(seq);
     }
-    for (const name of [...groups.keys()].sort()) {
-      try {
-        await this.#loadSession(name, groups.get(name)!);
-      } catch (err) {
-        this.#logger.warn(`session store: could not read ${path.join(this.#dir, name)}; ignoring it`, {
-          file: path.join(this.#dir, name),
-          code: errCode(err),
-        });
+    const names = [...groups.keys()].sort();
+    // Several sessions at a time: each takes a few small reads, whose waits one after another made a
+    // start with many sessions slow (docs/performance.md). A name holds one key only: no two collide.
+    let next = 0;
+    const loadNext = async (): Promise<void> => {
+      while (next < names.length) {
+        const name = names[next++]!;
+        try {
+          const state = await this.#loadSession(name, groups.get(name)!);
+          if (state) this.#sessions.set(state.key, state);
+        } catch (err) {
+          this.#logger.warn(`session store: could not read ${path.join(this.#dir, name)}; ignoring it`, {
+            file: path.join(this.#dir, name),
+            code: errCode(err),
+          });
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(LOAD_CONCURRENCY, names.length) }, loadNext));
   }
 
-  /** Takes a session's key from its header (or its file name) and its state from the tail of its log. */
-  async #loadSession(name: string, segments: readonly number[]): Promise<void> {
+  /**
+   * Takes a session's key from its header (or its file name) and its state from the tail of its log,
+   * in one read of the tail: its first record is a segment's header, so no read of its own is needed.
+   */
+  async #loadSession(name: string, segments: readonly number[]): Promise<SessionState | undefined> {
     const file = path.join(this.#dir, name);
     // Filled in once the key is known; nothing is written before that.
     let header: SessionHeader | undefined;
     const log = this.#newLog(file, () => header!, segments);
-    const head = await log.newestHead();
-    const key = head && isHeader(head) ? head.key : decodeSessionFileName(name);
-    if (key === undefined) {
-      this.#logger.warn(`session store: ${file} has no session header and an undecodable name; ignoring it`, { file });
-      await log.close();
-      return;
-    }
-    if (sessionFileName(key) !== name) {
-      this.#logger.warn(`session store: ${file} holds a session whose key maps to another file; ignoring it`, { file });
-      await log.close();
-      return;
-    }
-    const agentId =
-      head && isHeader(head) && typeof head.agentId === 'string' && head.agentId !== ''
-        ? head.agentId
-        : agentIdOfKey(key);
-    const createdAt =
-      head && isHeader(head) && typeof head.createdAt === 'string' ? head.createdAt : new Date(0).toISOString();
-    header = { kind: 'session', key, agentId, createdAt };
-    const state: SessionState = { key, agentId, updatedAt: createdAt, log, pending: [] };
+    let state: SessionState | undefined;
+    let refusal: string | undefined;
     let updatedAt: unknown;
-    await state.log.scanTail((records) => {
-      this.#onFileRead?.(key, records);
+    const identify = (head: SessionRecord | undefined): SessionState | undefined => {
+      const key = head && isHeader(head) ? head.key : decodeSessionFileName(name);
+      if (key === undefined) refusal = 'has no session header and an undecodable name';
+      else if (sessionFileName(key) !== name) refusal = 'holds a session whose key maps to another file';
+      if (refusal !== undefined || key === undefined) return undefined;
+      const agentId =
+        head && isHeader(head) && typeof head.agentId === 'string' && head.agentId !== ''
+          ? head.agentId
+          : agentIdOfKey(key);
+      const createdAt =
+        head && isHeader(head) && typeof head.createdAt === 'string' ? head.createdAt : new Date(0).toISOString();
+      header = { kind: 'session', key, agentId, createdAt };
+      return { key, agentId, updatedAt: createdAt, log, pending: [] };
+    };
+    await log.scanTail((records) => {
+      if (refusal !== undefined) return;
+      state ??= identify(records[0]);
+      if (!state) return;
+      this.#onFileRead?.(state.key, records);
       for (const r of records) {
         if (!isEntry(r)) continue;
         updatedAt = r.at;
@@ -400,7 +413,14 @@ export class SessionStore {
         else if (r.kind === 'heartbeat') state.pending = [];
       }
     });
+    // An empty log: the name alone says whose it is.
+    if (!state && refusal === undefined) state = identify(undefined);
+    if (!state) {
+      this.#logger.warn(`session store: ${file} ${refusal}; ignoring it`, { file });
+      await log.close();
+      return undefined;
+    }
     if (typeof updatedAt === 'string') state.updatedAt = updatedAt;
-    this.#sessions.set(key, state);
+    return state;
   }
 }
