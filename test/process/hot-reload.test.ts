@@ -230,11 +230,17 @@ test('a client keeps being served correctly while the config is rewritten 20 tim
         seen.push(`${r.status} ${JSON.stringify(r.body)}`);
       }
     })();
+    // Each rewrite is reloaded, and the client served a few times under it, before the next one.
+    const reloadsBefore = logLines(gw, 'config reloaded').length;
+    const served = async (more: number): Promise<void> => {
+      const mark = seen.length;
+      await eventually(async () => seen.length >= mark + more);
+    };
     for (let i = 0; i < 20; i++) {
       await writeFile(gw.configPath, version(i % 2 ? 'A' : 'B'));
-      await new Promise((r) => setTimeout(r, 250));
+      await eventually(async () => logLines(gw, 'config reloaded').length >= reloadsBefore + i + 1);
+      await served(4);
     }
-    await new Promise((r) => setTimeout(r, 300));
     stop = true;
     await client;
     assert.ok(seen.length > 20, `only ${seen.length} requests were made`);
@@ -292,25 +298,29 @@ test('token rotation under a few hundred requests a second never locks the sende
   const reloads = async (n: number): Promise<void> => {
     await eventually(async () => logLines(gw, 'config reloaded').length >= n);
   };
+  /** Waits for `count` more answers with that status. */
+  const answered = async (status: number, count: number): Promise<void> => {
+    const mark = statuses.length;
+    await eventually(async () => statuses.slice(mark).filter((s) => s === status).length >= count);
+  };
   try {
     // The sender takes the new token the moment the file is written, before the reload applies it.
     await writeFile(gw.configPath, config({ token: 'rotated-token-one-0123456789' }));
     token = 'rotated-token-one-0123456789';
     await reloads(1);
-    await new Promise((r) => setTimeout(r, 300));
+    await answered(200, 20);
     // The sender keeps the old token for a while after the reload applied the new one.
     await writeFile(gw.configPath, config({ token: 'rotated-token-two-0123456789' }));
     await reloads(2);
-    await new Promise((r) => setTimeout(r, 300));
+    await answered(401, 40);
     token = 'rotated-token-two-0123456789';
-    await new Promise((r) => setTimeout(r, 300));
+    await answered(200, 20);
   } finally {
     running = false;
     await Promise.all(senders);
     await gw.stop();
   }
-  assert.ok(statuses.length > 200, `${statuses.length} requests sent`);
-  assert.ok(statuses.filter((s) => s === 401).length > 0, 'the rotation was visible as some 401s');
+  assert.ok(statuses.filter((s) => s === 401).length >= 40, 'the rotation was visible as 401s');
   assert.equal(statuses.filter((s) => s === 429).length, 0, 'never locked out');
   assert.equal(statuses.at(-1), 200);
 });
