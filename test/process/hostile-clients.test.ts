@@ -275,10 +275,8 @@ test('slowloris on headers: the server closes trickling sockets within its 10 s 
   await Promise.all(probes.map((p) => p.connected));
   const opened = Date.now();
   for (const p of probes) p.write(`POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Slow: `);
-  let ticks = 0;
   const trickle = setInterval(() => {
     for (const p of probes) p.write('a');
-    ticks++;
   }, 500);
   try {
     await allClosed(probes, 12_500, 'trickling header sockets');
