@@ -85,13 +85,6 @@ export async function startBare(): Promise<Side> {
   };
 }
 
-/** Node flags of `npm start`, so the bench measures the gateway as it is run. */
-async function startFlags(): Promise<string[]> {
-  const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const flags = /node ((?:--\S+ )*)dist\/plugin\/hosts\/standalone\/cli\.js gateway/.exec(pkg.scripts.start)?.[1] ?? '';
-  return flags.split(' ').filter(Boolean);
-}
-
 export const TRANSFORM = `export default (ctx: { payload: any }) => ({ text: 'deploy ' + ctx.payload.service + ' ' + ctx.payload.status });\n`;
 
 export function gatewayConfig(hooks: Record<string, unknown>, gateway: Record<string, unknown> = {}): object {
@@ -113,9 +106,10 @@ export async function startHookgate(
   await mkdir(path.join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(path.join(dir, 'hooks', 'transforms', 'bench.ts'), TRANSFORM);
   // The log goes beside the state dir, not into it: the config dir is watched for changes.
+  // The launcher `npm start` runs (its Node flags; it execs, so the pid is the gateway's).
   const { url, child } = await startProcess(
-    process.execPath,
-    [...(await startFlags()), 'dist/plugin/hosts/standalone/cli.js', 'gateway', '--state-dir', dir, '--port', '0'],
+    path.join(ROOT, 'bin', 'hookgate'),
+    ['gateway', '--state-dir', dir, '--port', '0'],
     `${dir}.log`,
   );
   return {

@@ -5,16 +5,23 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Polls cond every 5 ms; rejects naming what it waited for once timeoutMs has passed. */
-export function waitUntil(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+/**
+ * Polls cond (which may be async) every 5 ms; rejects naming what it waited for once timeoutMs has
+ * passed. The timeout only ends a wait that failed, so it is generous for a busy machine.
+ */
+export function waitUntil(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + timeoutMs;
-    const tick = (): void => {
-      if (cond()) resolve();
-      else if (Date.now() > deadline) reject(new Error(`timed out waiting for: ${what}`));
-      else setTimeout(tick, 5);
+    const tick = async (): Promise<void> => {
+      try {
+        if (await cond()) return resolve();
+      } catch (err) {
+        return reject(err as Error);
+      }
+      if (Date.now() > deadline) reject(new Error(`timed out waiting for: ${what}`));
+      else setTimeout(() => void tick(), 5);
     };
-    tick();
+    void tick();
   });
 }
 

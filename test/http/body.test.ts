@@ -243,10 +243,11 @@ test('a body read to its end is not kept alive by the request that carried it', 
     const c = new RawClient((server.address() as AddressInfo).port);
     const body = wakeBodyOfSize(600);
     await c.write(head('/hooks/wake', { 'Content-Length': 600 }));
-    for (const part of [body.slice(0, 200), body.slice(200, 400), body.slice(400)]) {
+    const parts = [body.slice(0, 200), body.slice(200, 400), body.slice(400)];
+    for (const [i, part] of parts.entries()) {
       await c.write(part);
       // Apart, so that each part arrives as a chunk of its own.
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      if (i < parts.length - 1) await waitUntil(() => chunks.length > i, `part ${i + 1} read`);
     }
     assert.equal((await c.response()).status, 200);
     assert.ok(chunks.length >= 2, `the body came in ${chunks.length} chunk(s)`);
@@ -278,6 +279,7 @@ test('a client that aborts mid-body does not crash the server', async () => {
   assert.equal(gw.rec.logs.filter((l) => l.msg === 'hook request failed').length, 0, 'no internal error');
 
   // The same through node:http, aborted after part of a chunked body.
+  const logsBeforeHttp = gw.rec.logs.filter((l) => l.msg === 'hook request').length;
   await new Promise<void>((resolve) => {
     const req = request({
       host: '127.0.0.1',
@@ -288,8 +290,12 @@ test('a client that aborts mid-body does not crash the server', async () => {
     });
     req.on('error', () => resolve());
     req.on('close', () => resolve());
-    req.write('{"text":"par', () => setTimeout(() => req.destroy(), 20));
+    req.write('{"text":"par', () => req.destroy());
   });
+  await waitUntil(
+    () => gw.rec.logs.filter((l) => l.msg === 'hook request').length > logsBeforeHttp,
+    'the aborted request is logged',
+  );
   await stillServing();
   assert.equal(gw.rec.turns.length, 0);
 });

@@ -22,10 +22,11 @@ before(async () => {
 });
 after(async () => fake.close());
 
-function client(): { tokens: AccessTokenSource; gmail: GmailApi; refreshToken: string } {
+/** now: the clock the token source reads (the fake's tokens expire by the real one). */
+function client(now?: () => number): { tokens: AccessTokenSource; gmail: GmailApi; refreshToken: string } {
   const credentials = fake.addAccount(ACCOUNT);
   const endpoints = googleEndpoints({ HOOKGATE_GOOGLE_API_ROOT: fake.url });
-  const tokens = new AccessTokenSource({ credentials, tokenUrl: endpoints.token });
+  const tokens = new AccessTokenSource({ credentials, tokenUrl: endpoints.token, ...(now ? { now } : {}) });
   return { tokens, gmail: new GmailApi({ baseUrl: endpoints.gmail, tokens }), refreshToken: credentials.refresh_token };
 }
 
@@ -53,11 +54,14 @@ test('one token serves many calls; an expired one is refreshed after the 401', a
 });
 
 test('a short-lived token is refreshed before it expires, without a 401', async () => {
-  fake.tokenLifetimeSeconds = 1;
+  // A 60 s token on a clock moved on by 45 s: past the middle of its life, where it is renewed early,
+  // and far from expired (the fake expires it by the real clock).
+  fake.tokenLifetimeSeconds = 60;
+  let skew = 0;
   try {
-    const { tokens, gmail } = client();
+    const { tokens, gmail } = client(() => Date.now() + skew);
     await gmail.currentHistoryId();
-    await new Promise((r) => setTimeout(r, 600));
+    skew = 45_000;
     const before401 = fake.requests.filter((r) => r.path.endsWith('/profile')).length;
     await gmail.currentHistoryId();
     assert.equal(tokens.refreshes, 2);

@@ -34,8 +34,14 @@ test('a request whose body is still arriving during a reload is served by the co
       port,
       path: '/hooks/ci',
       method: 'POST',
-      headers: { authorization: `Bearer ${HOOK_TOKEN}`, 'content-length': String(body.length) },
+      headers: {
+        authorization: `Bearer ${HOOK_TOKEN}`,
+        'content-length': String(body.length),
+        // The 100 goes out once the server has handed the request to the hooks.
+        expect: '100-continue',
+      },
     });
+    const handed = new Promise<void>((resolve) => req.once('continue', () => resolve()));
     const answered = new Promise<number>((resolve, reject) => {
       req.on('response', (res) => {
         res.resume();
@@ -43,8 +49,9 @@ test('a request whose body is still arriving during a reload is served by the co
       });
       req.on('error', reject);
     });
+    req.flushHeaders();
+    await handed;
     req.write(body.slice(0, 3));
-    await new Promise((r) => setTimeout(r, 100));
 
     await writeFile(gw.configPath, config('new'));
     const reloaded = await gw.plugin.reload();

@@ -234,11 +234,16 @@ test('run: empty pulls answered at once do not make a hot loop', async () => {
   const p = await run(box);
   fake.pullHoldMs = 0;
   try {
-    const pulls = () => fake.calls('POST', new RegExp(`${box.subscription.split('/').pop()}:pull$`)).length;
-    const before = pulls();
-    await new Promise((r) => setTimeout(r, 2500));
-    const made = pulls() - before;
-    assert.ok(made >= 1 && made <= 4, `${made} pulls in 2.5 s`);
+    const pulls = () => fake.calls('POST', new RegExp(`${box.subscription.split('/').pop()}:pull$`));
+    const before = pulls().length;
+    await eventually(async () => pulls().length >= before + 4, 20_000);
+    // The watcher leaves MIN_PULL_INTERVAL_MS (1 s) between the starts of two pulls answered empty;
+    // the fake sees each start a little after the watcher took its time, hence half of it here. A
+    // busy machine only makes the gaps longer; a hot loop makes them a few ms.
+    const at = pulls()
+      .slice(before)
+      .map((c) => c.at);
+    for (let i = 1; i < at.length; i++) assert.ok(at[i]! - at[i - 1]! >= 500, `pulls ${at[i]! - at[i - 1]!} ms apart`);
   } finally {
     fake.pullHoldMs = 500;
     await p.stop();
@@ -396,7 +401,10 @@ test('run in push mode: a valid OIDC token starts a sync; wrong audience, issuer
 
     // Google rotates its keys: a token from the new key fetches them again.
     fake.rotateKeys(true);
-    await new Promise((r) => setTimeout(r, 2100));
+    // The gateway fetches the keys again at most every 2 s (REFETCH_MS, so forged key ids cannot make
+    // it hammer Google): waiting that long after the fake's last fetch is the behaviour under test.
+    const lastFetch = fake.calls('GET', /^\/oauth2\/v3\/certs$/).at(-1)!.at;
+    await new Promise((r) => setTimeout(r, Math.max(0, lastFetch + 2000 - Date.now())));
     assert.equal((await push(fake.signJwt(good))).status, 204);
     assertEachOnce(box, [first, waiting]);
     assert.ok(!p.output().includes(fake.signJwt(good).split('.')[2]!), 'no token in the log');
@@ -421,12 +429,14 @@ test('gateway --no-gmail leaves the watcher to `run`, and shows what run last wr
   const box = await mailbox();
   const gw = await spawnGateway(box.stateDir, ['--no-gmail']);
   try {
-    await new Promise((r) => setTimeout(r, 1000));
-    assert.equal(fake.mailbox(box.account).watches.length, 0, 'no watch from the gateway');
     const none = await fetch(`${gw.url}/api/gmail`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
     assert.equal(none.status, 404);
     const p = await run(box);
+    // A watcher in the gateway would have asked for its watch as it started listening, before run
+    // was even started: once run's watch is in, a second one would be too.
+    await eventually(async () => fake.mailbox(box.account).watches.length >= 1);
     await p.stop();
+    assert.equal(fake.mailbox(box.account).watches.length, 1, 'one watch, from run; none from the gateway');
     const state = await eventually(async () => {
       const r = await fetch(`${gw.url}/api/gmail`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
       return r.status === 200 ? ((await r.json()) as any) : undefined;

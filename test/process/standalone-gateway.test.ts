@@ -328,12 +328,14 @@ test('kill -9 mid-write, then a clean restart that skips a torn line', async () 
 });
 
 test('SIGTERM during runs: a run that finishes within the grace is kept, a hanging one is recorded as interrupted', async () => {
+  // The slow run answers only once the gateway is shutting down, inside its grace.
+  const slowAnswers: (() => void)[] = [];
   const provider = await startFakeProvider((req, res) => {
     if (req.body.model === 'hang') return; // never answers
-    setTimeout(() => {
+    slowAnswers.push(() => {
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ choices: [{ message: { content: 'slow answer' } }] }));
-    }, 300);
+    });
   });
   const dir = await tempStateDir();
   await writeConfig(dir, {
@@ -344,7 +346,10 @@ test('SIGTERM during runs: a run that finishes within the grace is kept, a hangi
   const slow = await first.hook('/hooks/agent', { message: 'slow', model: 'fake/slow', name: 'Slow' });
   const hang = await first.hook('/hooks/agent', { message: 'hang', model: 'fake/hang', name: 'Hang' });
   await eventually(async () => provider.requests.length === 2);
-  assert.equal(await first.stop('SIGTERM'), 0);
+  const stopped = first.stop('SIGTERM');
+  await eventually(async () => first.output().includes('shutting down'));
+  for (const answer of slowAnswers) answer();
+  assert.equal(await stopped, 0);
 
   const second = await spawnGateway(dir);
   try {
@@ -392,11 +397,13 @@ test("an agent run whose acceptance cannot be written to its session's file gets
     assert.equal(r.status, 500);
     assert.equal(r.body.code, 'internal_error');
     assert.match(r.body.error, /could not be recorded/);
-    // Never run: a run, even a failed one, posts its summary to the main session.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.ok(!(await history(gw)).some((e) => e.text.startsWith('Hook Unrecorded')));
     // Wakes, kept in other session files, are not affected.
     assert.equal((await gw.hook('/hooks/wake', { text: 'still up' })).status, 200);
+    // Never run: a run, even a failed one, posts its summary to the main session. The wake's heartbeat
+    // turn, asked for after the refusal, goes through the same runner: once its reply is in, a run
+    // started at the refusal would have posted too.
+    await eventually(async () => (await history(gw)).some((e) => e.kind === 'reply'));
+    assert.ok(!(await history(gw)).some((e) => e.text.startsWith('Hook Unrecorded')));
   } finally {
     await gw.stop();
   }

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually, GATEWAY_TOKEN, MAIN, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
-import { sleep } from '../helpers/common.ts';
+import { waitUntil } from '../helpers/common.ts';
 
 async function get(url: string, p: string): Promise<{ status: number; body: any }> {
   const res = await fetch(url + p, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
@@ -25,14 +25,19 @@ test('history pages: newest 200 by default, ?limit and ?before walk back to the 
       for (const r of await Promise.all(sent)) assert.equal(r.status, 200);
     }
     const texts = (entries: any[]) => entries.map((e) => e.text);
-    // The backlog's heartbeats are written after the wakes' answers: read once the history is still.
-    let all = (await get(gw.url, `/api/sessions/${MAIN}/history?limit=1000`)).body;
-    for (;;) {
-      await sleep(300);
-      const again = (await get(gw.url, `/api/sessions/${MAIN}/history?limit=1000`)).body;
-      if (again.entries.length === all.entries.length) break;
-      all = again;
-    }
+    // The backlog's heartbeats are written after the wakes' answers: read once the history is still,
+    // that is every heartbeat turn has its reply and fewer events wait than make a backlog (100), so
+    // no heartbeat is coming.
+    const still = (entries: any[]): boolean => {
+      const kinds: string[] = entries.map((e) => e.kind);
+      const waiting = kinds.slice(kinds.lastIndexOf('heartbeat') + 1).filter((k) => k === 'system-event').length;
+      return kinds.filter((k) => k === 'prompt').length === kinds.filter((k) => k === 'reply').length && waiting < 100;
+    };
+    let all: any;
+    await waitUntil(async () => {
+      all = (await get(gw.url, `/api/sessions/${MAIN}/history?limit=1000`)).body;
+      return still(all.entries);
+    }, 'the backlog drained');
     assert.equal(all.before, undefined, 'everything fits: no cursor');
     // The wakes, and the heartbeats their backlog asked for.
     const expected: string[] = texts(all.entries);

@@ -212,19 +212,16 @@ test('openai-compatible provider: bad JSON and missing content are errors', asyn
 
 test('openai-compatible provider: a provider that never answers times out via the abort signal', async () => {
   let requests = 0;
+  const ac = new AbortController();
   await withServer(
     () => {
-      requests++; // never respond
+      requests++; // never respond; the signal fires once the provider holds the request
+      ac.abort();
     },
     async (base) => {
       const r = runner({ providers: { slow: { baseUrl: base, apiKey: API_KEY } } });
-      const ac = new AbortController();
-      const timer = setTimeout(() => ac.abort(), 150);
-      const started = Date.now();
       const outcome = await r.run({ prompt: 'x', model: 'slow/m', signal: ac.signal });
-      clearTimeout(timer);
       assert.deepEqual(outcome, { status: 'timeout', error: 'timed out' });
-      assert.ok(Date.now() - started < 5000);
       assert.equal(requests, 1);
 
       // AbortSignal.timeout works the same way.

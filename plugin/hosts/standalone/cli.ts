@@ -21,6 +21,7 @@ import { configSummary } from './commands/config-summary.ts';
 import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
 import { runWebhooksTest, WEBHOOKS_TEST_HELP } from './commands/webhooks-test.ts';
 import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
+import { asRun, commandName } from './commands/command-name.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -116,7 +117,7 @@ async function runGateway(args: string[]): Promise<number> {
   if (created) {
     console.log(`Wrote a new config with fresh hook and gateway tokens to ${paths.configPath} (mode 0600).`);
     console.log('Try it:');
-    console.log(`  HOOK_TOKEN=$(npm run -s cli -- config get hooks.token --config '${paths.configPath}')`);
+    console.log(`  HOOK_TOKEN=$(${commandName()} config get hooks.token --config '${paths.configPath}')`);
     console.log(
       `  curl -s ${gw.url}${hooksPath}/wake -H "Authorization: Bearer $HOOK_TOKEN" -d '{"text":"Hello from curl"}'`,
     );
@@ -203,7 +204,7 @@ async function runWebhooks(args: string[]): Promise<number> {
 }
 
 function print(text: string): number {
-  console.log(text);
+  console.log(asRun(text));
   return 0;
 }
 
@@ -221,7 +222,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof ConfigError) console.error(err.message);
     else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      console.error(`hookgate: ${(err as Error).message}\nRun \`hookgate --help\` for usage.`);
+      console.error(`hookgate: ${(err as Error).message}\nRun \`${commandName()} --help\` for usage.`);
       return 2;
     } else console.error(`hookgate: ${err instanceof Error ? err.message : String(err)}`);
     return 1;

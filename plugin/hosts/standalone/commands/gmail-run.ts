@@ -21,6 +21,7 @@ import {
 import { resolveGatewaySettings } from '../config.ts';
 import { createLineLogger } from '../logger.ts';
 import { resolvePaths } from '../state-paths.ts';
+import { asRun } from './command-name.ts';
 
 export const GMAIL_RUN_HELP = `  run     Watch the mailbox and post new mail to <hooks.path>/gmail
           [--config FILE] [--state-dir DIR] [--gateway-url URL]
@@ -69,7 +70,9 @@ export async function gmailRunCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: OPTIONS, strict: true });
   if (values.help) {
     console.log(
-      `Usage: hookgate webhooks gmail run [--config FILE] [--state-dir DIR] [--gateway-url URL]\n\n${GMAIL_RUN_HELP}`,
+      asRun(
+        `Usage: hookgate webhooks gmail run [--config FILE] [--state-dir DIR] [--gateway-url URL]\n\n${GMAIL_RUN_HELP}`,
+      ),
     );
     return 0;
   }
@@ -119,7 +122,9 @@ export async function gmailRunCommand(args: string[]): Promise<number> {
 export async function gmailStatusCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { ...OPTIONS, json: { type: 'boolean' } }, strict: true });
   if (values.help) {
-    console.log(`Usage: hookgate webhooks gmail status [--config FILE] [--state-dir DIR] [--gateway-url URL] [--json]`);
+    console.log(
+      asRun('Usage: hookgate webhooks gmail status [--config FILE] [--state-dir DIR] [--gateway-url URL] [--json]'),
+    );
     return 0;
   }
   const { stateDir, configPath, file, gatewayUrl, gatewayToken } = await load(values);

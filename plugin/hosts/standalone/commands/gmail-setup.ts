@@ -29,6 +29,7 @@ import { defaultConfigText, resolveGatewaySettings } from '../config.ts';
 import { applyGmailSetup, type GmailSetupKeys } from '../gmail-config-edit.ts';
 import { resolvePaths } from '../state-paths.ts';
 import { UsageError } from './cli-common.ts';
+import { asRun, commandName } from './command-name.ts';
 
 export const GMAIL_SETUP_HELP = `  setup   Connect a Gmail account: authorize hookgate, create the Pub/Sub topic and subscription,
           start the Gmail watch, and write hooks.gmail into the config.
@@ -86,14 +87,14 @@ export async function gmailSetupCommand(args: string[]): Promise<number> {
     strict: true,
   });
   if (values.help) {
-    console.log(GMAIL_SETUP_HELP);
+    console.log(asRun(GMAIL_SETUP_HELP));
     return 0;
   }
   try {
     return await setup(values);
   } catch (err) {
     if (err instanceof UsageError) {
-      console.error(`hookgate: ${err.message}\nRun \`hookgate webhooks gmail --help\` for usage.`);
+      console.error(`hookgate: ${err.message}\nRun \`${commandName()} webhooks gmail --help\` for usage.`);
       return 2;
     }
     if (err instanceof SetupStepError || err instanceof ConfigError) console.error(err.message);
@@ -204,7 +205,7 @@ async function setup(v: SetupValues): Promise<number> {
   console.log(
     [
       `Gmail ${keys.account} is set up (${keys.mode} mode${keys.mode === 'push' ? ` to ${keys.pushEndpoint}` : ''}).`,
-      `Start it with: hookgate webhooks gmail run --config '${configPath}'  (or hookgate gateway)`,
+      asRun(`Start it with: hookgate webhooks gmail run --config '${configPath}'  (or hookgate gateway)`),
       result.authorized ? `Note: ${TESTING_MODE}` : undefined,
     ]
       .filter(Boolean)

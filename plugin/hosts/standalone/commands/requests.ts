@@ -6,6 +6,7 @@ import { resolveGatewaySettings } from '../config.ts';
 import { UsageError } from './cli-common.ts';
 import { resolvePaths } from '../state-paths.ts';
 import { formatTable, type Column } from './table.ts';
+import { asRun } from './command-name.ts';
 
 export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
 
@@ -68,7 +69,7 @@ export async function runRequests(args: string[]): Promise<number> {
     strict: true,
   });
   if (values.help) {
-    console.log(REQUESTS_HELP);
+    console.log(asRun(REQUESTS_HELP));
     return 0;
   }
   if (values.status !== undefined && !/^[1-5]([0-9]{2}|xx)$/.test(values.status))

@@ -17,6 +17,7 @@ import { resolveGatewaySettings } from '../config.ts';
 import { checkingHost, UsageError } from './cli-common.ts';
 import { resolvePaths } from '../state-paths.ts';
 import { formatTable, printable } from './table.ts';
+import { asRun } from './command-name.ts';
 
 export const WEBHOOKS_TEST_HELP = `Usage: hookgate webhooks test <name> --payload FILE [--header k:v]... [--query Q] [--json] [--config FILE]
 
@@ -54,7 +55,7 @@ export async function runWebhooksTest(args: string[]): Promise<number> {
   });
   const [name, ...extra] = positionals;
   if (values.help) {
-    console.log(WEBHOOKS_TEST_HELP);
+    console.log(asRun(WEBHOOKS_TEST_HELP));
     return 0;
   }
   if (!name || extra.length) throw new UsageError('webhooks test needs exactly one hook name, e.g. github');
