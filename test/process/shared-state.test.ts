@@ -67,12 +67,6 @@ async function post(
   return { status: res.status, body: await res.json() };
 }
 
-/** Scripts Redis has run for anyone (commandstats), read over the test's own connection. */
-async function scriptCalls(): Promise<number> {
-  const stats = String(await direct.info('commandstats'));
-  return [...stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
-}
-
 const wake = (text: string): unknown => ({ text, mode: 'next-heartbeat' });
 
 /** The value of hookgate_shared_state_up in the gateway's /metrics. */
