@@ -94,7 +94,9 @@ async function hashField(i: Instance, key: string, count: string): Promise<void>
   }
 }
 
-const locked = (i: Instance): boolean => i.scriptAnswers.some((a) => typeof a === 'number' && a > 0);
+/** Waits until Redis holds this lock key. */
+const lockInRedis = (i: Instance, key: string): Promise<void> =>
+  waitUntil(async () => (await i.shared.commands.exists(key)) === 1, `${key} in Redis`);
 
 const LIMITS: AuthRateLimit = { maxFailures: 4, windowSeconds: 60, lockoutSeconds: 60 };
 
@@ -105,8 +107,12 @@ test('failures split across two instances lock the address on both, and only tha
   a.limiter.recordFailure('10.0.0.1', LIMITS, 'guess-1');
   b.limiter.recordFailure('10.0.0.1', LIMITS, 'guess-2');
   a.limiter.recordFailure('10.0.0.1', LIMITS, 'guess-3');
-  await Promise.all([a.scriptsDone(), b.scriptsDone()]);
-  assert.equal(locked(a) || locked(b), false, 'three failures: Redis locked nothing');
+  await hashField(a, 'unit-lock:auth:failures:10.0.0.1', '3');
+  assert.equal(
+    await a.shared.commands.exists('unit-lock:auth:lock:10.0.0.1'),
+    0,
+    'three failures: Redis locked nothing',
+  );
   assert.equal(a.limiter.lockedFor('10.0.0.1'), 0, 'three failures: not yet');
   b.limiter.recordFailure('10.0.0.1', LIMITS, 'guess-4');
   // Nothing but the published lock can tell a: it reaches a over pub/sub.
@@ -174,7 +180,8 @@ test('an instance that connects later loads the locks in force', async () => {
   const a = await instance('unit-late:');
   for (let i = 0; i < 4; i++) a.limiter.recordFailure('10.0.0.4', LIMITS, `guess-${i}`);
   await waitUntil(() => a.limiter.lockedFor('10.0.0.4') > 0, 'lock on a');
-  await a.scriptsDone(); // a locks itself at once; this is the lock in Redis
+  // a locks itself at once; the failures reach Redis after the turn that recorded them.
+  await lockInRedis(a, 'unit-late:auth:lock:10.0.0.4');
   const late = await instance('unit-late:');
   const seconds = late.limiter.lockedFor('10.0.0.4');
   assert.ok(seconds > 50 && seconds <= 60, `locked for ${seconds} s`);
@@ -185,8 +192,7 @@ test('key prefixes keep deployments apart', async () => {
   const b = await instance('unit-apart-2:');
   for (let i = 0; i < 4; i++) a.limiter.recordFailure('10.0.0.5', LIMITS, `guess-${i}`);
   await waitUntil(() => a.limiter.lockedFor('10.0.0.5') > 0, 'lock on a');
-  await a.scriptsDone();
-  assert.ok(locked(a), 'locked in Redis');
+  await lockInRedis(a, 'unit-apart-1:auth:lock:10.0.0.5');
   assert.equal(await b.shared.commands.exists('unit-apart-2:auth:lock:10.0.0.5'), 0, "not under b's prefix");
   assert.equal(b.limiter.lockedFor('10.0.0.5'), 0);
   const inA = await a.dedupe.claim('wake', 'same-key', undefined, limits(60_000));
