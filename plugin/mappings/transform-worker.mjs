@@ -6,7 +6,8 @@
 //
 // Protocol (every message carries the call id; the runner ignores answers it no longer waits for):
 //   in:  { type: 'call', id, file, exportName, ctx, maxOutputBytes }
-//   out: { type: 'start', id }                           the module is loaded; the transform runs now
+//   out: { type: 'ready' }                               the worker itself loaded (sent once, first)
+//        { type: 'start', id }                           the module is loaded; the transform runs now
 //        { type: 'result', id, ok: true, value }         value: a plain object or null, within maxOutputBytes as JSON
 //        { type: 'result', id, ok: false, code, kind?, detail? }
 //        { type: 'memory' }                              off-heap memory over the limit: terminate this worker
@@ -272,6 +273,9 @@ async function handle(msg) {
   }
   return finish(id, value, maxOutputBytes);
 }
+
+// This file and its imports loaded: a death before this message is the worker failing to start.
+port.postMessage({ type: 'ready' });
 
 port.on('message', (msg) => {
   if (!msg || msg.type !== 'call' || typeof msg.id !== 'number') return;
