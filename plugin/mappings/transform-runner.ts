@@ -47,6 +47,8 @@ export interface TransformCall {
     headers: Record<string, string>;
     query: Record<string, string>;
     path: string;
+    /** Given to the transform as a URL object. */
+    url?: string;
     item?: unknown;
     index?: number;
   };

@@ -266,7 +266,8 @@ async function handle(msg) {
   port.postMessage({ type: 'start', id });
   let value;
   try {
-    value = await fn(ctx);
+    // A URL object, as OpenClaw's built-in hooks give it (it cannot cross postMessage as one).
+    value = await fn(typeof ctx.url === 'string' ? { ...ctx, url: new URL(ctx.url) } : ctx);
   } catch (err) {
     fail(id, 'threw', { detail: messageOf(err) });
     return;
