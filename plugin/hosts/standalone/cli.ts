@@ -20,6 +20,7 @@ import { checkingHost, UsageError } from './commands/cli-common.ts';
 import { configSummary } from './commands/config-summary.ts';
 import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
 import { runWebhooksTest, WEBHOOKS_TEST_HELP } from './commands/webhooks-test.ts';
+import { OPENCLAW_IMPORT_HELP, openClawCommand } from './commands/openclaw-import.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -36,6 +37,7 @@ Commands:
   webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)
   webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail
   webhooks gmail status  Show the Gmail watcher's state
+  openclaw import  Move OpenClaw's built-in hooks settings into hookgate's plugin config
   help [command]  Show help for a command
 
 Run \`hookgate help <command>\` or \`hookgate <command> --help\` for its options.`,
@@ -60,6 +62,7 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
   check     Validate the whole file; prints every problem with its key, exits 1 if any.
   get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
   requests: REQUESTS_HELP,
+  openclaw: OPENCLAW_IMPORT_HELP,
   webhooks: `Usage: hookgate webhooks <test|gmail> …
 
 ${WEBHOOKS_TEST_HELP}
@@ -212,6 +215,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'config') return await runConfig(rest);
     if (command === 'requests') return await runRequests(rest);
     if (command === 'webhooks') return await runWebhooks(rest);
+    if (command === 'openclaw') return await openClawCommand(rest);
     throw new UsageError(`unknown command "${command}"`);
   } catch (err) {
     if (err instanceof ConfigError) console.error(err.message);

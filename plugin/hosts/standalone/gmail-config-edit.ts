@@ -3,7 +3,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import JSON5 from 'json5';
 import { ConfigError, type GmailSettings } from '../../host-kit.ts';
-import { appendItem, deleteProperty, Json5EditError, setProperty, type Json } from './json5-edit.ts';
+import { editObject, isObject, Json5EditError, type JsonObject } from './json5-edit.ts';
 
 /** The hooks.gmail keys setup decides (they follow the command line on every run). */
 export type GmailSetupKeys = Pick<
@@ -15,7 +15,6 @@ export type GmailSetupKeys = Pick<
   pushServiceAccount?: string;
 };
 
-type JsonObject = { [key: string]: Json };
 
 /**
  * Tunables written with their defaults only when absent, so the user sees them in the file and their own
@@ -28,10 +27,6 @@ const TUNABLE_DEFAULTS: JsonObject = {
   resyncMessages: 20,
 };
 const PUSH_SERVE_DEFAULT: JsonObject = { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' };
-
-function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /** The whole file as it should be after setup (other keys as they are). */
 function wantedFile(file: JsonObject, keys: GmailSetupKeys, configPath: string): JsonObject {
@@ -70,26 +65,6 @@ function wantedFile(file: JsonObject, keys: GmailSetupKeys, configPath: string):
       gmail: next,
     },
   };
-}
-
-/**
- * Rewrites the object at `path` from `current` to `wanted` touching only what differs: new keys added
- * last, changed scalars replaced, lists that only grew appended to, keys no longer wanted removed.
- */
-function editObject(text: string, path: string[], current: JsonObject, wanted: JsonObject): string {
-  let out = text;
-  for (const [key, value] of Object.entries(wanted)) {
-    const at = [...path, key];
-    const now = Object.hasOwn(current, key) ? current[key] : undefined;
-    if (now === undefined) out = setProperty(out, at, value);
-    else if (isDeepStrictEqual(now, value)) continue;
-    else if (isObject(now) && isObject(value)) out = editObject(out, at, now, value);
-    else if (Array.isArray(now) && Array.isArray(value) && isDeepStrictEqual(value.slice(0, now.length), now))
-      for (const item of value.slice(now.length)) out = appendItem(out, at, item);
-    else out = setProperty(out, at, value);
-  }
-  for (const key of Object.keys(current)) if (!Object.hasOwn(wanted, key)) out = deleteProperty(out, [...path, key]);
-  return out;
 }
 
 /**

@@ -2,9 +2,15 @@
 // commas. The text is scanned into value spans (objects, arrays, scalars with their offsets); an edit
 // replaces or inserts text at those offsets, laid out like its neighbours. Callers check the result
 // reads back as intended (JSON5.parse), so a scan mistake can never write a wrong config.
+import { isDeepStrictEqual } from 'node:util';
 import JSON5 from 'json5';
 
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export function isObject(v: unknown): v is JsonObject {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
 
 interface Span {
   start: number;
@@ -262,4 +268,24 @@ export function valueAt(text: string, path: readonly string[]): unknown {
     v = (v as Record<string, unknown>)[key];
   }
   return v;
+}
+
+/**
+ * Rewrites the object at `path` from `current` to `wanted` touching only what differs: new keys added
+ * last, changed scalars replaced, lists that only grew appended to, keys no longer wanted removed.
+ */
+export function editObject(text: string, path: string[], current: JsonObject, wanted: JsonObject): string {
+  let out = text;
+  for (const [key, value] of Object.entries(wanted)) {
+    const at = [...path, key];
+    const now = Object.hasOwn(current, key) ? current[key] : undefined;
+    if (now === undefined) out = setProperty(out, at, value);
+    else if (isDeepStrictEqual(now, value)) continue;
+    else if (isObject(now) && isObject(value)) out = editObject(out, at, now, value);
+    else if (Array.isArray(now) && Array.isArray(value) && isDeepStrictEqual(value.slice(0, now.length), now))
+      for (const item of value.slice(now.length)) out = appendItem(out, at, item);
+    else out = setProperty(out, at, value);
+  }
+  for (const key of Object.keys(current)) if (!Object.hasOwn(wanted, key)) out = deleteProperty(out, [...path, key]);
+  return out;
 }
