@@ -22,6 +22,7 @@ const OPENCLAW_CONFIG = `// OpenClaw, as its user wrote it
     mappings: [
       { id: 'legacy', match: { path: 'legacy' }, textTemplate: 'x', messageTemplate: 'Event {{payload.kind}}', sessionMode: 'isolated' },
       { match: { source: 'ci' }, action: 'wake', textTemplate: 'CI {{status}}' },
+      { id: 'batch', action: 'wake', forEach: 'items', textTemplate: 'Item {{items[0].n}} of {{ payload.items[0].of }}', transform: { module: 'batch.js' } },
     ],
     gmail: { account: 'me@example.com', topic: 'projects/my-project/topics/gmail-watch', pushToken: 'secret', hookUrl: 'http://127.0.0.1:18789/hooks/gmail', maxBytes: 20000 },
     internal: { enabled: true },
@@ -58,6 +59,14 @@ test('the hooks block moves to plugins.entries.hookgate.config; comments, other 
         action: 'agent',
       },
       { match: { source: 'ci' }, action: 'wake', textTemplate: 'CI {{status}}' },
+      {
+        id: 'batch',
+        action: 'wake',
+        forEach: 'items',
+        textTemplate: 'Item {{item.n}} of {{ item.of }}',
+        transform: { module: 'batch.js' },
+        maxItems: 200,
+      },
     ],
     gmail: { account: 'me@example.com', topic: 'gmail-watch', project: 'my-project', maxBytes: 20000 },
   });
@@ -68,6 +77,11 @@ test('the hooks block moves to plugins.entries.hookgate.config; comments, other 
   );
   assert.match(said, /set hooks\.enabled: false .*hooks\.internal kept/);
   assert.match(said, /added "hookgate" to plugins\.allow/);
+  assert.match(
+    said,
+    /hooks\.mappings\[2\] \(id "batch"\)\.textTemplate: \{\{items\[0\]…\}\} rewritten as \{\{item…\}\}/,
+  );
+  assert.match(said, /\(id "batch"\): with forEach, the transform gets the item as ctx\.item/);
   assert.match(said, /hooks\.gmail\.pushToken, hooks\.gmail\.hookUrl not carried over/);
   assert.ok(!said.includes('secret') && !said.includes('built-in-hook-token'), 'no secrets in what it prints');
   // Run again on its own output: nothing left to import.

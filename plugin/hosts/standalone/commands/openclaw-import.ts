@@ -73,12 +73,34 @@ function importMapping(raw: Json, index: number, notes: string[], problems: stri
   else if (sessionMode !== undefined) notes.push(`${where}: sessionMode "isolated" dropped (hookgate's only mode)`);
   // OpenClaw's default is agent; hookgate's would be wake for a mapping with only a textTemplate.
   if (mapping.action === undefined) mapping.action = 'agent';
-  if (mapping.forEach !== undefined && mapping.transform !== undefined)
-    notes.push(
-      `${where}: with forEach, the transform now gets the item as ctx.item (and ctx.index); ` +
-        `ctx.payload.${String(mapping.forEach)} is the whole list, not [item]`,
-    );
+  if (typeof mapping.forEach === 'string') importFanOut(mapping, mapping.forEach, where, notes);
   return mapping;
+}
+
+/** Templates that render a field per fan-out item, as hookgate's templates do. */
+const TEMPLATED = ['textTemplate', 'messageTemplate', 'name', 'sessionKey', 'to', 'model', 'thinking'];
+
+/**
+ * OpenClaw hands each fan-out item over as the payload with the list replaced by [item]; hookgate keeps
+ * the payload and adds `item`. Templates are rewritten to match; a transform is told about.
+ */
+function importFanOut(mapping: JsonObject, key: string, where: string, notes: string[]): void {
+  const escaped = key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const first = new RegExp(`\\{\\{(\\s*)(?:payload\\.)?${escaped}\\[0\\]`, 'g');
+  for (const field of TEMPLATED) {
+    const text = mapping[field];
+    const rewritten = typeof text === 'string' ? text.replace(first, '{{$1item') : text;
+    if (rewritten === text) continue;
+    mapping[field] = rewritten!;
+    notes.push(`${where}.${field}: {{${key}[0]…}} rewritten as {{item…}}`);
+  }
+  // OpenClaw takes the first 200 items and drops the rest; hookgate refuses a longer list (400).
+  if (mapping.maxItems === undefined) mapping.maxItems = 200;
+  if (mapping.transform !== undefined)
+    notes.push(
+      `${where}: with forEach, the transform gets the item as ctx.item (and ctx.index); ` +
+        `ctx.payload.${key} is the whole list, not [item]`,
+    );
 }
 
 /** OpenClaw's gmail block in hookgate's terms: a full topic path split into project and topic. */
