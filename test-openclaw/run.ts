@@ -46,6 +46,8 @@ const HOOKS: HooksBlock = {
       match: { path: 'github' },
       action: 'agent',
       deliver: false,
+      // The summary stays queued (a heartbeat would take it in), where the test reads it.
+      wakeMode: 'next-heartbeat',
       sessionKey: 'hook:github',
       maxBodyBytes: 1 << 20,
       transform: { module: 'github.ts' },

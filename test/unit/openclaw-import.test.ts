@@ -21,7 +21,7 @@ const OPENCLAW_CONFIG = `// OpenClaw, as its user wrote it
     transformsDir: 'mine',
     mappings: [
       { id: 'legacy', match: { path: 'legacy' }, textTemplate: 'x', messageTemplate: 'Event {{payload.kind}}', sessionMode: 'isolated' },
-      { match: { source: 'ci' }, action: 'wake', textTemplate: 'CI {{status}}' },
+      { match: { source: 'ci' }, action: 'wake', textTemplate: 'CI {{status}}' }, // from the CI server
       { id: 'batch', action: 'wake', forEach: 'items', textTemplate: 'Item {{items[0].n}} of {{ payload.items[0].of }}', transform: { module: 'batch.js' } },
     ],
     gmail: { account: 'me@example.com', topic: 'projects/my-project/topics/gmail-watch', pushToken: 'secret', hookUrl: 'http://127.0.0.1:18789/hooks/gmail', maxBytes: 20000 },
@@ -39,6 +39,9 @@ test('the hooks block moves to plugins.entries.hookgate.config; comments, other 
   const { text, changes } = applyImport(OPENCLAW_CONFIG, FILE);
   for (const comment of ['// OpenClaw, as its user wrote it', '// keep me', "// the user's own list"])
     assert.ok(text.includes(comment), comment);
+  // The block's own comments move with it, into the plugin's config.
+  const moved = text.slice(text.indexOf('hookgate: {'));
+  assert.ok(moved.includes('/* the transforms */') && moved.includes('// from the CI server'), text);
   const file = JSON5.parse<Record<string, any>>(text);
   assert.deepEqual(file.hooks, { enabled: false, internal: { enabled: true } });
   assert.deepEqual(file.gateway, { mode: 'local', auth: { mode: 'token', token: 'gateway-token-0123456789' } });

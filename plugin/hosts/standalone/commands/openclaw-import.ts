@@ -8,7 +8,15 @@ import path from 'node:path';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import JSON5 from 'json5';
 import { ConfigError, resolveHooksConfig, writeFileAtomic } from '../../../host-kit.ts';
-import { editObject, isObject, Json5EditError, type Json, type JsonObject } from '../json5-edit.ts';
+import {
+  editObject,
+  isObject,
+  Json5EditError,
+  setPropertySource,
+  sourceAt,
+  type Json,
+  type JsonObject,
+} from '../json5-edit.ts';
 import { UsageError } from './cli-common.ts';
 
 export const OPENCLAW_IMPORT_HELP = `Usage: hookgate openclaw import [--openclaw-config FILE]
@@ -173,6 +181,22 @@ export function planImport(file: JsonObject, configPath: string): { wanted: Json
   };
 }
 
+/**
+ * The hooks block's text is moved whole (its comments go with it), then edited into the plugin's
+ * config; what stays in `hooks` is edited down to the built-in hooks switched off.
+ */
+function moveHooksBlock(text: string, file: JsonObject, wanted: JsonObject, config: JsonObject): string {
+  const target = ['plugins', 'entries', PLUGIN_ID, 'config'];
+  const plugins = wanted.plugins as JsonObject;
+  const { config: _config, ...entry } = (plugins.entries as JsonObject)[PLUGIN_ID] as JsonObject;
+  const withEntry = { ...plugins, entries: { ...(plugins.entries as JsonObject), [PLUGIN_ID]: entry } };
+  let out = editObject(text, [], file, { ...file, plugins: withEntry });
+  out = setPropertySource(out, target, sourceAt(out, ['hooks'])!);
+  const hooks = file.hooks as JsonObject;
+  out = editObject(out, target, hooks, config);
+  return editObject(out, ['hooks'], hooks, wanted.hooks as JsonObject);
+}
+
 /** The config text with the import applied; checked as the plugin checks it at start. */
 export function applyImport(text: string, configPath: string): ImportResult {
   let file: unknown;
@@ -184,7 +208,8 @@ export function applyImport(text: string, configPath: string): ImportResult {
   if (!isObject(file)) throw new ConfigError(['the file must hold one JSON5 object'], configPath);
   const { wanted, changes } = planImport(file, configPath);
   const plugins = wanted.plugins as JsonObject;
-  const hooks = ((plugins.entries as JsonObject)[PLUGIN_ID] as JsonObject).config;
+  const entry = (plugins.entries as JsonObject)[PLUGIN_ID] as JsonObject;
+  const hooks = entry.config as JsonObject;
   const gateway = isObject(file.gateway) ? file.gateway : {};
   const gatewayToken =
     isObject(gateway.auth) && typeof gateway.auth.token === 'string' ? gateway.auth.token : undefined;
@@ -192,7 +217,7 @@ export function applyImport(text: string, configPath: string): ImportResult {
 
   let out: string | undefined;
   try {
-    out = editObject(text, [], file, wanted);
+    out = moveHooksBlock(text, file, wanted, hooks);
   } catch (err) {
     if (!(err instanceof Json5EditError)) throw err;
   }
