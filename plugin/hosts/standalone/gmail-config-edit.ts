@@ -1,9 +1,8 @@
 // What `webhooks gmail setup` writes into the gateway config: hooks.gmail, hooks.presets += gmail and
 // hooks.enabled, edited into the JSON5 text so that the file's comments, layout and every other key stay.
-import { isDeepStrictEqual } from 'node:util';
-import JSON5 from 'json5';
 import { ConfigError, type GmailSettings } from '../../host-kit.ts';
-import { editObject, isObject, Json5EditError, type JsonObject } from './json5-edit.ts';
+import { checkedEdit, parseConfigText } from './config-text-edit.ts';
+import { editObject, isObject, type JsonObject } from './json5-edit.ts';
 
 /** The hooks.gmail keys setup decides (they follow the command line on every run). */
 export type GmailSetupKeys = Pick<
@@ -14,7 +13,6 @@ export type GmailSetupKeys = Pick<
   /** Push mode: the service account the push's OIDC token is signed as (the watcher checks its email). */
   pushServiceAccount?: string;
 };
-
 
 /**
  * Tunables written with their defaults only when absent, so the user sees them in the file and their own
@@ -73,35 +71,13 @@ function wantedFile(file: JsonObject, keys: GmailSetupKeys, configPath: string):
  * intended value: a config that no longer loads is never returned.
  */
 export function applyGmailSetup(text: string, keys: GmailSetupKeys, configPath: string): string {
-  let file: unknown;
-  try {
-    file = JSON5.parse(text);
-  } catch (err) {
-    throw new ConfigError([`the file is not valid JSON5 (${(err as Error).message})`], configPath);
-  }
-  if (!isObject(file)) throw new ConfigError(['the file must hold one JSON5 object'], configPath);
+  const file = parseConfigText(text, configPath);
   const wanted = wantedFile(file, keys, configPath);
-  let out: string | undefined;
-  try {
-    out = editObject(text, [], file, wanted);
-  } catch (err) {
-    if (!(err instanceof Json5EditError)) throw err;
-  }
-  let readBack: unknown;
-  try {
-    readBack = out === undefined ? undefined : JSON5.parse(out);
-  } catch {
-    readBack = undefined;
-  }
-  if (out === undefined || !isDeepStrictEqual(readBack, wanted)) {
-    const hooks = wanted.hooks as JsonObject;
-    throw new ConfigError(
-      [
-        'could not edit the file keeping its layout; set hooks.enabled: true, add "gmail" to hooks.presets ' +
-          `and set hooks.gmail to ${JSON.stringify(hooks.gmail)} by hand`,
-      ],
-      configPath,
-    );
-  }
-  return out;
+  const gmail = JSON.stringify((wanted.hooks as JsonObject).gmail);
+  return checkedEdit(
+    wanted,
+    () => editObject(text, [], file, wanted),
+    `set hooks.enabled: true, add "gmail" to hooks.presets and set hooks.gmail to ${gmail} by hand`,
+    configPath,
+  );
 }

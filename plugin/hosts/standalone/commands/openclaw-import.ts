@@ -5,18 +5,10 @@
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { isDeepStrictEqual, parseArgs } from 'node:util';
-import JSON5 from 'json5';
+import { parseArgs } from 'node:util';
 import { ConfigError, resolveHooksConfig, writeFileAtomic } from '../../../host-kit.ts';
-import {
-  editObject,
-  isObject,
-  Json5EditError,
-  setPropertySource,
-  sourceAt,
-  type Json,
-  type JsonObject,
-} from '../json5-edit.ts';
+import { checkedEdit, parseConfigText } from '../config-text-edit.ts';
+import { editObject, isObject, setPropertySource, sourceAt, type Json, type JsonObject } from '../json5-edit.ts';
 import { UsageError } from './cli-common.ts';
 
 export const OPENCLAW_IMPORT_HELP = `Usage: hookgate openclaw import [--openclaw-config FILE]
@@ -199,13 +191,7 @@ function moveHooksBlock(text: string, file: JsonObject, wanted: JsonObject, conf
 
 /** The config text with the import applied; checked as the plugin checks it at start. */
 export function applyImport(text: string, configPath: string): ImportResult {
-  let file: unknown;
-  try {
-    file = JSON5.parse(text);
-  } catch (err) {
-    throw new ConfigError([`the file is not valid JSON5 (${(err as Error).message})`], configPath);
-  }
-  if (!isObject(file)) throw new ConfigError(['the file must hold one JSON5 object'], configPath);
+  const file = parseConfigText(text, configPath);
   const { wanted, changes } = planImport(file, configPath);
   const plugins = wanted.plugins as JsonObject;
   const entry = (plugins.entries as JsonObject)[PLUGIN_ID] as JsonObject;
@@ -215,23 +201,12 @@ export function applyImport(text: string, configPath: string): ImportResult {
     isObject(gateway.auth) && typeof gateway.auth.token === 'string' ? gateway.auth.token : undefined;
   resolveHooksConfig({ hooks, hooksKey: TARGET, gatewayToken }, path.dirname(configPath), configPath);
 
-  let out: string | undefined;
-  try {
-    out = moveHooksBlock(text, file, wanted, hooks);
-  } catch (err) {
-    if (!(err instanceof Json5EditError)) throw err;
-  }
-  let readBack: unknown;
-  try {
-    readBack = out === undefined ? undefined : JSON5.parse(out);
-  } catch {
-    readBack = undefined;
-  }
-  if (out === undefined || !isDeepStrictEqual(readBack, wanted))
-    throw new ConfigError(
-      [`could not edit the file keeping its layout; move the hooks block to ${TARGET} by hand`],
-      configPath,
-    );
+  const out = checkedEdit(
+    wanted,
+    () => moveHooksBlock(text, file, wanted, hooks),
+    `move the hooks block to ${TARGET} by hand`,
+    configPath,
+  );
   return { text: out, changes };
 }
 
