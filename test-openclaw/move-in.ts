@@ -144,6 +144,7 @@ export function moveInSuite(post: Post, queued: (gw: RunningGateway) => Promise<
         { authorization: `Bearer ${webhookSecret}` },
       );
       assert.equal(wake.status, 400, wake.text);
+      assert.notEqual(wake.json, undefined, `JSON: ${wake.text}`);
     });
 
     test('hookgate openclaw import moves the block (comments kept); after a restart hookgate serves the same senders', async () => {
