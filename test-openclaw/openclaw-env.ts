@@ -174,7 +174,7 @@ export async function installPlugin(files: GatewayFiles): Promise<string> {
 }
 
 /** Where OpenClaw's managed npm project keeps the installed package. */
-export function installedRoot(files: GatewayFiles): string {
+function installedRoot(files: GatewayFiles): string {
   return path.join(files.stateDir, 'npm', 'projects', 'hookgate', 'node_modules', 'hookgate');
 }
 

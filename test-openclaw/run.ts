@@ -190,12 +190,15 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
       'x-github-delivery': `delivery-${nonce}`,
       'x-hub-signature-256': await sign(GITHUB_SECRET, body),
     };
+    // From an address of its own: the forged delivery counts as an auth failure there.
+    const from = '127.0.0.5';
     const forged = await post('/hooks/github', body, {
+      from,
       headers: { ...headers, 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` },
     });
     assert.equal(forged.status, 401, forged.text);
     assert.equal(forged.json?.code, 'signature_invalid');
-    const r = await post('/hooks/github', body, { headers });
+    const r = await post('/hooks/github', body, { from, headers });
     assert.equal(r.status, 202, r.text);
     assert.match(String(r.json?.runId), /^[0-9a-f-]{36}$/);
     // The transform's message is the run's input in OpenClaw: the repository and the pusher from the payload.
