@@ -1,14 +1,15 @@
-// Installs Node 24 and openclaw into a cache dir (npm registry only, no install scripts), and runs a
-// real OpenClaw gateway on loopback with the hookgate plugin loaded from this checkout.
+// Installs Node 24 and openclaw into a cache dir (npm registry only, no install scripts), packs this
+// checkout (`npm pack`) and installs the tarball into a real OpenClaw as a user would
+// (`openclaw plugins install npm-pack:<tgz>`), then runs that OpenClaw gateway on loopback.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import JSON5 from 'json5';
 
 export const REPO = path.resolve(import.meta.dirname, '..');
-export const PLUGIN_DIR = path.join(REPO, 'plugin', 'hosts', 'openclaw');
 // Outside the checkout, so a fresh clone (CI's) on the same machine reuses the install.
 export const CACHE =
   process.env.HOOKGATE_OPENCLAW_CACHE ??
@@ -114,22 +115,87 @@ export function quietGatewayConfig(files: GatewayFiles) {
   };
 }
 
-/** OpenClaw's config with hookgate loaded from this checkout and its own hooks off. */
+/** OpenClaw's config with the installed hookgate and OpenClaw's own hooks off. */
 export function gatewayConfig(files: GatewayFiles, hooks: HooksBlock): Record<string, unknown> {
   return {
     ...quietGatewayConfig(files),
     hooks: { enabled: false },
     plugins: {
+      // Only to start faster on a busy machine (2 plugins instead of 15); users keep their own list.
       allow: ['hookgate'],
-      load: { paths: [PLUGIN_DIR] },
       entries: { hookgate: { enabled: true, config: hooks } },
     },
   };
 }
 
-export async function writeConfigAtomic(file: string, config: unknown): Promise<void> {
+let packed: Promise<string> | undefined;
+
+/** `npm pack` of this checkout (its `prepare` builds dist/), once per run; the tarball's path. */
+export function packPlugin(): Promise<string> {
+  packed ??= (async () => {
+    const dest = await mkdtemp(path.join(os.tmpdir(), 'hookgate-pack-'));
+    if (!process.env.HOOKGATE_KEEP_TMP) process.once('exit', () => rmSync(dest, { recursive: true, force: true }));
+    const out = await run('npm', ['pack', '--silent', '--pack-destination', dest], { cwd: REPO, timeoutMs: 180_000 });
+    return path.join(dest, out.trim().split('\n').at(-1)!);
+  })();
+  return packed;
+}
+
+/** npm settings OpenClaw's own npm needs to reach this machine's registry (it runs under another HOME). */
+function npmRegistryEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  const passed =
+    /^npm_config_(registry|@.*:registry|cafile|ca|strict_ssl|proxy|https_proxy|noproxy|userconfig|globalconfig|cache)$/i;
+  for (const [key, value] of Object.entries(process.env)) if (passed.test(key)) env[key] = value;
+  for (const key of ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE'])
+    if (process.env[key] !== undefined) env[key] = process.env[key];
+  // Outside `npm run`, npm's own defaults for this user: the settings file and the download cache.
+  if (!Object.keys(env).some((k) => /^npm_config_userconfig$/i.test(k)))
+    env.npm_config_userconfig = path.join(os.homedir(), '.npmrc');
+  if (!Object.keys(env).some((k) => /^npm_config_cache$/i.test(k)))
+    env.npm_config_cache = path.join(os.homedir(), '.npm');
+  return env;
+}
+
+/** `openclaw <args>` with this gateway's environment; returns what it prints. */
+export function openclaw(files: GatewayFiles, args: string[], timeoutMs = 120_000): Promise<string> {
+  return run(NODE24, [OPENCLAW_BIN, ...args], { env: { ...gatewayEnv(files), ...npmRegistryEnv() }, timeoutMs });
+}
+
+/**
+ * Installs the packed tarball into this OpenClaw state dir, with the consent flags a non-interactive
+ * install needs (--force: a source outside ClawHub; --accept-capabilities). Returns the installed root.
+ */
+export async function installPlugin(files: GatewayFiles): Promise<string> {
+  const tgz = await packPlugin();
+  await writeConfigAtomic(files.configPath, quietGatewayConfig(files));
+  await openclaw(files, ['plugins', 'install', `npm-pack:${tgz}`, '--force', '--accept-capabilities']);
+  return installedRoot(files);
+}
+
+/** Where OpenClaw's managed npm project keeps the installed package. */
+function installedRoot(files: GatewayFiles): string {
+  return path.join(files.stateDir, 'npm', 'projects', 'hookgate', 'node_modules', 'hookgate');
+}
+
+/**
+ * The `meta` block OpenClaw keeps in its config (written by `plugins install`), or undefined: a config
+ * written without it is taken for a damaged one and OpenClaw restores its backup.
+ */
+export async function openClawMeta(file: string): Promise<unknown> {
+  try {
+    return (JSON5.parse(await readFile(file, 'utf8')) as { meta?: unknown }).meta;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes the config whole, keeping OpenClaw's `meta` block. */
+export async function writeConfigAtomic(file: string, config: Record<string, unknown>): Promise<void> {
+  const meta = await openClawMeta(file);
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `// written by test-openclaw\n${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  const text = JSON.stringify(meta === undefined ? config : { ...config, meta }, null, 2);
+  await writeFile(tmp, `// written by test-openclaw\n${text}\n`, { mode: 0o600 });
   await rename(tmp, file);
 }
 
@@ -260,6 +326,11 @@ export function killStragglers(stateDir: string): void {
 
 export async function startGateway(files: GatewayFiles, hooks: HooksBlock): Promise<RunningGateway> {
   await writeConfigAtomic(files.configPath, gatewayConfig(files, hooks));
+  return runGateway(files);
+}
+
+/** `openclaw gateway run` on the config file as it is. */
+export function runGateway(files: GatewayFiles): RunningGateway {
   const child = spawn(NODE24, [OPENCLAW_BIN, 'gateway', 'run', '--port', String(files.port), '--bind', 'loopback'], {
     env: gatewayEnv(files),
     cwd: files.dir,

@@ -2,12 +2,19 @@
 // Run with `tsx test-openclaw/run.ts`. Uses the npm registry (first run only) and loopback, nothing else.
 // Checks answers over HTTP and effects through OpenClaw's own gateway API (`openclaw gateway call`).
 import assert from 'node:assert/strict';
+import { copyFile, mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { sign } from '@octokit/webhooks-methods';
+import published from '@octokit/webhooks-examples';
 import {
   ensureInstalled,
   gatewayConfig,
+  installPlugin,
+  openclaw,
   prepareFiles,
+  REPO,
   removeFiles,
   startGateway,
   writeConfigAtomic,
@@ -15,12 +22,14 @@ import {
   type HooksBlock,
   type RunningGateway,
 } from './openclaw-env.ts';
+import { moveInSuite } from './move-in.ts';
 import { startRedis, type RedisServer } from '../test/helpers/redis-server.ts';
 import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';
 
 /** The whole run is bounded: first-time install, gateway start, checks and shutdown. */
 const WATCHDOG_MS = Number(process.env.HOOKGATE_OPENCLAW_TIMEOUT_MS ?? 15 * 60_000);
 const nonce = Math.random().toString(36).slice(2, 8);
+const GITHUB_SECRET = `github-secret-${nonce}`;
 
 const HOOKS: HooksBlock = {
   enabled: true,
@@ -30,12 +39,29 @@ const HOOKS: HooksBlock = {
   allowedSessionKeyPrefixes: ['hook:'],
   maxBodyBytes: 1024,
   authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 },
+  // The shipped GitHub example, copied from the installed package into OpenClaw's transforms dir.
+  mappings: [
+    {
+      id: 'github',
+      match: { path: 'github' },
+      action: 'agent',
+      deliver: false,
+      // The summary stays queued (a heartbeat would take it in), where the test reads it.
+      wakeMode: 'next-heartbeat',
+      sessionKey: 'hook:github',
+      maxBodyBytes: 1 << 20,
+      transform: { module: 'github.ts' },
+      verify: { scheme: 'github', secret: GITHUB_SECRET },
+    },
+  ],
 };
 
 let files: GatewayFiles;
 let gw: RunningGateway | undefined;
 /** Shared state with a standalone gateway (hooks.sharedState), checked in the last test. */
 let redis: RedisServer | undefined;
+/** Where OpenClaw installed the tarball, and what `openclaw plugins inspect hookgate --runtime --json` said. */
+let installed: { root: string; inspect: Record<string, any> };
 
 const watchdog = setTimeout(() => {
   process.stderr.write(`test-openclaw: gave up after ${WATCHDOG_MS} ms\n`);
@@ -54,7 +80,14 @@ interface Answer {
 function post(
   pathname: string,
   body: string,
-  opts: { token?: string; from?: string; method?: string; idempotencyKey?: string; base?: string } = {},
+  opts: {
+    token?: string;
+    from?: string;
+    method?: string;
+    idempotencyKey?: string;
+    base?: string;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -66,6 +99,7 @@ function post(
           'content-type': 'application/json',
           ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
           ...(opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {}),
+          ...opts.headers,
         },
         timeout: 15_000,
       },
@@ -109,6 +143,14 @@ before(
     const done = await ensureInstalled();
     if (done.length) process.stderr.write(`test-openclaw: ${done.join(', ')} (${Date.now() - t0} ms)\n`);
     files = await prepareFiles();
+    const t2 = Date.now();
+    const root = await installPlugin(files);
+    const said = await openclaw(files, ['plugins', 'inspect', 'hookgate', '--runtime', '--json']);
+    installed = { root, inspect: JSON.parse(said.slice(said.indexOf('{'))) as Record<string, any> };
+    process.stderr.write(`test-openclaw: packed, installed and inspected in ${Date.now() - t2} ms\n`);
+    const transforms = path.join(files.stateDir, 'hooks', 'transforms');
+    await mkdir(transforms, { recursive: true });
+    await copyFile(path.join(root, 'transforms-example', 'github.ts'), path.join(transforms, 'github.ts'));
     redis = await startRedis();
     HOOKS.sharedState = { redis: redis.url, keyPrefix: `oc-${nonce}:` };
     const t1 = Date.now();
@@ -128,6 +170,49 @@ after(async () => {
 
 describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
   const wakeText = `door bell ${nonce}`;
+
+  test("installed from the packed tarball: loaded from OpenClaw's own npm project, built JavaScript, no path into the checkout", () => {
+    const plugin = installed.inspect.plugin as Record<string, any>;
+    assert.equal(plugin.status, 'loaded', JSON.stringify(installed.inspect.diagnostics));
+    assert.equal(plugin.rootDir, installed.root);
+    assert.equal(plugin.source, path.join(installed.root, 'dist', 'plugin', 'hosts', 'openclaw', 'index.js'));
+    assert.equal(plugin.trust?.installSource, 'npm');
+    assert.deepEqual(plugin.services, ['hookgate']);
+    assert.ok(!JSON.stringify(installed.inspect).includes(REPO), 'nothing points into the checkout');
+  });
+
+  test('a signed GitHub delivery runs through the shipped example transform inside OpenClaw', async () => {
+    const examples = published as unknown as { name: string; examples: Record<string, any>[] }[];
+    const push = examples.find((e) => e.name === 'push')!.examples.find((e) => e.head_commit)!;
+    const body = JSON.stringify(push);
+    const headers = {
+      'x-github-event': 'push',
+      'x-github-delivery': `delivery-${nonce}`,
+      'x-hub-signature-256': await sign(GITHUB_SECRET, body),
+    };
+    // From an address of its own: the forged delivery counts as an auth failure there.
+    const from = '127.0.0.5';
+    const forged = await post('/hooks/github', body, {
+      from,
+      headers: { ...headers, 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` },
+    });
+    assert.equal(forged.status, 401, forged.text);
+    assert.equal(forged.json?.code, 'signature_invalid');
+    const r = await post('/hooks/github', body, { from, headers });
+    assert.equal(r.status, 202, r.text);
+    assert.match(String(r.json?.runId), /^[0-9a-f-]{36}$/);
+    // The transform's message is the run's input in OpenClaw: the repository and the pusher from the payload.
+    const said = await eventually('the GitHub run in agent:main:hook:github', 60_000, async () => {
+      const history = await gw!.call('chat.history', { sessionKey: 'agent:main:hook:github' });
+      const text = JSON.stringify(history);
+      return text.includes(String(push.repository.full_name)) ? text : undefined;
+    });
+    assert.ok(said.includes(String(push.sender.login)), said.slice(0, 2000));
+    const summary = await eventually('the GitHub run summary', 90_000, async () =>
+      (await queuedSystemEvents()).find((e) => e.startsWith('Hook GitHub (')),
+    );
+    assert.match(summary, /^Hook GitHub \(error\): \S/);
+  });
 
   test('wake: 200, and the event is queued on the main session in OpenClaw', async () => {
     const r = await post('/hooks/wake', JSON.stringify({ text: wakeText, mode: 'next-heartbeat' }), {
@@ -314,3 +399,5 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
     }
   });
 });
+
+moveInSuite(post, async (running) => ((await running.call('status')).queuedSystemEvents as string[] | undefined) ?? []);

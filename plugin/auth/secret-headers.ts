@@ -3,5 +3,6 @@ export const SECRET_HEADERS: ReadonlySet<string> = new Set([
   'authorization',
   'proxy-authorization',
   'x-service-token',
+  'x-openclaw-token',
   'cookie',
 ]);

@@ -51,13 +51,20 @@ export function bearerToken(value: string): string | undefined {
   return token.length > 0 ? token : undefined;
 }
 
+/** The trimmed value of a token header, or undefined when it is absent or blank. */
+function headerToken(value: string | string[] | undefined): string | undefined {
+  const token = firstValue(value)?.trim();
+  return token ? token : undefined;
+}
+
 /**
  * The token a request carries: `Authorization: Bearer <t>` (scheme
  * case-insensitive, surrounding blanks trimmed), otherwise the
- * `x-service-token` header. An Authorization header with another scheme (or
- * an empty bearer value) falls through to `x-service-token`. Returns
- * undefined when neither yields a non-empty value. Array-valued headers use
- * their first element.
+ * `x-service-token` header, otherwise `x-openclaw-token` (the carrier of
+ * OpenClaw's built-in hooks, so senders moving over keep working). An
+ * Authorization header with another scheme (or an empty bearer value) falls
+ * through to the token headers. Returns undefined when none yields a
+ * non-empty value. Array-valued headers use their first element.
  */
 export function extractToken(headers: IncomingHttpHeaders): string | undefined {
   const auth = firstValue(headers.authorization);
@@ -65,12 +72,7 @@ export function extractToken(headers: IncomingHttpHeaders): string | undefined {
     const token = bearerToken(auth);
     if (token !== undefined) return token;
   }
-  const service = firstValue(headers['x-service-token']);
-  if (service !== undefined) {
-    const token = service.trim();
-    if (token.length > 0) return token;
-  }
-  return undefined;
+  return headerToken(headers['x-service-token']) ?? headerToken(headers['x-openclaw-token']);
 }
 
 export function digestToken(token: string): TokenDigest {

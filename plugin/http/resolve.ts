@@ -106,7 +106,8 @@ export function deliveryOf(
   const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
   if (facts.bodyBytes > own) throw refuse.payloadTooLarge(own);
   const query = facts.query === undefined ? NO_QUERY : new URLSearchParams(facts.query);
-  const mapped: MappedRequest = { headers, query, name: facts.name, bodyLimit: own };
+  const url = `http://localhost${snap.path}/${facts.name}${facts.query === undefined ? '' : `?${facts.query}`}`;
+  const mapped: MappedRequest = { headers, query, name: facts.name, url, bodyLimit: own };
   return { kind: 'mapped', headers, endpoint: undefined, mapping, mapped, payload };
 }
 

@@ -50,6 +50,8 @@ export interface MappedRequest {
   headers: IncomingHttpHeaders;
   query: URLSearchParams;
   name: string;
+  /** The request's path and query on http://localhost, as OpenClaw's built-in hooks give transforms `url`. */
+  url: string;
   /** The mapping's body limit: what a transform returns may be no larger. */
   bodyLimit: number;
 }
@@ -168,6 +170,7 @@ async function transformed(
     headers: transformHeaders(request.headers, m.hiddenHeaders),
     query: Object.fromEntries(request.query),
     path: request.name,
+    url: request.url,
   };
   if (item) {
     ctx.item = item.item;
@@ -190,7 +193,18 @@ async function transformed(
       `mapping "${m.id}": the transform returned an invalid action: ${formatErrors(validateTransformResult.errors).join('; ')}`,
     );
   }
-  return actionOf(m, { ...rendered, ...(outcome.value as ActionFields) });
+  return actionOf(m, { ...rendered, ...withoutOpenClawNames(outcome.value as TransformFields) });
+}
+
+/** A transform's result, which may use the names of OpenClaw's built-in hooks: `kind`, and `mode` for a wake. */
+type TransformFields = ActionFields & { kind?: 'wake' | 'agent'; mode?: ActionFields['wakeMode'] };
+
+/** Transforms written for OpenClaw's built-in hooks run unchanged: their names read as hookgate's. */
+function withoutOpenClawNames(value: TransformFields): ActionFields {
+  if (value.kind === undefined && value.mode === undefined) return value;
+  const { kind, mode, ...fields } = value;
+  const action = fields.action ?? kind;
+  return { ...fields, action, wakeMode: fields.wakeMode ?? (action === 'agent' ? undefined : mode) };
 }
 
 /** The wake or agent action the fields describe; a 400 when its text or message came out empty. */

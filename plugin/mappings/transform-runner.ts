@@ -48,6 +48,8 @@ export interface TransformCall {
     headers: Record<string, string>;
     query: Record<string, string>;
     path: string;
+    /** Given to the transform as a URL object. */
+    url?: string;
     item?: unknown;
     index?: number;
   };
@@ -140,9 +142,12 @@ interface Slot {
   /** Retires the worker if it is still idle when it fires; refreshed whenever the worker goes idle. */
   idleTimer?: NodeJS.Timeout;
   dead: boolean;
+  /** The worker's own code loaded ('ready'); a death before it is a worker that could not start. */
+  ready?: boolean;
 }
 
 type WorkerMessage =
+  | { type: 'ready' }
   | { type: 'start'; id: number }
   | { type: 'memory' }
   | { type: 'result'; id: number; ok: true; value: Record<string, unknown> | null }
@@ -168,7 +173,7 @@ function outputLimit(bytes: number | undefined): number {
 function isWorkerMessage(msg: unknown): msg is WorkerMessage {
   if (msg === null || typeof msg !== 'object') return false;
   const m = msg as Record<string, unknown>;
-  if (m.type === 'memory') return true;
+  if (m.type === 'memory' || m.type === 'ready') return true;
   if (typeof m.id !== 'number') return false;
   if (m.type === 'start') return true;
   if (m.type !== 'result') return false;
@@ -369,6 +374,10 @@ export class TransformRunner {
   private onMessage(slot: Slot, msg: unknown): void {
     if (slot.dead || !isWorkerMessage(msg)) return;
     slot.heardAt = performance.now();
+    if (msg.type === 'ready') {
+      slot.ready = true;
+      return;
+    }
     if (msg.type === 'memory') {
       this.onOverMemory(slot);
       return;
@@ -490,6 +499,8 @@ export class TransformRunner {
     clearTimeout(slot.loadTimer);
     clearTimeout(slot.idleTimer);
     const { reason, detail } = crash;
+    // No user code ran yet: the error is about the worker's own files (a missing module, say), so it is logged.
+    if (!slot.ready && !this.closed) this.logger?.warn('transform worker could not start', { error: detail });
     if (slot.calls.size === 0) {
       if (!this.closed) this.logger?.warn('idle transform worker died', { reason });
       this.pump();

@@ -6,7 +6,8 @@
 //
 // Protocol (every message carries the call id; the runner ignores answers it no longer waits for):
 //   in:  { type: 'call', id, file, exportName, ctx, maxOutputBytes }
-//   out: { type: 'start', id }                           the module is loaded; the transform runs now
+//   out: { type: 'ready' }                               the worker itself loaded (sent once, first)
+//        { type: 'start', id }                           the module is loaded; the transform runs now
 //        { type: 'result', id, ok: true, value }         value: a plain object or null, within maxOutputBytes as JSON
 //        { type: 'result', id, ok: false, code, kind?, detail? }
 //        { type: 'memory' }                              off-heap memory over the limit: terminate this worker
@@ -269,13 +270,17 @@ async function handle(msg) {
   port.postMessage({ type: 'start', id });
   let value;
   try {
-    value = await fn(ctx);
+    // A URL object, as OpenClaw's built-in hooks give it (it cannot cross postMessage as one).
+    value = await fn(typeof ctx.url === 'string' ? { ...ctx, url: new URL(ctx.url) } : ctx);
   } catch (err) {
     fail(id, 'threw', { detail: messageOf(err) });
     return;
   }
   return finish(id, value, maxOutputBytes);
 }
+
+// This file and its imports loaded: a death before this message is the worker failing to start.
+port.postMessage({ type: 'ready' });
 
 port.on('message', (msg) => {
   if (!msg || msg.type !== 'call' || typeof msg.id !== 'number') return;

@@ -150,7 +150,7 @@ test('a match.path no request can reach (non-ASCII, space, %) is refused naming 
 test('templates: paths, indexes, headers, query, path, now; missing is empty, objects are JSON, prototypes never resolve', async () => {
   const textTemplate =
     '{{repo.name}}|{{commits[1].id}}|{{headers.x-github-event}}|{{query.kind}}|{{path}}|{{missing.deep}}|{{repo}}|' +
-    '{{__proto__}}|{{constructor}}|{{repo.constructor.name}}|{{prototype}}|{{headers.authorization}}|{{headers.x-service-token}}|{{now}}';
+    '{{__proto__}}|{{constructor}}|{{repo.constructor.name}}|{{prototype}}|{{headers.authorization}}|{{headers.x-service-token}}|{{headers.x-openclaw-token}}|{{now}}';
   await withGateway(
     {
       hooks: {
@@ -163,12 +163,12 @@ test('templates: paths, indexes, headers, query, path, now; missing is empty, ob
         '/hooks/tpl?kind=push',
         { repo: { name: 'hookgate' }, commits: [{ id: 'a1' }, { id: 'b2' }] },
         {
-          headers: { 'x-github-event': 'push', 'x-service-token': HOOK_TOKEN },
+          headers: { 'x-github-event': 'push', 'x-service-token': HOOK_TOKEN, 'x-openclaw-token': 'oc-secret' },
         },
       );
       assert.equal(r.status, 200);
       const parts = gw.rec.events.at(-1)!.text.split('|');
-      assert.deepEqual(parts.slice(0, 13), [
+      assert.deepEqual(parts.slice(0, 14), [
         'hookgate',
         'b2',
         'push',
@@ -182,8 +182,9 @@ test('templates: paths, indexes, headers, query, path, now; missing is empty, ob
         '',
         '',
         '',
+        '',
       ]);
-      assert.match(parts[13]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      assert.match(parts[14]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       // A payload carrying its own __proto__ key still does not resolve through it.
       const polluted = await post(gw.url, '/hooks/tpl', undefined, {
         rawBody: '{"__proto__":{"name":"evil"},"repo":{"name":"ok"}}',

@@ -52,7 +52,7 @@ test('method other than POST: 405 with Allow: POST', async () => {
   }
 });
 
-test('missing or wrong token: 401; both carriers accepted', async () => {
+test('missing or wrong token: 401; every carrier accepted', async () => {
   assertError(await post(gw.url, '/hooks/wake', { text: 'x' }, { token: null }), 401, 'unauthorized');
   assertError(await post(gw.url, '/hooks/wake', { text: 'x' }, { token: 'nope' }), 401, 'unauthorized');
   assertError(await post(gw.url, '/hooks/wake', { text: 'x' }, { token: GATEWAY_TOKEN }), 401, 'unauthorized');
@@ -63,6 +63,19 @@ test('missing or wrong token: 401; both carriers accepted', async () => {
     { token: null, headers: { 'x-service-token': HOOK_TOKEN } },
   );
   assert.equal(viaHeader.status, 200);
+  // OpenClaw's built-in hooks' carrier: senders moving over keep working.
+  const viaOpenClawHeader = await post(
+    gw.url,
+    '/hooks/wake',
+    { text: 'x' },
+    { token: null, headers: { 'x-openclaw-token': HOOK_TOKEN } },
+  );
+  assert.equal(viaOpenClawHeader.status, 200);
+  assertError(
+    await post(gw.url, '/hooks/wake', { text: 'x' }, { token: null, headers: { 'x-openclaw-token': 'nope' } }),
+    401,
+    'unauthorized',
+  );
   const lowerScheme = await post(
     gw.url,
     '/hooks/wake',

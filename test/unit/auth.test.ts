@@ -33,6 +33,14 @@ test('extractToken: x-service-token', () => {
   assert.equal(extractToken({ 'x-service-token': '  svc  ' }), 'svc');
 });
 
+test('extractToken: x-openclaw-token, after bearer and x-service-token', () => {
+  assert.equal(extractToken({ 'x-openclaw-token': ' oc ' }), 'oc');
+  assert.equal(extractToken({ 'x-service-token': 'svc', 'x-openclaw-token': 'oc' }), 'svc');
+  assert.equal(extractToken({ authorization: 'Bearer a', 'x-openclaw-token': 'oc' }), 'a');
+  assert.equal(extractToken({ 'x-service-token': '  ', 'x-openclaw-token': 'oc' }), 'oc');
+  assert.equal(extractToken({ 'x-openclaw-token': '' }), undefined);
+});
+
 test('extractToken: bearer wins over x-service-token', () => {
   assert.equal(extractToken({ authorization: 'Bearer a', 'x-service-token': 'b' }), 'a');
 });

@@ -7,10 +7,13 @@ import JSON5 from 'json5';
 import {
   appendItem,
   deleteProperty,
+  editObject,
+  type Json,
   Json5EditError,
   scan,
   setProperty,
-  type Json,
+  setPropertySource,
+  sourceAt,
 } from '../../plugin/hosts/standalone/json5-edit.ts';
 
 const FILE = `// top
@@ -94,4 +97,42 @@ test('property: every edit reads back as the intended value, whatever the layout
     ),
     { numRuns: 400 },
   );
+});
+
+test('a value moved with its comments, re-indented; list items edited in place keep the comments between them', () => {
+  const text = `{
+  from: {
+    // why a
+    a: 1,
+    list: [
+      { id: 'x', n: 1 }, // first
+      { id: 'y', n: 2 },
+    ],
+  },
+  to: { deep: {} },
+}
+`;
+  const moved = setPropertySource(text, ['to', 'deep', 'copy'], sourceAt(text, ['from'])!);
+  assert.match(moved, /\n {6}\/\/ why a\n {6}a: 1,/);
+  const value = {
+    a: 1,
+    list: [
+      { id: 'x', n: 1 },
+      { id: 'y', n: 2 },
+    ],
+  };
+  assert.deepEqual(JSON5.parse(moved), { from: value, to: { deep: { copy: value } } });
+  const edited = editObject(text, ['from'], value, {
+    a: 1,
+    list: [
+      { id: 'x', n: 10 },
+      { id: 'y', n: 2, z: true },
+    ],
+  });
+  assert.ok(edited.includes('// first') && edited.includes('// why a'), edited);
+  assert.deepEqual(JSON5.parse(edited).from.list, [
+    { id: 'x', n: 10 },
+    { id: 'y', n: 2, z: true },
+  ]);
+  assert.equal(sourceAt(text, ['nothing']), undefined);
 });

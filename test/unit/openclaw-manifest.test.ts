@@ -8,7 +8,7 @@ import { Ajv } from 'ajv';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const read = (file: string): any => JSON.parse(readFileSync(path.join(ROOT, file), 'utf8'));
-const manifest = read('plugin/hosts/openclaw/openclaw.plugin.json');
+const manifest = read('openclaw.plugin.json');
 const hooksSchema = read('schema/hooks-config.schema.json');
 
 test('the manifest accepts every key of the hooks config', () => {

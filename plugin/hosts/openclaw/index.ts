@@ -10,6 +10,7 @@ import { HOOKS_KEY, PLUGIN_ID, routePath } from './config.ts';
 import { createOpenClawHost } from './host.ts';
 import { ServiceQueue } from './run-queue.ts';
 import { IdempotencyJournal } from './idempotency-journal.ts';
+import { builtInHooksWarning } from './builtin-hooks.ts';
 
 /** Where the plugin's Prometheus metrics answer in OpenClaw. */
 const METRICS_PATH = '/hookgate/metrics';
@@ -64,6 +65,8 @@ function register(api: OpenClawPluginApi): void {
     async start(ctx) {
       // Everything queued from the route runs in this context, which carries the service's authority.
       queue.attach(AsyncLocalStorage.snapshot());
+      const clash = builtInHooksWarning(api.config, routePath(api.pluginConfig));
+      if (clash) host.logger.warn(clash);
       try {
         await journal.open(ctx.stateDir);
         const started = await createHooksPlugin(host, { watch: true });

@@ -22,6 +22,7 @@ import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
 import { runWebhooksTest, WEBHOOKS_TEST_HELP } from './commands/webhooks-test.ts';
 import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
 import { asRun, commandName } from './commands/command-name.ts';
+import { OPENCLAW_IMPORT_HELP, openClawCommand } from './commands/openclaw-import.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -40,6 +41,7 @@ Commands:
   webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)
   webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail
   webhooks gmail status  Show the Gmail watcher's state
+  openclaw import  Move OpenClaw's built-in hooks settings into hookgate's plugin config
   help [command]  Show help for a command
 
 Run \`hookgate help <command>\` or \`hookgate <command> --help\` for its options.`,
@@ -65,6 +67,7 @@ Prints "listening on http://<host>:<port>" once ready. SIGTERM or SIGINT stops i
   get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`,
   requests: REQUESTS_HELP,
   channels: CHANNELS_HELP,
+  openclaw: OPENCLAW_IMPORT_HELP,
   webhooks: `Usage: hookgate webhooks <test|gmail> …
 
 ${WEBHOOKS_TEST_HELP}
@@ -218,6 +221,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'requests') return await runRequests(rest);
     if (command === 'channels') return await runChannels(rest);
     if (command === 'webhooks') return await runWebhooks(rest);
+    if (command === 'openclaw') return await openClawCommand(rest);
     throw new UsageError(`unknown command "${command}"`);
   } catch (err) {
     if (err instanceof ConfigError) console.error(err.message);

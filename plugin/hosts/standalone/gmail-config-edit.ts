@@ -1,9 +1,8 @@
 // What `webhooks gmail setup` writes into the gateway config: hooks.gmail, hooks.presets += gmail and
 // hooks.enabled, edited into the JSON5 text so that the file's comments, layout and every other key stay.
-import { isDeepStrictEqual } from 'node:util';
-import JSON5 from 'json5';
 import { ConfigError, type GmailSettings } from '../../host-kit.ts';
-import { appendItem, deleteProperty, Json5EditError, setProperty, type Json } from './json5-edit.ts';
+import { checkedEdit, parseConfigText } from './config-text-edit.ts';
+import { editObject, isObject, type JsonObject } from './json5-edit.ts';
 
 /** The hooks.gmail keys setup decides (they follow the command line on every run). */
 export type GmailSetupKeys = Pick<
@@ -14,8 +13,6 @@ export type GmailSetupKeys = Pick<
   /** Push mode: the service account the push's OIDC token is signed as (the watcher checks its email). */
   pushServiceAccount?: string;
 };
-
-type JsonObject = { [key: string]: Json };
 
 /**
  * Tunables written with their defaults only when absent, so the user sees them in the file and their own
@@ -28,10 +25,6 @@ const TUNABLE_DEFAULTS: JsonObject = {
   resyncMessages: 20,
 };
 const PUSH_SERVE_DEFAULT: JsonObject = { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' };
-
-function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /** The whole file as it should be after setup (other keys as they are). */
 function wantedFile(file: JsonObject, keys: GmailSetupKeys, configPath: string): JsonObject {
@@ -73,60 +66,18 @@ function wantedFile(file: JsonObject, keys: GmailSetupKeys, configPath: string):
 }
 
 /**
- * Rewrites the object at `path` from `current` to `wanted` touching only what differs: new keys added
- * last, changed scalars replaced, lists that only grew appended to, keys no longer wanted removed.
- */
-function editObject(text: string, path: string[], current: JsonObject, wanted: JsonObject): string {
-  let out = text;
-  for (const [key, value] of Object.entries(wanted)) {
-    const at = [...path, key];
-    const now = Object.hasOwn(current, key) ? current[key] : undefined;
-    if (now === undefined) out = setProperty(out, at, value);
-    else if (isDeepStrictEqual(now, value)) continue;
-    else if (isObject(now) && isObject(value)) out = editObject(out, at, now, value);
-    else if (Array.isArray(now) && Array.isArray(value) && isDeepStrictEqual(value.slice(0, now.length), now))
-      for (const item of value.slice(now.length)) out = appendItem(out, at, item);
-    else out = setProperty(out, at, value);
-  }
-  for (const key of Object.keys(current)) if (!Object.hasOwn(wanted, key)) out = deleteProperty(out, [...path, key]);
-  return out;
-}
-
-/**
  * Returns the config text with the setup applied. Only values that differ are touched, so running it on
  * its own output returns the same text byte for byte. The result is read back and must equal the
  * intended value: a config that no longer loads is never returned.
  */
 export function applyGmailSetup(text: string, keys: GmailSetupKeys, configPath: string): string {
-  let file: unknown;
-  try {
-    file = JSON5.parse(text);
-  } catch (err) {
-    throw new ConfigError([`the file is not valid JSON5 (${(err as Error).message})`], configPath);
-  }
-  if (!isObject(file)) throw new ConfigError(['the file must hold one JSON5 object'], configPath);
+  const file = parseConfigText(text, configPath);
   const wanted = wantedFile(file, keys, configPath);
-  let out: string | undefined;
-  try {
-    out = editObject(text, [], file, wanted);
-  } catch (err) {
-    if (!(err instanceof Json5EditError)) throw err;
-  }
-  let readBack: unknown;
-  try {
-    readBack = out === undefined ? undefined : JSON5.parse(out);
-  } catch {
-    readBack = undefined;
-  }
-  if (out === undefined || !isDeepStrictEqual(readBack, wanted)) {
-    const hooks = wanted.hooks as JsonObject;
-    throw new ConfigError(
-      [
-        'could not edit the file keeping its layout; set hooks.enabled: true, add "gmail" to hooks.presets ' +
-          `and set hooks.gmail to ${JSON.stringify(hooks.gmail)} by hand`,
-      ],
-      configPath,
-    );
-  }
-  return out;
+  const gmail = JSON.stringify((wanted.hooks as JsonObject).gmail);
+  return checkedEdit(
+    wanted,
+    () => editObject(text, [], file, wanted),
+    `set hooks.enabled: true, add "gmail" to hooks.presets and set hooks.gmail to ${gmail} by hand`,
+    configPath,
+  );
 }

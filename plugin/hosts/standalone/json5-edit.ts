@@ -2,9 +2,15 @@
 // commas. The text is scanned into value spans (objects, arrays, scalars with their offsets); an edit
 // replaces or inserts text at those offsets, laid out like its neighbours. Callers check the result
 // reads back as intended (JSON5.parse), so a scan mistake can never write a wrong config.
+import { isDeepStrictEqual } from 'node:util';
 import JSON5 from 'json5';
 
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export function isObject(v: unknown): v is JsonObject {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
 
 interface Span {
   start: number;
@@ -121,11 +127,19 @@ export function scan(text: string): Node {
   return root;
 }
 
-/** The property at `path` (keys from the root object), or undefined. */
+/** The property at `path` (keys from the root object, indexes in lists), or undefined. */
 function find(root: Node, path: readonly string[]): { prop?: Property; node: Node } | undefined {
   let node = root;
   let prop: Property | undefined;
   for (const key of path) {
+    if (node.kind === 'array') {
+      // An index: the item itself, which has no key of its own.
+      const item = /^\d+$/.test(key) ? node.items[Number(key)] : undefined;
+      if (!item) return undefined;
+      prop = undefined;
+      node = item;
+      continue;
+    }
     if (node.kind !== 'object') return undefined;
     // A repeated key: the last one is what JSON5 reads.
     prop = undefined;
@@ -212,18 +226,47 @@ function multiLineParent(text: string, node: Span): boolean {
  * added as the last of its object (which must exist). An equal scalar is left as written.
  */
 export function setProperty(text: string, path: readonly string[], value: Json): string {
+  return place(text, path, (indent) => render(value, indent), value);
+}
+
+/** A value as written in the file (comments inside it included), and the indent of its key's line. */
+export interface ValueSource {
+  source: string;
+  indent: string;
+}
+
+/** The value at `path` as written, or undefined when there is no such property. */
+export function sourceAt(text: string, path: readonly string[]): ValueSource | undefined {
+  const found = find(scan(text), path);
+  if (!found?.prop) return undefined;
+  return { source: text.slice(found.node.start, found.node.end), indent: indentAt(text, found.prop.start) };
+}
+
+/** Sets the property at `path` to a value taken from elsewhere (sourceAt), re-indented for its new place. */
+export function setPropertySource(text: string, path: readonly string[], value: ValueSource): string {
+  const reindent = (indent: string): string =>
+    value.source
+      .split('\n')
+      .map((line, i) => (i > 0 && line.startsWith(value.indent) ? indent + line.slice(value.indent.length) : line))
+      .join('\n');
+  return place(text, path, reindent);
+}
+
+/** Replaces the value at `path` (an equal scalar is left as written) or adds the property last. */
+function place(text: string, path: readonly string[], valueText: (indent: string) => string, value?: Json): string {
   const root = scan(text);
   const found = find(root, path);
   if (found?.prop) {
     const { node } = found;
-    if (node.kind === 'scalar' && JSON5.parse(text.slice(node.start, node.end)) === value) return text;
-    return splice(text, node.start, node.end, render(value, indentAt(text, found.prop.start)));
+    if (value !== undefined && node.kind === 'scalar' && JSON5.parse(text.slice(node.start, node.end)) === value)
+      return text;
+    return splice(text, node.start, node.end, valueText(indentAt(text, found.prop.start)));
   }
   const parent = path.length === 1 ? { node: root } : find(root, path.slice(0, -1));
   if (!parent || parent.node.kind !== 'object')
     throw new Json5EditError(`${path.slice(0, -1).join('.') || 'the file'} is not an object`);
   const key = path.at(-1)!;
-  return insertLast(text, parent.node, (indent) => `${renderKey(key)}: ${render(value, indent)}`);
+  return insertLast(text, parent.node, (indent) => `${renderKey(key)}: ${valueText(indent)}`);
 }
 
 /** Adds `value` as the last item of the array at `path`. */
@@ -262,4 +305,38 @@ export function valueAt(text: string, path: readonly string[]): unknown {
     v = (v as Record<string, unknown>)[key];
   }
   return v;
+}
+
+/** Two lists of objects, item for item: edited in place, so comments between the items stay. */
+function sameLengthObjectLists(now: Json, value: Json): value is JsonObject[] {
+  return (
+    Array.isArray(now) &&
+    Array.isArray(value) &&
+    now.length === value.length &&
+    now.every(isObject) &&
+    value.every(isObject)
+  );
+}
+
+/**
+ * Rewrites the object at `path` from `current` to `wanted` touching only what differs: new keys added
+ * last, changed scalars replaced, lists that only grew appended to, keys no longer wanted removed.
+ */
+export function editObject(text: string, path: string[], current: JsonObject, wanted: JsonObject): string {
+  let out = text;
+  for (const [key, value] of Object.entries(wanted)) {
+    const at = [...path, key];
+    const now = Object.hasOwn(current, key) ? current[key] : undefined;
+    if (now === undefined) out = setProperty(out, at, value);
+    else if (isDeepStrictEqual(now, value)) continue;
+    else if (isObject(now) && isObject(value)) out = editObject(out, at, now, value);
+    else if (sameLengthObjectLists(now, value))
+      for (const [i, item] of value.entries())
+        out = editObject(out, [...at, String(i)], (now as JsonObject[])[i]!, item);
+    else if (Array.isArray(now) && Array.isArray(value) && isDeepStrictEqual(value.slice(0, now.length), now))
+      for (const item of value.slice(now.length)) out = appendItem(out, at, item);
+    else out = setProperty(out, at, value);
+  }
+  for (const key of Object.keys(current)) if (!Object.hasOwn(wanted, key)) out = deleteProperty(out, [...path, key]);
+  return out;
 }
