@@ -219,6 +219,18 @@ export class RunningGateway {
     return JSON.parse(out.slice(out.indexOf('{'))) as Record<string, unknown>;
   }
 
+  /** kill -9 of the gateway's process group (nothing of it runs its shutdown), then its helpers. */
+  async kill(): Promise<void> {
+    const pid = this.child.pid;
+    if (pid !== undefined && this.child.exitCode === null && this.child.signalCode === null) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+      await this.exited;
+    }
+    killStragglers(this.files.stateDir);
+  }
+
   /** SIGTERM to the gateway's process group, SIGKILL after graceMs; then any process left with our state dir. */
   async stop(graceMs = 20_000): Promise<void> {
     const pid = this.child.pid;
@@ -258,8 +270,18 @@ export function killStragglers(stateDir: string): void {
   }
 }
 
-export async function startGateway(files: GatewayFiles, hooks: HooksBlock): Promise<RunningGateway> {
-  await writeConfigAtomic(files.configPath, gatewayConfig(files, hooks));
+/** `shape` changes the config before it is written (a model provider, other plugins). */
+export async function startGateway(
+  files: GatewayFiles,
+  hooks: HooksBlock,
+  shape: (config: Record<string, unknown>) => Record<string, unknown> = (c) => c,
+): Promise<RunningGateway> {
+  await writeConfigAtomic(files.configPath, shape(gatewayConfig(files, hooks)));
+  return launchGateway(files);
+}
+
+/** Runs OpenClaw's gateway on the config and state already in `files` (a first start, or a restart). */
+export function launchGateway(files: GatewayFiles): RunningGateway {
   const child = spawn(NODE24, [OPENCLAW_BIN, 'gateway', 'run', '--port', String(files.port), '--bind', 'loopback'], {
     env: gatewayEnv(files),
     cwd: files.dir,

@@ -91,7 +91,7 @@ export interface OpenClawRuntime {
       patchSessionEntry?(params: {
         agentId?: string;
         sessionKey: string;
-        fallbackEntry?: { sessionId: string; updatedAt: number };
+        fallbackEntry?: { sessionId: string; updatedAt: number; pluginOwnerId?: string };
         update(entry: SessionEntry): Partial<SessionEntry> | null;
       }): Promise<SessionEntry | null>;
     };

@@ -91,8 +91,9 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
     return { channel: channel as ChannelName, ...(to ? { to } : {}) };
   };
 
+  const logger = lineLogger(api.logger);
   return {
-    logger: lineLogger(api.logger),
+    logger,
     configPath,
     configDir: path.dirname(configPath),
     selectConfig: (file) => selectOpenClawConfig(file),
@@ -130,7 +131,17 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
     },
     runs: {
       // Once OpenClaw has accepted the run, a restart must not start it again.
-      runIsolatedTurn: (turn) => queue.run(() => runTurn(runtime, turn, () => acks.taken(turn.runId)), turn.signal),
+      runIsolatedTurn: (turn) =>
+        queue.run(
+          () =>
+            runTurn(
+              runtime,
+              turn,
+              () => acks.taken(turn.runId),
+              (reason) => logger.warn('OpenClaw did not stop a timed-out run', { runId: turn.runId, reason }),
+            ),
+          turn.signal,
+        ),
       // An accepted run and its key are on disk before its 202; its end is noted when it comes.
       onRunUpdate(record) {
         if (record.status === 'queued') {

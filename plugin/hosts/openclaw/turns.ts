@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Delivery, IsolatedTurn, TurnResult } from '../../host-kit.ts';
 import type { AgentWaitResult, OpenClawRuntime } from './api.ts';
+import { PLUGIN_ID } from './identity.ts';
 
 /** Extra time given to agent.wait beyond the run's own timeout; the core enforces the timeout itself. */
 const WAIT_MARGIN_MS = 5_000;
@@ -69,7 +70,8 @@ async function startRun(
 
 /**
  * subagent.run takes no thinking level; OpenClaw's agent command reads the session's stored one, so
- * the run's session gets it first (created with it when new).
+ * the run's session gets it first. A session made here is the plugin's, as one subagent.run makes
+ * would be (only then may the plugin end it, see stopOpenClawRun).
  */
 async function setThinking(runtime: OpenClawRuntime, turn: IsolatedTurn): Promise<void> {
   const session = runtime.agent?.session;
@@ -77,16 +79,14 @@ async function setThinking(runtime: OpenClawRuntime, turn: IsolatedTurn): Promis
   await session.patchSessionEntry({
     agentId: turn.agentId,
     sessionKey: turn.sessionKey,
-    fallbackEntry: { sessionId: randomUUID(), updatedAt: Date.now() },
+    fallbackEntry: { sessionId: randomUUID(), updatedAt: Date.now(), pluginOwnerId: PLUGIN_ID },
     update: () => ({ thinkingLevel: turn.thinking }),
   });
 }
 
 /** Ends OpenClaw's run of a session: ending the session stops its model request (its transcript stays). */
-function stopOpenClawRun(runtime: OpenClawRuntime, sessionKey: string): void {
-  runtime.subagent.deleteSession?.({ sessionKey, deleteTranscript: false }).catch(() => {
-    // Already gone, or OpenClaw stopping: nothing left to stop.
-  });
+function stopOpenClawRun(runtime: OpenClawRuntime, sessionKey: string, log: (reason: string) => void): void {
+  runtime.subagent.deleteSession?.({ sessionKey, deleteTranscript: false }).catch((err: unknown) => log(message(err)));
 }
 
 /**
@@ -97,6 +97,8 @@ export async function runTurn(
   runtime: OpenClawRuntime,
   turn: IsolatedTurn,
   accepted: () => Promise<void>,
+  /** Told why OpenClaw's run could not be stopped at the timeout. */
+  notStopped: (reason: string) => void,
 ): Promise<TurnResult> {
   const stop = untilAborted(turn.signal);
   try {
@@ -109,7 +111,7 @@ export async function runTurn(
     ]);
     return toTurnResult(wait);
   } catch (err) {
-    if (turn.signal.aborted && turn.signal.reason === 'timeout') stopOpenClawRun(runtime, turn.sessionKey);
+    if (turn.signal.aborted && turn.signal.reason === 'timeout') stopOpenClawRun(runtime, turn.sessionKey, notStopped);
     return { status: 'error', error: message(err) };
   } finally {
     stop.dispose();
