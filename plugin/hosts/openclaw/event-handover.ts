@@ -25,8 +25,8 @@ const MAX_RETRY_MS = 5_000;
 export class EventHandover {
   /** Queued in OpenClaw, not yet taken in: our id → OpenClaw's id. */
   readonly #held = new Map<string, { sessionKey: string; queuedId: string }>();
-  /** Journaled, not yet accepted by OpenClaw, oldest first. */
-  readonly #refused: JournaledEvent[] = [];
+  /** Journaled, not yet accepted by OpenClaw, oldest first; `restored`: the last process's. */
+  readonly #refused: (JournaledEvent & { restored?: true })[] = [];
   #timer: NodeJS.Timeout | undefined;
   #retryMs = TICK_MS;
   #nextRetry = 0;
@@ -50,7 +50,7 @@ export class EventHandover {
 
   /** The last process's events, handed over once the gateway is ready (open()). */
   restore(events: readonly JournaledEvent[]): void {
-    this.#refused.unshift(...events);
+    this.#refused.unshift(...events.map((e) => ({ ...e, restored: true as const })));
     this.#schedule();
   }
 
@@ -63,8 +63,13 @@ export class EventHandover {
     this.#schedule();
   }
 
-  /** Stops handing over and watching (the service stops); what is left stays journaled. */
-  close(): void {
+  /**
+   * Stops handing over and watching (the service stops). What waits is offered once more through
+   * `lastChance` (OpenClaw refuses the runtime's door to a stopping plugin); anything left stays
+   * journaled for the next start.
+   */
+  close(lastChance?: EventQueue['enqueue']): void {
+    if (lastChance) this.#flush(lastChance);
     this.#open = false;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -94,25 +99,44 @@ export class EventHandover {
   }
 
   /** Hands over refused events in order; stops at the first OpenClaw still refuses. */
-  #flush(): void {
+  #flush(enqueue: EventQueue['enqueue'] = (sessionKey, text) => this.queue.enqueue(sessionKey, text)): void {
     while (this.#refused.length) {
       const event = this.#refused[0]!;
+      // After a plugin reload OpenClaw's queue still holds what the last service handed over.
+      const kept = event.restored ? this.#unclaimed(event) : undefined;
+      if (kept) {
+        this.#refused.shift();
+        this.#held.set(event.id, { sessionKey: event.sessionKey, queuedId: kept });
+        continue;
+      }
       let queued: boolean;
       try {
-        queued = this.queue.enqueue(event.sessionKey, event.text);
+        queued = enqueue(event.sessionKey, event.text);
       } catch (err) {
         this.#backOff(err);
         return;
       }
+      // What OpenClaw just queued is the last of its session's queue (this all runs in one turn); an
+      // event it did not queue is there too when it was dropped as equal to the one before it.
+      const text = event.text.trim();
+      const last = this.queue.peek(event.sessionKey).at(-1);
+      if (text && last?.text !== text) {
+        this.#backOff(new Error('OpenClaw did not queue the event'));
+        return;
+      }
       this.#refused.shift();
       this.#retryMs = TICK_MS;
-      // The event OpenClaw just queued is the last of its session's queue (this all runs in one turn).
-      const last = queued ? this.queue.peek(event.sessionKey).at(-1) : undefined;
-      if (last && last.text === event.text.trim())
-        this.#held.set(event.id, { sessionKey: event.sessionKey, queuedId: last.id });
-      // Dropped as equal to the event before it: OpenClaw has that one, which is this one.
+      if (queued && last) this.#held.set(event.id, { sessionKey: event.sessionKey, queuedId: last.id });
+      // Dropped as equal to the event before it (OpenClaw has that one) or empty: nothing to hand over.
       else this.#taken(event.id);
     }
+  }
+
+  /** The id of an event in OpenClaw's queue with this text that no event of ours stands for yet. */
+  #unclaimed(event: JournaledEvent): string | undefined {
+    const claimed = new Set([...this.#held.values()].map((h) => h.queuedId));
+    const text = event.text.trim();
+    return this.queue.peek(event.sessionKey).find((e) => e.text === text && !claimed.has(e.id))?.id;
   }
 
   #backOff(err: unknown): void {

@@ -13,4 +13,6 @@ declare module 'openclaw/plugin-sdk/state-paths' {
 declare module 'openclaw/plugin-sdk/infra-runtime' {
   /** The system events OpenClaw holds for a session, oldest first (its in-memory queue, unchanged). */
   export function peekSystemEventEntries(sessionKey: string): { id: string; text: string; ts: number }[];
+  /** Queues a system event for a session; false when dropped (equal to the one before it, or empty). */
+  export function enqueueSystemEvent(text: string, options: { sessionKey: string }): boolean;
 }

@@ -3,7 +3,7 @@
 // OpenClaw back what it had not taken in once the gateway is ready, and on stop interrupts what runs
 // within OpenClaw's stop budget.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { peekSystemEventEntries } from 'openclaw/plugin-sdk/infra-runtime';
+import { enqueueSystemEvent, peekSystemEventEntries } from 'openclaw/plugin-sdk/infra-runtime';
 import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
 import {
   createHooksPlugin,
@@ -124,7 +124,8 @@ export async function startHookgate(
       } finally {
         queue.detach();
         queue.clear('the hookgate service stopped');
-        handover.close();
+        // A stopping plugin's runtime refuses system events; OpenClaw's queue itself takes the summaries.
+        handover.close((sessionKey, text) => enqueueSystemEvent(text, { sessionKey }));
       }
     },
   };
