@@ -201,6 +201,20 @@ export class RunningGateway {
     }
   }
 
+  /**
+   * Resolves with the first value `probe` gives that is not undefined; a probe that throws (the
+   * gateway restarting or reloading) is asked again. Gives up after timeoutMs with the log's tail.
+   */
+  async until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await probe().catch(() => undefined);
+      if (v !== undefined) return v;
+      if (Date.now() > deadline) throw new Error(`${what}: not seen within ${timeoutMs} ms\n${this.tail()}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+
   /** `openclaw gateway call <method>` against this gateway; returns the JSON it prints. */
   async call(method: string, params?: Record<string, unknown>): Promise<Record<string, unknown>> {
     const args = [

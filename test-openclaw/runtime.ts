@@ -122,21 +122,6 @@ async function queued(): Promise<string[]> {
   return ((await gw.call('status')).queuedSystemEvents as string[] | undefined) ?? [];
 }
 
-async function eventually<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    let v: T | undefined;
-    try {
-      v = await probe();
-    } catch {
-      // The gateway restarting or reloading: ask again.
-    }
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not seen within ${timeoutMs} ms\n${gw.tail(40)}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
-
 /** The plugin's journal of acknowledged events and runs, as a start would read it. */
 async function journal(): Promise<Pending> {
   const found = (await readdir(files.stateDir, { recursive: true })).find(
@@ -203,7 +188,7 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
       wakeMode: 'next-heartbeat',
     });
     assert.equal(r.status, 202, r.text);
-    await eventually('the run summary', 60_000, async () =>
+    await gw.until('the run summary', 60_000, async () =>
       (await queued()).find((e) => e.startsWith(`Hook think-${nonce}:`)),
     );
     const request = model.requests.find((q) => JSON.stringify(q.body.messages).includes(prompt));
@@ -220,10 +205,10 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
       wakeMode: 'next-heartbeat',
     });
     assert.equal(r.status, 202, r.text);
-    await eventually('the timeout summary', 60_000, async () =>
+    await gw.until('the timeout summary', 60_000, async () =>
       (await queued()).find((e) => e.startsWith(`Hook ${name} (timeout):`)),
     );
-    await eventually('the model request closed by OpenClaw', 30_000, async () =>
+    await gw.until('the model request closed by OpenClaw', 30_000, async () =>
       held.find((h) => h.text.includes(`timeout ${nonce}`) && h.closed),
     );
   });
@@ -251,7 +236,7 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
       wakeMode: 'next-heartbeat',
     });
     assert.equal(r.status, 202, r.text);
-    await eventually('the held model request', 60_000, async () => held.find((h) => h.text.includes(`stop ${nonce}`)));
+    await gw.until('the held model request', 60_000, async () => held.find((h) => h.text.includes(`stop ${nonce}`)));
     let from = gw.lines.length;
     await writeConfigAtomic(files.configPath, configWith(HOOKS, { enabled: false }));
     await gw.waitForLine(/config hot reload applied/, 60_000, from);
@@ -276,10 +261,10 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
     // Taken in before the kill: asked for at once, read by the heartbeat's turn.
     const taken = `taken before kill ${nonce}`;
     assert.equal((await post('/hooks/wake', { text: taken, mode: 'now' })).status, 200);
-    await eventually('the heartbeat reading the event', 60_000, async () =>
+    await gw.until('the heartbeat reading the event', 60_000, async () =>
       asked().some((t) => t.includes(taken)) && !(await queued()).includes(taken) ? true : undefined,
     );
-    await eventually('the event noted as taken in', 10_000, async () =>
+    await gw.until('the event noted as taken in', 10_000, async () =>
       (await journal()).events.some((e) => e.text === taken) ? undefined : true,
     );
     // Acknowledged, left for the next heartbeat.
@@ -293,7 +278,7 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
       wakeMode: 'next-heartbeat',
     });
     assert.equal(first.status, 202, first.text);
-    await eventually('the first run taken by OpenClaw', 60_000, async () =>
+    await gw.until('the first run taken by OpenClaw', 60_000, async () =>
       (await journal()).interrupted.some((r) => r.runId === first.json.runId) ? true : undefined,
     );
     const secondPrompt = `second run ${nonce}`;
@@ -310,13 +295,13 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
     gw = launchGateway(files);
     await gw.waitForLine(/hookgate ready/, 120_000);
 
-    const events = await eventually('the acknowledged wake back in OpenClaw', 60_000, async () => {
+    const events = await gw.until('the acknowledged wake back in OpenClaw', 60_000, async () => {
       const q = await queued();
       return q.includes(waiting) ? q : undefined;
     });
     assert.equal(count(events, waiting), 1, JSON.stringify(events));
     assert.equal(count(events, taken), 0, 'an event taken in before the kill is not handed back');
-    const summary = await eventually('the second run, run after the restart', 90_000, async () =>
+    const summary = await gw.until('the second run, run after the restart', 90_000, async () =>
       (await queued()).find((e) => e.startsWith(`Hook second-${nonce}:`)),
     );
     assert.equal(
@@ -342,7 +327,7 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
 async function comesBack(what: string, from: number): Promise<void> {
   await gw.waitForLine(/config hot reload applied/, 60_000, from);
   const seen: number[] = [];
-  await eventually(`hooks serving (${what})`, 90_000, async () => {
+  await gw.until(`hooks serving (${what})`, 90_000, async () => {
     const r = await post('/hooks/wake', { text: `back ${what} ${nonce}`, mode: 'next-heartbeat' });
     seen.push(r.status);
     return r.status === 200 ? true : undefined;

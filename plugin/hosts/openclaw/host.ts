@@ -1,6 +1,7 @@
-// GatewayHost over OpenClaw's plugin runtime: system events and heartbeats straight from the route
-// (api.runtime.system), agent runs and deliveries through the service queue (api.runtime.subagent,
-// channel outbound adapters), agents/models/channels read from OpenClaw's live config.
+// GatewayHost over OpenClaw's plugin runtime: system events journaled and handed to OpenClaw's queue
+// (event-handover.ts), heartbeats straight from the route (api.runtime.system), agent runs journaled
+// and run through the service queue (api.runtime.subagent), deliveries through channel outbound
+// adapters, agents/models/channels read from OpenClaw's live config.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import {

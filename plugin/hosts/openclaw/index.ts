@@ -13,6 +13,8 @@ import { registerTools } from './tools.ts';
 
 /** Where the plugin's Prometheus metrics answer in OpenClaw. */
 const METRICS_PATH = '/hookgate/metrics';
+/** How long start() waits for the plugin before returning (it goes on starting). */
+const START_WAIT_MS = 3_000;
 
 type ServiceModule = typeof import('./service.ts');
 
@@ -45,24 +47,48 @@ function register(api: OpenClawPluginApi): void {
   });
   registerTools(api, { running: () => running, failure: () => failure });
 
+  // The plugin starts in the background: OpenClaw gives a replacement service START_WAIT_MS + 2 s to
+  // start and drops the replacement (hooks answer 404) when that passes; loading the core can take
+  // longer on a busy host. Hooks answer 503 with Retry-After until it is up.
+  let booting: Promise<RunningHookgate> | undefined;
   api.registerService({
     id: PLUGIN_ID,
     async start(ctx) {
       // Work queued from the route runs in this context, which carries the service's authority.
       const context = AsyncLocalStorage.snapshot();
-      try {
-        const { startHookgate } = await load();
-        running = await startHookgate(api, ctx, context);
-        failure = undefined;
-      } catch (err) {
-        failure = err instanceof Error ? err.message : String(err);
-        throw err;
-      }
+      failure = undefined;
+      const boot = load().then(({ startHookgate }) => startHookgate(api, ctx, context));
+      booting = boot;
+      const outcome = boot.then(
+        (started) => {
+          if (booting === boot) running = started;
+          return undefined;
+        },
+        (err: unknown) => {
+          const error = err instanceof Error ? err : new Error(String(err));
+          if (booting === boot) failure = error.message;
+          return error;
+        },
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const first = await Promise.race([
+        outcome,
+        new Promise<'starting'>((resolve) => (timer = setTimeout(resolve, START_WAIT_MS, 'starting'))),
+      ]);
+      clearTimeout(timer);
+      // A failure in time is OpenClaw's to report as the service's; a later one the plugin logs.
+      if (first === 'starting')
+        void outcome.then((error) => error && api.logger.error(`hookgate could not start: ${error.message}`));
+      else if (first) throw first;
     },
     async stop() {
-      const stopping = running;
+      const current = running;
+      const boot = booting;
+      booting = undefined;
       running = undefined;
-      await stopping?.stop();
+      if (current) return current.stop();
+      // Still starting: it is stopped once up, without holding OpenClaw's stop past its budget.
+      void boot?.then((started) => started.stop()).catch(() => {});
     },
   });
 }
