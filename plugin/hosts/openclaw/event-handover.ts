@@ -77,11 +77,6 @@ export class EventHandover {
     this.#refused.length = 0;
   }
 
-  /** Events journaled and not yet taken in by OpenClaw. */
-  get pending(): number {
-    return this.#held.size + this.#refused.length;
-  }
-
   #schedule(): void {
     if (this.#timer || (this.#held.size === 0 && (this.#refused.length === 0 || !this.#open))) return;
     this.#timer = setTimeout(() => {
