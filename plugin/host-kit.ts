@@ -37,8 +37,16 @@ export { SetupStepError, TESTING_MODE } from './gmail/setup-advice.ts';
 export { writeFileAtomic } from './util/write-file-atomic.ts';
 export { createMetrics, type HookMetrics, type EndpointLabel, type GmailErrorStage } from './observe/metrics.ts';
 export { REQUEST_LOG_SIZE, type RequestEntry, type RequestLog } from './observe/request-log.ts';
-export { dryRun, loadForDryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
+export {
+  DEFAULT_REQUESTS_LIMIT,
+  hooksStatus,
+  recentRequests,
+  validRequestsLimit,
+  type HooksStatus,
+  type RequestsQuery,
+} from './observe/status-view.ts';
 export { unwrapExternalContent } from './safety/external-content.ts';
+export { dryRun, loadForDryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
 export { TransformRunner } from './mappings/transform-runner.ts';
 export { keepFairly } from './dedupe/fair-share.ts';
 export { resolveChannels, type Channel, type DeliveryResult, type ResolvedChannels } from './channels/index.ts';

@@ -99,6 +99,15 @@ export interface TurnResult {
 
 export type RunStatus = 'queued' | 'running' | 'ok' | 'error' | 'timeout';
 
+/** An accepted run: the turn the host will be asked for (less its abort signal), and what follows it. */
+export interface AcceptedRun extends Omit<IsolatedTurn, 'signal'> {
+  name: string;
+  wakeMode: 'now' | 'next-heartbeat';
+  deliver: boolean;
+  channel: 'last' | ChannelName;
+  to?: string;
+}
+
 export interface RunRecord {
   runId: string;
   name: string;
@@ -109,6 +118,8 @@ export interface RunRecord {
   error?: string;
   /** On the "queued" update of a run whose request carried an idempotency key. */
   idempotency?: IdempotencyRecord;
+  /** On the "queued" update: the whole run, for a host that hands accepted runs back (runs.restore). */
+  run?: Readonly<AcceptedRun>;
 }
 
 export interface HostRuns {
@@ -119,6 +130,11 @@ export interface HostRuns {
    * request's 202 and the run's start wait for it.
    */
   onRunUpdate?(record: Readonly<RunRecord>): void | Promise<void>;
+  /**
+   * Runs an earlier process accepted and never saw end, handed back once at start: `rerun` ones the
+   * gateway never started run now (same runId), `interrupted` ones end as errors with their summary.
+   */
+  restore?(): Promise<{ rerun: readonly AcceptedRun[]; interrupted: readonly AcceptedRun[] }>;
 }
 
 export interface Delivery {

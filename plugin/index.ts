@@ -80,6 +80,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe, host.logger);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
+  const restored = await host.runs.restore?.();
   // Lockouts and dedupe keys shared with other instances; read at start only.
   const sharedState = current.sharedState;
   // The Redis client is loaded only when configured: it is a large part of the gateway's memory.
@@ -184,6 +185,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       onChange: (change) => void onChange(change),
     });
   }
+
+  if (restored) runs.resume(restored.rerun, restored.interrupted);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.

@@ -16,7 +16,7 @@ import {
   prepareFiles,
   quietGatewayConfig,
   removeFiles,
-  runGateway,
+  launchGateway,
   type GatewayFiles,
   type RunningGateway,
 } from './openclaw-env.ts';
@@ -80,7 +80,7 @@ export function moveInSuite(post: Post, queued: (gw: RunningGateway) => Promise<
     let gw: RunningGateway | undefined;
 
     const start = async (): Promise<RunningGateway> => {
-      gw = runGateway(files);
+      gw = launchGateway(files);
       await gw.waitForLine(/hookgate ready/, 120_000);
       return gw;
     };

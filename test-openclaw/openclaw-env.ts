@@ -267,6 +267,20 @@ export class RunningGateway {
     }
   }
 
+  /**
+   * Resolves with the first value `probe` gives that is not undefined; a probe that throws (the
+   * gateway restarting or reloading) is asked again. Gives up after timeoutMs with the log's tail.
+   */
+  async until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await probe().catch(() => undefined);
+      if (v !== undefined) return v;
+      if (Date.now() > deadline) throw new Error(`${what}: not seen within ${timeoutMs} ms\n${this.tail()}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+
   /** `openclaw gateway call <method>` against this gateway; returns the JSON it prints. */
   async call(method: string, params?: Record<string, unknown>): Promise<Record<string, unknown>> {
     const args = [
@@ -283,6 +297,18 @@ export class RunningGateway {
     if (params) args.push('--params', JSON.stringify(params));
     const out = await run(NODE24, args, { env: gatewayEnv(this.files), timeoutMs: 30_000 });
     return JSON.parse(out.slice(out.indexOf('{'))) as Record<string, unknown>;
+  }
+
+  /** kill -9 of the gateway's process group (nothing of it runs its shutdown), then its helpers. */
+  async kill(): Promise<void> {
+    const pid = this.child.pid;
+    if (pid !== undefined && this.child.exitCode === null && this.child.signalCode === null) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+      await this.exited;
+    }
+    killStragglers(this.files.stateDir);
   }
 
   /** SIGTERM to the gateway's process group, SIGKILL after graceMs; then any process left with our state dir. */
@@ -324,13 +350,18 @@ export function killStragglers(stateDir: string): void {
   }
 }
 
-export async function startGateway(files: GatewayFiles, hooks: HooksBlock): Promise<RunningGateway> {
-  await writeConfigAtomic(files.configPath, gatewayConfig(files, hooks));
-  return runGateway(files);
+/** `shape` changes the config before it is written (a model provider, other plugins). */
+export async function startGateway(
+  files: GatewayFiles,
+  hooks: HooksBlock,
+  shape: (config: Record<string, unknown>) => Record<string, unknown> = (c) => c,
+): Promise<RunningGateway> {
+  await writeConfigAtomic(files.configPath, shape(gatewayConfig(files, hooks)));
+  return launchGateway(files);
 }
 
-/** `openclaw gateway run` on the config file as it is. */
-export function runGateway(files: GatewayFiles): RunningGateway {
+/** Runs OpenClaw's gateway on the config and state already in `files` (a first start, or a restart). */
+export function launchGateway(files: GatewayFiles): RunningGateway {
   const child = spawn(NODE24, [OPENCLAW_BIN, 'gateway', 'run', '--port', String(files.port), '--bind', 'loopback'], {
     env: gatewayEnv(files),
     cwd: files.dir,

@@ -24,6 +24,8 @@ import {
 } from './openclaw-env.ts';
 import { moveInSuite } from './move-in.ts';
 import { startRedis, type RedisServer } from '../test/helpers/redis-server.ts';
+// The promises inside OpenClaw (durability, reloads, stop, thinking/timeout, agent tools), its own gateway.
+import './runtime.ts';
 import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';
 
 /** The whole run is bounded: first-time install, gateway start, checks and shutdown. */

@@ -1,5 +1,5 @@
 // What a request asks for, once read: the types the endpoints, the mappings and the executor share.
-import type { ChannelName, IsolatedTurn } from '../host.ts';
+import type { AcceptedRun, ChannelName } from '../host.ts';
 
 export type WakeMode = 'now' | 'next-heartbeat';
 
@@ -38,14 +38,8 @@ export interface AgentSpec extends RunOptions {
   source: string;
 }
 
-/** An accepted run: the turn the host will be asked for (less its abort signal), and what follows it. */
-export interface AgentJob extends Omit<IsolatedTurn, 'signal'> {
-  name: string;
-  wakeMode: WakeMode;
-  deliver: boolean;
-  channel: 'last' | ChannelName;
-  to?: string;
-}
+/** An accepted run (the host contract's AcceptedRun). */
+export type AgentJob = AcceptedRun;
 
 /**
  * What a hook request does once it is read, whoever produced it (an endpoint or a mapping): events

@@ -17,6 +17,7 @@ const REASON_MAX = 300;
 const WHITESPACE_RUN = /\s{2,}|[^\S ]/g;
 const HEARTBEAT_ACK = /^[\s*_`~]*HEARTBEAT_OK[\s*_`~.!]*$/i;
 const SHUTDOWN = 'interrupted: the gateway shut down before the run finished';
+const RESTARTED = 'interrupted: the gateway restarted before the run finished';
 
 function isHeartbeatAck(reply: string): boolean {
   return HEARTBEAT_ACK.test(reply);
@@ -116,7 +117,7 @@ export class RunService {
     let recorded: Promise<void>[] | undefined;
     for (const job of jobs) {
       // Every run of the request carries its key: whichever acceptance is on disk, the key is too.
-      const pending = this.report(job, 'queued', undefined, undefined, idempotency);
+      const pending = this.report(job, 'queued', undefined, undefined, idempotency, job);
       if (pending) (recorded ??= []).push(pending);
     }
     if (!recorded) {
@@ -138,6 +139,15 @@ export class RunService {
     );
     this.track(admitted.catch(() => {}));
     await admitted;
+  }
+
+  /**
+   * Takes back runs an earlier process accepted (the host recorded them then): `rerun` ones queue
+   * again whatever the limits, `interrupted` ones end at once as errors, with their summaries.
+   */
+  resume(rerun: readonly AgentJob[], interrupted: readonly AgentJob[]): void {
+    for (const job of interrupted) this.track(this.finish(job, { status: 'error', error: RESTARTED }));
+    this.enqueue(rerun);
   }
 
   /** Queues accepted jobs; once closing they end at once, as close() ends every waiting job. */
@@ -256,6 +266,7 @@ export class RunService {
     reply?: string,
     error?: string,
     idempotency?: IdempotencyRecord,
+    run?: AgentJob,
   ): Promise<void> | undefined {
     this.onStatus(status);
     const notify = this.host.runs.onRunUpdate;
@@ -270,6 +281,7 @@ export class RunService {
     if (reply !== undefined) record.reply = reply;
     if (error !== undefined) record.error = error;
     if (idempotency !== undefined) record.idempotency = idempotency;
+    if (run !== undefined) record.run = run;
     const failed = (err: unknown): void =>
       this.host.logger.error('onRunUpdate failed', { runId: job.runId, status, reason: reasonOf(err) });
     try {

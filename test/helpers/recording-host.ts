@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createHooksPlugin, type HooksPlugin } from '../../plugin/index.ts';
 import type {
+  AcceptedRun,
   ChannelName,
   Delivery,
   GatewayHost,
@@ -44,6 +45,8 @@ export interface TestHostOptions {
   runUpdate?: (r: RunRecord) => void | Promise<void>;
   /** Files to write under the config dir before the plugin starts, e.g. transforms. */
   files?: Record<string, string>;
+  /** Runs an earlier process accepted, handed back at start (runs.restore). */
+  restoreRuns?: { rerun: AcceptedRun[]; interrupted: AcceptedRun[] };
 }
 
 export interface TestGateway {
@@ -112,6 +115,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
         for (const w of waiters.splice(0)) w();
         return opts.runUpdate?.(r);
       },
+      ...(opts.restoreRuns ? { restore: () => Promise.resolve(opts.restoreRuns!) } : {}),
     },
     deliver: async (d) => {
       if (opts.deliver) await opts.deliver(d);

@@ -458,3 +458,49 @@ test('an acceptance the host cannot record: 500, the run never starts and is rec
     },
   );
 });
+
+test('runs handed back at start (runs.restore): one never started runs again, one interrupted gets its summary', async () => {
+  const accepted = (runId: string, name: string) => ({
+    runId,
+    name,
+    agentId: 'main',
+    sessionKey: 'agent:main:hook:ingress',
+    prompt: `prompt of ${name}`,
+    timeoutMs: 30_000,
+    wakeMode: 'next-heartbeat' as const,
+    deliver: false,
+    channel: 'last' as const,
+  });
+  await withGateway(
+    { restoreRuns: { rerun: [accepted('r-again', 'again')], interrupted: [accepted('r-cut', 'cut')] } },
+    async (gw) => {
+      const [again, cut] = await Promise.all([gw.finalRun('r-again'), gw.finalRun('r-cut')]);
+      assert.equal(again.status, 'ok');
+      assert.deepEqual(
+        gw.rec.turns.map((t) => [t.runId, t.prompt]),
+        [['r-again', 'prompt of again']],
+      );
+      assert.equal(cut.status, 'error');
+      const summaries = gw.rec.events.map((e) => e.text);
+      assert.ok(summaries.includes('Hook again: reply to: 15 chars'), JSON.stringify(summaries));
+      assert.ok(
+        summaries.includes('Hook cut (error): interrupted: the gateway restarted before the run finished'),
+        JSON.stringify(summaries),
+      );
+      // Already recorded by the process that accepted them: not reported as queued again.
+      assert.equal(gw.rec.runUpdates.filter((u) => u.status === 'queued').length, 0);
+    },
+  );
+});
+
+test('the "queued" update carries the accepted run, for a host that hands runs back', async () => {
+  await withGateway({}, async (gw) => {
+    const r = await post(gw.url, '/hooks/agent', { message: 'carry me', name: 'carried', deliver: false });
+    assert.equal(r.status, 202);
+    const queued = gw.rec.runUpdates.find((u) => u.status === 'queued')!;
+    assert.equal(queued.run?.runId, r.body.runId);
+    assert.equal(queued.run?.name, 'carried');
+    assert.match(queued.run!.prompt, /carry me/);
+    assert.equal(gw.rec.runUpdates.find((u) => u.status !== 'queued')?.run, undefined);
+  });
+});

@@ -5,6 +5,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
+import { hookgateTools, registerTools, TOOL_NAMES } from '../../plugin/hosts/openclaw/tools.ts';
+import type { RunningHookgate } from '../../plugin/hosts/openclaw/service.ts';
+import { RequestLog } from '../../plugin/observe/request-log.ts';
+import { recentRequests, type RequestsQuery } from '../../plugin/observe/status-view.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const read = (file: string): any => JSON.parse(readFileSync(path.join(ROOT, file), 'utf8'));
@@ -27,4 +31,54 @@ test('a config using dedupe, sharedState and gmail passes the manifest; an unkno
   };
   assert.equal(validate(config), true, JSON.stringify(validate.errors));
   assert.equal(validate({ ...config, dedupeWindow: 1 }), false);
+});
+
+test('the manifest declares exactly the agent tools the plugin registers (OpenClaw refuses undeclared ones)', () => {
+  const registered: string[] = [];
+  registerTools({ registerTool: (tool: { name: string }) => registered.push(tool.name) } as never, {
+    running: () => undefined,
+    failure: () => undefined,
+  });
+  assert.deepEqual(registered, [...TOOL_NAMES]);
+  assert.deepEqual(manifest.contracts.tools, [...TOOL_NAMES]);
+});
+
+test('hookgate_recent checks what the model sends, and answers from the request log', async () => {
+  const log = new RequestLog();
+  const at = Date.parse('2026-11-25T07:00:00Z');
+  log.add({
+    atMs: at,
+    requestId: 'a',
+    client: '127.0.0.1',
+    path: '/hooks/github',
+    mapping: 'github',
+    status: 202,
+    ms: 1,
+    bytes: 10,
+  });
+  log.add({
+    atMs: at + 1,
+    requestId: 'b',
+    client: '127.0.0.1',
+    path: '/hooks/wake',
+    status: 401,
+    code: 'unauthorized',
+    ms: 1,
+    bytes: 5,
+  });
+  const running = {
+    recent: (q: RequestsQuery) => recentRequests(log, q),
+  } as unknown as RunningHookgate;
+  const recent = hookgateTools({ running: () => running, failure: () => undefined }).find(
+    (t) => t.name === 'hookgate_recent',
+  )!;
+  const r = await recent.execute('call-1', { hook: 'github', since: '2026-11-25T06:00:00Z' });
+  assert.deepEqual(
+    (r.details.requests as { requestId: string }[]).map((q) => q.requestId),
+    ['a'],
+  );
+  await assert.rejects(recent.execute('call-2', { since: 'this morning' }), /since must be an ISO 8601 time/);
+  await assert.rejects(recent.execute('call-3', { limit: 'ten' }), /limit must be a whole number/);
+  const starting = hookgateTools({ running: () => undefined, failure: () => undefined })[0]!;
+  assert.deepEqual((await starting.execute('call-4', {})).details, { running: false, reason: 'hookgate is starting' });
 });

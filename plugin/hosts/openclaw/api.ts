@@ -61,6 +61,8 @@ export interface SessionEntry {
   deliveryContext?: { channel?: string; to?: string };
   lastChannel?: string;
   lastTo?: string;
+  /** The thinking level the session's turns use unless a turn says otherwise. */
+  thinkingLevel?: string;
 }
 
 export interface OpenClawRuntime {
@@ -78,9 +80,37 @@ export interface OpenClawRuntime {
   subagent: {
     run(params: SubagentRunParams): Promise<{ runId: string; sessionKey?: string }>;
     waitForRun(params: { runId: string; timeoutMs?: number }): Promise<AgentWaitResult>;
+    /** Ends a session; a run of it in progress stops (its model request is aborted). */
+    deleteSession?(params: { sessionKey: string; deleteTranscript?: boolean }): Promise<void>;
   };
   channel?: { outbound?: { loadAdapter(id: string): Promise<OutboundAdapter | undefined> } };
-  agent?: { session?: { getSessionEntry(params: { agentId?: string; sessionKey: string }): SessionEntry | undefined } };
+  agent?: {
+    session?: {
+      getSessionEntry(params: { agentId?: string; sessionKey: string }): SessionEntry | undefined;
+      /** Changes a session's stored entry; fallbackEntry is used when the session does not exist yet. */
+      patchSessionEntry?(params: {
+        agentId?: string;
+        sessionKey: string;
+        fallbackEntry?: { sessionId: string; updatedAt: number; pluginOwnerId?: string };
+        update(entry: SessionEntry): Partial<SessionEntry> | null;
+      }): Promise<SessionEntry | null>;
+    };
+  };
+}
+
+export interface ToolResult {
+  content: { type: 'text'; text: string }[];
+  details: Record<string, unknown>;
+}
+
+/** An agent tool (api.registerTool); its name must be declared under contracts.tools in the manifest. */
+export interface AgentTool {
+  name: string;
+  label: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  parameters: Record<string, unknown>;
+  execute(toolCallId: string, params: unknown, signal?: AbortSignal): Promise<ToolResult>;
 }
 
 export interface OpenClawPluginApi {
@@ -96,6 +126,7 @@ export interface OpenClawPluginApi {
   registerHttpRoute(route: HttpRoute): void;
   registerService(service: Service): void;
   registerReload?(policy: ReloadPolicy): void;
+  registerTool?(tool: AgentTool): void;
 }
 
 export interface PluginEntryOptions {

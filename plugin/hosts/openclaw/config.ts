@@ -7,9 +7,7 @@ import {
   type HostAgents,
   type SelectedConfig,
 } from '../../host-kit.ts';
-
-export const PLUGIN_ID = 'hookgate';
-export const HOOKS_KEY = `plugins.entries.${PLUGIN_ID}.config`;
+import { HOOKS_KEY, PLUGIN_ID } from './identity.ts';
 
 type Rec = Record<string, unknown>;
 
@@ -101,10 +99,4 @@ export function openClawChannels(config: unknown): ChannelName[] {
     const block = rec(channels?.[name]);
     return block !== undefined && block.enabled !== false;
   });
-}
-
-/** The prefix the route is mounted on: plugins.entries.hookgate.config.path, else /hooks. */
-export function routePath(pluginConfig: Rec | undefined): string {
-  const raw = typeof pluginConfig?.path === 'string' ? pluginConfig.path.trim().replace(/\/+$/, '') : '';
-  return raw ? `/${raw.replace(/^\/+/, '')}` : '/hooks';
 }

@@ -1,6 +1,8 @@
-// GatewayHost over OpenClaw's plugin runtime: system events and heartbeats straight from the route
-// (api.runtime.system), agent runs and deliveries through the service queue (api.runtime.subagent,
-// channel outbound adapters), agents/models/channels read from OpenClaw's live config.
+// GatewayHost over OpenClaw's plugin runtime: system events journaled and handed to OpenClaw's queue
+// (event-handover.ts), heartbeats straight from the route (api.runtime.system), agent runs journaled
+// and run through the service queue (api.runtime.subagent), deliveries through channel outbound
+// adapters, agents/models/channels read from OpenClaw's live config.
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import {
   CHANNEL_ORDER,
@@ -11,6 +13,7 @@ import {
   type Logger,
   type Route,
 } from '../../host-kit.ts';
+import type { AckJournal, JournaledEvent, Pending } from './ack-journal.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
 import { openClawAgents, openClawChannels, selectOpenClawConfig } from './config.ts';
@@ -49,9 +52,18 @@ export interface OpenClawHostOptions {
   configPath: string;
   queue: ServiceQueue;
   journal: IdempotencyJournal;
+  /** What was acknowledged and OpenClaw has not taken in. */
+  acks: AckJournal;
+  /** Journals a system event and hands it to OpenClaw (now, or once OpenClaw takes events). */
+  events(event: JournaledEvent): Promise<void>;
+  /** What the last process left in the journal: its runs come back through runs.restore. */
+  pending: Pending;
 }
 
-export function createOpenClawHost({ api, configPath, queue, journal }: OpenClawHostOptions): GatewayHost {
+const FINAL = new Set(['ok', 'error', 'timeout']);
+
+export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
+  const { api, configPath, queue, journal, acks, events, pending } = options;
   const { runtime } = api;
   // Mapped once per config object: OpenClaw replaces the object when its config changes.
   let seen: unknown;
@@ -80,8 +92,9 @@ export function createOpenClawHost({ api, configPath, queue, journal }: OpenClaw
     return { channel: channel as ChannelName, ...(to ? { to } : {}) };
   };
 
+  const logger = lineLogger(api.logger);
   return {
-    logger: lineLogger(api.logger),
+    logger,
     configPath,
     configDir: path.dirname(configPath),
     selectConfig: (file) => selectOpenClawConfig(file),
@@ -96,10 +109,15 @@ export function createOpenClawHost({ api, configPath, queue, journal }: OpenClaw
     sessions: {
       mainSessionKey,
       async enqueueSystemEvent(sessionKey, text, meta) {
-        // The key is on disk before the event is queued: a failure leaves neither.
+        // The key is on disk before the event is journaled: a failure leaves neither.
         if (meta.idempotency) await journal.append(meta.idempotency);
-        // OpenClaw drops an event equal to the one before it in the queue; that is not a failure.
-        runtime.system.enqueueSystemEvent(text, { sessionKey });
+        await events({
+          id: randomUUID(),
+          at: Date.now(),
+          sessionKey,
+          text,
+          ...(meta.runId ? { runId: meta.runId } : {}),
+        });
       },
       requestHeartbeat({ agentId, reason }) {
         runtime.system.requestHeartbeat({
@@ -113,10 +131,29 @@ export function createOpenClawHost({ api, configPath, queue, journal }: OpenClaw
       lastRoute,
     },
     runs: {
-      runIsolatedTurn: (turn) => queue.run(() => runTurn(runtime, turn), turn.signal),
-      // An accepted run's key is on disk before its 202.
-      onRunUpdate: (record) =>
-        record.status === 'queued' && record.idempotency ? journal.append(record.idempotency) : undefined,
+      // Once OpenClaw has accepted the run, a restart must not start it again.
+      runIsolatedTurn: (turn) =>
+        queue.run(
+          () =>
+            runTurn(
+              runtime,
+              turn,
+              () => acks.taken(turn.runId),
+              (reason) => logger.warn('OpenClaw did not stop a timed-out run', { runId: turn.runId, reason }),
+            ),
+          turn.signal,
+        ),
+      // An accepted run and its key are on disk before its 202; its end is noted when it comes.
+      onRunUpdate(record) {
+        if (record.status === 'queued') {
+          const writes: Promise<void>[] = [];
+          if (record.idempotency) writes.push(journal.append(record.idempotency));
+          if (record.run) writes.push(acks.run(record.run));
+          return writes.length ? Promise.all(writes).then(() => undefined) : undefined;
+        }
+        return FINAL.has(record.status) ? acks.done(record.runId) : undefined;
+      },
+      restore: () => Promise.resolve({ rerun: pending.runs, interrupted: pending.interrupted }),
     },
     idempotency: { restore: (limits) => journal.restore(limits) },
     deliver: (d) => queue.run(() => deliverReply(runtime, liveConfig(api), d)),

@@ -1,93 +1,94 @@
-// The OpenClaw plugin entry. register() only declares: the route, the service and the reload policy.
-// The service reads the config, starts the core (with its own file watcher) and drains agent runs.
+// The OpenClaw plugin entry. register() only declares: the route, the metrics route, the agent tools,
+// the service and the reload policy. OpenClaw loads this entry again for every config change it
+// evaluates and retires those loads at once, so it imports nothing of the core: a load still busy
+// with the core's modules when retired was OpenClaw's "forced retirement ... still-running call".
+// The service's start loads the running plugin (service.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { definePluginEntry } from 'openclaw/plugin-sdk/plugin-entry';
-import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
-import { createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../host-kit.ts';
 import type { OpenClawPluginApi } from './api.ts';
-import { HOOKS_KEY, PLUGIN_ID, routePath } from './config.ts';
-import { createOpenClawHost } from './host.ts';
-import { ServiceQueue } from './run-queue.ts';
-import { IdempotencyJournal } from './idempotency-journal.ts';
-import { builtInHooksWarning } from './builtin-hooks.ts';
+import { HOOKS_KEY, PLUGIN_ID, routePath } from './identity.ts';
+import type { RunningHookgate } from './service.ts';
+import { registerTools } from './tools.ts';
 
 /** Where the plugin's Prometheus metrics answer in OpenClaw. */
 const METRICS_PATH = '/hookgate/metrics';
-/** Runs still going at stop get this long before they are interrupted. */
-const STOP_GRACE_MS = 5_000;
+/** How long start() waits for the plugin before returning (it goes on starting). */
+const START_WAIT_MS = 3_000;
+
+type ServiceModule = typeof import('./service.ts');
 
 function register(api: OpenClawPluginApi): void {
-  const queue = new ServiceQueue();
-  const journal = new IdempotencyJournal();
-  const configPath = resolveConfigPath(process.env);
-  const host = createOpenClawHost({ api, configPath, queue, journal });
-  let plugin: HooksPlugin | undefined;
+  let running: RunningHookgate | undefined;
   let failure: string | undefined;
+  let loading: Promise<ServiceModule> | undefined;
+  const load = (): Promise<ServiceModule> => (loading ??= import('./service.ts'));
 
-  const unavailable = (res: ServerResponse): Promise<true> => {
-    writeError(
-      res,
-      failure
-        ? refuse.overloaded(`hooks unavailable: ${failure}`, { 'retry-after': '30' })
-        : refuse.overloaded('hooks are starting', { 'retry-after': '1' }),
-    );
-    return Promise.resolve(true);
-  };
+  const route =
+    (answer: (r: RunningHookgate, req: IncomingMessage, res: ServerResponse) => Promise<boolean>) =>
+    async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+      const current = running;
+      if (current) return answer(current, req, res);
+      return (await load()).answerUnavailable(res, failure);
+    };
 
   api.registerHttpRoute({
     path: routePath(api.pluginConfig),
     auth: 'plugin',
     match: 'prefix',
-    handler: (req: IncomingMessage, res: ServerResponse) => (plugin ? plugin.handle(req, res) : unavailable(res)),
+    handler: route((r, req, res) => r.handle(req, res)),
   });
-
   // The plugin's metrics, behind OpenClaw's own gateway auth.
   api.registerHttpRoute({
     path: METRICS_PATH,
     auth: 'gateway',
     match: 'exact',
-    handler: async (req: IncomingMessage, res: ServerResponse) => {
-      if (!plugin) return unavailable(res);
-      if (req.method !== 'GET') {
-        writeError(res, refuse.methodNotAllowed('GET', 'metrics are read with GET'));
-        return true;
-      }
-      const { contentType, text } = await plugin.metrics.exposition();
-      res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
-      res.end(text);
-      return true;
-    },
+    handler: route((r, req, res) => r.metrics(req, res)),
   });
+  registerTools(api, { running: () => running, failure: () => failure });
 
+  // The plugin starts in the background: OpenClaw gives a replacement service START_WAIT_MS + 2 s to
+  // start and drops the replacement (hooks answer 404) when that passes; loading the core can take
+  // longer on a busy host. Hooks answer 503 with Retry-After until it is up.
+  let booting: Promise<RunningHookgate> | undefined;
   api.registerService({
     id: PLUGIN_ID,
     async start(ctx) {
-      // Everything queued from the route runs in this context, which carries the service's authority.
-      queue.attach(AsyncLocalStorage.snapshot());
-      const clash = builtInHooksWarning(api.config, routePath(api.pluginConfig));
-      if (clash) host.logger.warn(clash);
-      try {
-        await journal.open(ctx.stateDir);
-        const started = await createHooksPlugin(host, { watch: true });
-        await started.watching();
-        plugin = started;
-        failure = undefined;
-        host.logger.info('hookgate ready', { path: started.snapshot().path, enabled: started.snapshot().enabled });
-      } catch (err) {
-        failure = err instanceof Error ? err.message : String(err);
-        throw err;
-      }
+      // Work queued from the route runs in this context, which carries the service's authority.
+      const context = AsyncLocalStorage.snapshot();
+      failure = undefined;
+      const boot = load().then(({ startHookgate }) => startHookgate(api, ctx, context));
+      booting = boot;
+      const outcome = boot.then(
+        (started) => {
+          if (booting === boot) running = started;
+          return undefined;
+        },
+        (err: unknown) => {
+          const error = err instanceof Error ? err : new Error(String(err));
+          if (booting === boot) failure = error.message;
+          return error;
+        },
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const first = await Promise.race([
+        outcome,
+        new Promise<'starting'>((resolve) => (timer = setTimeout(resolve, START_WAIT_MS, 'starting'))),
+      ]);
+      clearTimeout(timer);
+      // A failure in time is OpenClaw's to report as the service's; a later one the plugin logs.
+      if (first === 'starting')
+        void outcome.then((error) => error && api.logger.error(`hookgate could not start: ${error.message}`));
+      else if (first) throw first;
     },
     async stop() {
-      const closing = plugin;
-      plugin = undefined;
-      try {
-        await closing?.close(STOP_GRACE_MS);
-      } finally {
-        queue.detach();
-        queue.clear('the hookgate service stopped');
-      }
+      const current = running;
+      const boot = booting;
+      booting = undefined;
+      running = undefined;
+      if (current) return current.stop();
+      // Still starting: it is stopped once up, without holding OpenClaw's stop past its budget.
+      void boot?.then((started) => started.stop()).catch(() => {});
     },
   });
 }

@@ -1,10 +1,16 @@
 // The service side of agent runs and deliveries: an isolated turn through api.runtime.subagent, a
 // reply through a channel's outbound adapter. Called only from the service's context (run-queue.ts).
+import { randomUUID } from 'node:crypto';
 import type { Delivery, IsolatedTurn, TurnResult } from '../../host-kit.ts';
 import type { AgentWaitResult, OpenClawRuntime } from './api.ts';
+import { PLUGIN_ID } from './identity.ts';
 
 /** Extra time given to agent.wait beyond the run's own timeout; the core enforces the timeout itself. */
 const WAIT_MARGIN_MS = 5_000;
+/** OpenClaw refuses runs while its gateway starts; they are asked for again, backing off up to this. */
+const MAX_RETRY_MS = 5_000;
+/** What OpenClaw answers while it starts or prepares a plugin replacement: worth asking again. */
+const NOT_YET = /unavailable during gateway startup|during replacement preparation/;
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -36,26 +42,76 @@ function toTurnResult(wait: AgentWaitResult): TurnResult {
   }
 }
 
-export async function runTurn(runtime: OpenClawRuntime, turn: IsolatedTurn): Promise<TurnResult> {
+/** subagent.run, asked again while OpenClaw is not ready for runs, until the run's own end. */
+async function startRun(
+  runtime: OpenClawRuntime,
+  turn: IsolatedTurn,
+  stop: Promise<never>,
+): Promise<{ runId: string }> {
+  for (let retryMs = 250; ; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
+    try {
+      // The core's runId keys the run, so a retried dispatch cannot start it twice.
+      return await Promise.race([
+        runtime.subagent.run({
+          sessionKey: turn.sessionKey,
+          message: turn.prompt,
+          ...(turn.model ? { model: turn.model } : {}),
+          deliver: false,
+          idempotencyKey: `hookgate:${turn.runId}`,
+        }),
+        stop,
+      ]);
+    } catch (err) {
+      if (turn.signal.aborted || !NOT_YET.test(message(err))) throw err;
+    }
+    await Promise.race([new Promise((resolve) => setTimeout(resolve, retryMs)), stop]);
+  }
+}
+
+/**
+ * subagent.run takes no thinking level; OpenClaw's agent command reads the session's stored one, so
+ * the run's session gets it first. A session made here is the plugin's, as one subagent.run makes
+ * would be (only then may the plugin end it, see stopOpenClawRun).
+ */
+async function setThinking(runtime: OpenClawRuntime, turn: IsolatedTurn): Promise<void> {
+  const session = runtime.agent?.session;
+  if (!turn.thinking || !session?.patchSessionEntry) return;
+  await session.patchSessionEntry({
+    agentId: turn.agentId,
+    sessionKey: turn.sessionKey,
+    fallbackEntry: { sessionId: randomUUID(), updatedAt: Date.now(), pluginOwnerId: PLUGIN_ID },
+    update: () => ({ thinkingLevel: turn.thinking }),
+  });
+}
+
+/** Ends OpenClaw's run of a session: ending the session stops its model request (its transcript stays). */
+function stopOpenClawRun(runtime: OpenClawRuntime, sessionKey: string, log: (reason: string) => void): void {
+  runtime.subagent.deleteSession?.({ sessionKey, deleteTranscript: false }).catch((err: unknown) => log(message(err)));
+}
+
+/**
+ * One isolated turn in OpenClaw. `accepted` is told once OpenClaw has taken the run (a restart must
+ * not start it again). When the core gives up on the run at its timeout, OpenClaw's run is stopped too.
+ */
+export async function runTurn(
+  runtime: OpenClawRuntime,
+  turn: IsolatedTurn,
+  accepted: () => Promise<void>,
+  /** Told why OpenClaw's run could not be stopped at the timeout. */
+  notStopped: (reason: string) => void,
+): Promise<TurnResult> {
   const stop = untilAborted(turn.signal);
   try {
-    // The core's runId keys the run, so a retried dispatch cannot start it twice.
-    const started = await Promise.race([
-      runtime.subagent.run({
-        sessionKey: turn.sessionKey,
-        message: turn.prompt,
-        ...(turn.model ? { model: turn.model } : {}),
-        deliver: false,
-        idempotencyKey: `hookgate:${turn.runId}`,
-      }),
-      stop.promise,
-    ]);
+    await setThinking(runtime, turn);
+    const started = await startRun(runtime, turn, stop.promise);
+    await accepted();
     const wait = await Promise.race([
       runtime.subagent.waitForRun({ runId: started.runId, timeoutMs: turn.timeoutMs + WAIT_MARGIN_MS }),
       stop.promise,
     ]);
     return toTurnResult(wait);
   } catch (err) {
+    if (turn.signal.aborted && turn.signal.reason === 'timeout') stopOpenClawRun(runtime, turn.sessionKey, notStopped);
     return { status: 'error', error: message(err) };
   } finally {
     stop.dispose();

@@ -9,8 +9,10 @@ import {
   extractToken,
   HookError,
   refuse,
+  recentRequests,
   REQUEST_LOG_SIZE,
   tokenMatches,
+  validRequestsLimit,
   writeError,
   writeJson,
   type HookMetrics,
@@ -40,8 +42,6 @@ export interface AdminDeps {
 
 const PREFIX = '/api/';
 const METRICS_PATH = '/metrics';
-/** Hook requests shown when the request names no limit; the log holds 1000. */
-export const DEFAULT_REQUESTS_LIMIT = 100;
 /** Entries per page of history or outbox when the request names no limit, and at most. */
 export const DEFAULT_PAGE_LIMIT = 200;
 export const MAX_PAGE_LIMIT = 1000;
@@ -160,7 +160,7 @@ export class AdminApi {
       return state;
     }
     if (parts.length === 1 && parts[0] === 'requests') {
-      return { requests: this.deps.requests.latest(requestsLimit(url)) };
+      return { requests: recentRequests(this.deps.requests, { limit: requestsLimit(url) }) };
     }
     throw refuse.notFound('no such admin endpoint');
   }
@@ -173,13 +173,13 @@ export class AdminApi {
 }
 
 /** ?limit=N for /api/requests: 1..1000, default 100; anything else is a 400 naming limit. */
-function requestsLimit(url: string): number {
+function requestsLimit(url: string): number | undefined {
   const q = url.indexOf('?');
   const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
   const limits = params.getAll('limit');
-  if (limits.length === 0) return DEFAULT_REQUESTS_LIMIT;
+  if (limits.length === 0) return undefined;
   const text = limits[0]!;
-  if (limits.length > 1 || !/^[1-9][0-9]{0,3}$/.test(text) || Number(text) > REQUEST_LOG_SIZE) {
+  if (limits.length > 1 || !/^[1-9][0-9]{0,3}$/.test(text) || !validRequestsLimit(Number(text))) {
     throw refuse.badRequest(`limit must be a whole number from 1 to ${REQUEST_LOG_SIZE}, given once`);
   }
   return Number(text);

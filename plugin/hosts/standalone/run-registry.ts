@@ -150,7 +150,11 @@ export class RunRegistry {
    * accepted run, settles once its line is in the file (the 202 waits for it).
    */
   update(record: Readonly<RunRecord>): Promise<void> | undefined {
-    this.remember(record);
+    // The accepted run (its prompt among it) is not this registry's to keep: it recovers runs as interrupted.
+    if (record.run) {
+      const { run: _run, ...view } = record;
+      this.remember(view);
+    } else this.remember(record);
     // Recovery needs only "accepted" and "finished": running is kept in memory.
     if (record.status === 'running') return undefined;
     const line: RunLine = {

@@ -1,0 +1,91 @@
+// Agent tools: the assistant asks hookgate itself what its hooks are and what came in, answered by the
+// same functions as the standalone gateway's admin API (hooksStatus, recentRequests, see service.ts).
+// The request log holds no payloads, tokens or signatures, so nothing secret reaches the model.
+import type { RequestsQuery } from '../../host-kit.ts';
+import type { AgentTool, OpenClawPluginApi, ToolResult } from './api.ts';
+import type { RunningHookgate } from './service.ts';
+
+/** The tool names, as declared under contracts.tools in openclaw.plugin.json. */
+export const TOOL_NAMES = ['hookgate_status', 'hookgate_recent'] as const;
+/** Requests hookgate_recent answers when asked for no limit: enough for a morning, small for a model. */
+const RECENT_DEFAULT = 20;
+
+export interface ToolState {
+  running(): RunningHookgate | undefined;
+  /** Why the plugin is not running, when it failed to start. */
+  failure(): string | undefined;
+}
+
+function answer(details: Record<string, unknown>): ToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(details) }], details };
+}
+
+function notRunning(state: ToolState): ToolResult {
+  const failure = state.failure();
+  return answer({ running: false, reason: failure ? `hookgate failed to start: ${failure}` : 'hookgate is starting' });
+}
+
+/** The arguments of hookgate_recent, checked: a model may send anything (the limit is checked with the log). */
+function recentQuery(params: unknown): RequestsQuery {
+  const p = (params ?? {}) as Record<string, unknown>;
+  const limit = p.limit === undefined ? RECENT_DEFAULT : p.limit;
+  if (typeof limit !== 'number') throw new Error('limit must be a whole number from 1 to 1000');
+  if (p.hook !== undefined && (typeof p.hook !== 'string' || !p.hook.trim()))
+    throw new Error('hook must be a hook name');
+  let sinceMs: number | undefined;
+  if (p.since !== undefined) {
+    sinceMs = typeof p.since === 'string' ? Date.parse(p.since) : NaN;
+    if (Number.isNaN(sinceMs)) throw new Error('since must be an ISO 8601 time, e.g. 2026-11-25T06:00:00Z');
+  }
+  return {
+    limit,
+    ...(typeof p.hook === 'string' ? { hook: p.hook.trim() } : {}),
+    ...(sinceMs !== undefined ? { sinceMs } : {}),
+  };
+}
+
+export function hookgateTools(state: ToolState): AgentTool[] {
+  return [
+    {
+      name: 'hookgate_status',
+      label: 'hookgate status',
+      description:
+        'Webhook ingress (hookgate): whether hooks are enabled, their base path, every hook (wake, agent and ' +
+        'each mapping with its path, action and how senders are admitted), and counts of recent requests and runs.',
+      parameters: { type: 'object', properties: {}, additionalProperties: false },
+      execute: (_id, _params) => {
+        const running = state.running();
+        return Promise.resolve(running ? answer({ running: true, ...running.status() }) : notRunning(state));
+      },
+    },
+    {
+      name: 'hookgate_recent',
+      label: 'hookgate recent requests',
+      description:
+        'The latest webhook requests hookgate received, oldest first: time, path, the mapping that owned it, the ' +
+        'HTTP status and refusal code, size, idempotency key and whether it was a duplicate. No payloads. Use it ' +
+        'to answer whether a hook fired and what happened (2xx: accepted; 4xx/5xx: refused, with the code).',
+      parameters: {
+        type: 'object',
+        properties: {
+          limit: { type: 'integer', minimum: 1, maximum: 1000, description: 'How many (newest); default 20.' },
+          hook: { type: 'string', description: 'Only this hook: a mapping id (e.g. "github"), "wake" or "agent".' },
+          since: { type: 'string', description: 'Only requests at or after this ISO 8601 time.' },
+        },
+        additionalProperties: false,
+      },
+      // A bad argument rejects: OpenClaw hands the message back to the model.
+      execute: (_id, params) =>
+        Promise.resolve().then(() => {
+          const running = state.running();
+          if (!running) return notRunning(state);
+          return answer({ running: true, requests: running.recent(recentQuery(params)) });
+        }),
+    },
+  ];
+}
+
+export function registerTools(api: OpenClawPluginApi, state: ToolState): void {
+  if (!api.registerTool) return;
+  for (const tool of hookgateTools(state)) api.registerTool(tool);
+}
