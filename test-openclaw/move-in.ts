@@ -10,7 +10,6 @@ import { after, before, describe, test } from 'node:test';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import {
-  NODE24,
   installPlugin,
   openClawMeta,
   prepareFiles,
