@@ -57,8 +57,8 @@ export default tseslint.config(
           patterns: [
             {
               // Commands sit one folder deeper (plugin/hosts/standalone/commands/).
-              regex: String.raw`^\.\./\.\./(?!(\.\./)?host-kit\.ts$|(\.\./)?\.\./schema/)`,
-              message: 'a host uses the core through plugin/host-kit.ts only',
+              regex: String.raw`^\.\./\.\./(?!(\.\./)?host-kit\.ts$|(\.\./)?\.\./schema/|(\.\./)?util/)`,
+              message: 'a host uses the core through plugin/host-kit.ts only (and the leaf helpers of plugin/util/)',
             },
           ],
         },

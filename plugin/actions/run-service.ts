@@ -5,6 +5,7 @@ import type { GatewayHost, IdempotencyRecord, RunRecord, RunStatus, TurnResult }
 import type { AgentJob } from './action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/external-content.ts';
+import { errorMessage } from '../util/errors.ts';
 
 export interface RunLimits {
   maxConcurrentRuns: number;
@@ -31,7 +32,7 @@ function clip(text: string, max: number): string {
 }
 
 function reasonOf(err: unknown): string {
-  return clip(err instanceof Error ? err.message : String(err), REASON_MAX) || 'unknown error';
+  return clip(errorMessage(err), REASON_MAX) || 'unknown error';
 }
 
 /**

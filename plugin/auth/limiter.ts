@@ -1,5 +1,6 @@
 import { hash, randomBytes } from 'node:crypto';
 import { DEFAULTS } from '../config/defaults.ts';
+import { positive } from '../util/text.ts';
 
 /**
  * Auth-failure limiter keyed by client address key (see clientAddress()).
@@ -126,10 +127,6 @@ function swapPrints(entry: Entry): void {
   const window = entry.window;
   entry.window = entry.lockPrints;
   entry.lockPrints = window;
-}
-
-function positive(value: number, fallback: number): number {
-  return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
 /** What a request needs of a limiter: the local one, or the one shared on Redis. */

@@ -4,6 +4,7 @@
 
 import type { Redactor } from './redact.ts';
 import type { SendOutcome } from './types.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /** No platform takes this long to accept one message; past it the attempt counts as unanswered. */
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -62,7 +63,7 @@ export function isAnswer(a: Answer | Failed): a is Answer {
 function networkReason(err: unknown): string {
   // fetch's own message is "fetch failed"; the cause says what failed (ECONNREFUSED, a TLS error).
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  const what = cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+  const what = cause?.code ?? cause?.message ?? errorMessage(err);
   return `could not reach the platform: ${what}`;
 }
 

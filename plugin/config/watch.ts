@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../host.ts';
+import { errorMessage } from '../util/errors.ts';
 
 export interface WatchChange {
   config: boolean;
@@ -65,9 +66,7 @@ export function watchConfig(opts: {
       opts.onChange(change);
     }, wait);
   });
-  watcher.on('error', (err) =>
-    opts.logger.warn('config watcher error', { reason: err instanceof Error ? err.message : String(err) }),
-  );
+  watcher.on('error', (err) => opts.logger.warn('config watcher error', { reason: errorMessage(err) }));
   const ready = new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
 
   return {

@@ -2,6 +2,7 @@
 // generic hints of GoogleApiError fit a running watcher; setup knows which step failed and can say
 // which API to enable, which role is missing, or that the project id is wrong.
 import { GoogleApiError } from './google-request.ts';
+import { errorMessage } from '../util/errors.ts';
 
 export type SetupStepKind = 'authorize' | 'account' | 'topic' | 'grant' | 'subscription' | 'watch';
 
@@ -46,7 +47,7 @@ export function setupFailure(label: string, kind: SetupStepKind, err: unknown, p
     const google = err.googleMessage ? `: ${err.googleMessage.replace(/\.$/, '')}` : '';
     return new SetupStepError(`${label} failed: ${what}${google}. ${adviceFor(kind, err, project)}`);
   }
-  return new SetupStepError(`${label} failed: ${err instanceof Error ? err.message : String(err)}`);
+  return new SetupStepError(`${label} failed: ${errorMessage(err)}`);
 }
 
 export { TESTING_MODE };

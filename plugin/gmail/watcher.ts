@@ -18,6 +18,7 @@ import { postMessages, type HookTarget } from './hook-poster.ts';
 import { syncHistory } from './history-sync.ts';
 import { PubSubPull } from './pubsub-pull.ts';
 import { startPushServer, type PushServer } from './push-server.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /** Empty pulls are at least this far apart. */
 const MIN_PULL_INTERVAL_MS = 1000;
@@ -176,7 +177,7 @@ export class GmailWatcher {
       // setup may write a fresh refresh token: read the file again on the next attempt.
       this.#client = undefined;
     }
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     this.counters.errors++;
     this.#o.events?.error(failureStage(err, what));
     this.#state.lastError = { at: new Date().toISOString(), message };

@@ -36,6 +36,7 @@ import { renderReply, type Reply } from '../mappings/respond.ts';
 import type { Outcome } from '../actions/action.ts';
 import { requestId } from './request-id.ts';
 import { splitTarget } from './request-target.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /** What the lifecycle uses; each plugin instance owns one of each. */
 export interface LifecycleParts {
@@ -296,7 +297,7 @@ export class HookLifecycle {
     if (err instanceof HookError) return err;
     this.parts.host.logger.error('hook request failed', {
       requestId: id,
-      reason: err instanceof Error ? err.message : String(err),
+      reason: errorMessage(err),
     });
     return refuse.internal();
   }

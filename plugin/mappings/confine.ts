@@ -4,6 +4,7 @@
 // anywhere else. Every refusal names the config key and says why.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { errnoCode } from '../util/errors.ts';
 
 /** Extensions a transform module may have (what the worker's loader handles). */
 export const TRANSFORM_EXTENSIONS: readonly string[] = ['.ts', '.mts', '.js', '.mjs', '.cjs'];
@@ -25,11 +26,6 @@ function isWithin(parent: string, child: string): boolean {
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
-function codeOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
 /** Spelling checks shared by modules and directories; returns why the value is refused, if it is. */
 function spellingProblem(value: string, allowAbsolute: boolean): string | undefined {
   if (value.trim() === '') return 'must be a non-empty path';
@@ -49,7 +45,7 @@ async function realRootOf(root: string): Promise<string | undefined> {
   try {
     return await fsp.realpath(root);
   } catch (err) {
-    if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return undefined;
+    if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return undefined;
     throw err;
   }
 }
@@ -83,7 +79,7 @@ export async function confineModule(root: string, dir: string, module: string, w
   try {
     realDir = await fsp.realpath(absDir);
   } catch (err) {
-    const code = codeOf(err);
+    const code = errnoCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR')
       refuse(where, module, `does not exist (the transforms directory ${absDir} is missing)`);
     refuse(where, module, `cannot be checked: ${code ?? (err as Error).message}`);
@@ -101,7 +97,7 @@ export async function confineModule(root: string, dir: string, module: string, w
   try {
     isLink = (await fsp.lstat(candidate)).isSymbolicLink();
   } catch (err) {
-    const code = codeOf(err);
+    const code = errnoCode(err);
     if (code === 'ENOENT') refuse(where, module, `does not exist in the transforms directory ${absDir}`);
     if (code === 'ENOTDIR') refuse(where, module, 'does not exist (a part of its path is not a directory)');
     refuse(where, module, `cannot be checked: ${code ?? (err as Error).message}`);
@@ -111,7 +107,7 @@ export async function confineModule(root: string, dir: string, module: string, w
   try {
     real = await fsp.realpath(candidate);
   } catch (err) {
-    const code = codeOf(err);
+    const code = errnoCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') refuse(where, module, 'is a symlink whose target does not exist');
     if (code === 'ELOOP') refuse(where, module, 'is a symlink loop');
     refuse(where, module, `cannot be checked: ${code ?? (err as Error).message}`);
@@ -130,7 +126,7 @@ export async function confineModule(root: string, dir: string, module: string, w
   try {
     stats = await fsp.stat(real);
   } catch (err) {
-    refuse(where, module, `cannot be checked: ${codeOf(err) ?? (err as Error).message}`);
+    refuse(where, module, `cannot be checked: ${errnoCode(err) ?? (err as Error).message}`);
   }
   if (!stats.isFile()) refuse(where, module, 'is not a regular file');
   // A hard link is the same file under another name, and nothing here tells where the other names are:
@@ -178,7 +174,7 @@ export async function confineDir(root: string, dir: string, where: string): Prom
   try {
     realDir = await fsp.realpath(absDir);
   } catch (err) {
-    const code = codeOf(err);
+    const code = errnoCode(err);
     if (code === 'ENOENT') {
       // A dangling symlink is not "missing": say what it is.
       const dangling = await fsp.lstat(absDir).then(
@@ -199,7 +195,7 @@ export async function confineDir(root: string, dir: string, where: string): Prom
   try {
     isDir = (await fsp.stat(realDir)).isDirectory();
   } catch (err) {
-    refuse(where, dir, `cannot be checked: ${codeOf(err) ?? (err as Error).message}`);
+    refuse(where, dir, `cannot be checked: ${errnoCode(err) ?? (err as Error).message}`);
   }
   if (!isDir) refuse(where, dir, 'is not a directory');
   return realDir;

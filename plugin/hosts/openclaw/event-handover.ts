@@ -5,6 +5,7 @@
 // does when it reads the queue; then the journal forgets it. At start, the last process's leftovers
 // come back through the same door, once OpenClaw's gateway is ready for them.
 import type { AckJournal, JournaledEvent } from './ack-journal.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /** The part of OpenClaw this needs: queue an event, and read a session's queue (ids and texts). */
 export interface EventQueue {
@@ -135,7 +136,7 @@ export class EventHandover {
   }
 
   #backOff(err: unknown): void {
-    const reason = err instanceof Error ? err.message : String(err);
+    const reason = errorMessage(err);
     if (reason !== this.#lastWarning) {
       this.#lastWarning = reason;
       this.logger.warn('OpenClaw does not take system events now; they are kept and tried again', {
@@ -167,7 +168,7 @@ export class EventHandover {
   #taken(id: string): void {
     this.journal.taken(id).catch((err: unknown) =>
       this.logger.warn('could not note an event OpenClaw took in; it may be handed over again at the next start', {
-        reason: err instanceof Error ? err.message : String(err),
+        reason: errorMessage(err),
       }),
     );
   }

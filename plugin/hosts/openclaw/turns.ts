@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Delivery, IsolatedTurn, TurnResult } from '../../host-kit.ts';
 import type { AgentWaitResult, OpenClawRuntime } from './api.ts';
 import { PLUGIN_ID } from './identity.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /** Extra time given to agent.wait beyond the run's own timeout; the core enforces the timeout itself. */
 const WAIT_MARGIN_MS = 5_000;
@@ -13,7 +14,7 @@ const MAX_RETRY_MS = 5_000;
 const NOT_YET = /unavailable during gateway startup|during replacement preparation/;
 
 function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 /** Rejects when the signal aborts, so a wait never outlives the core's timeout or shutdown. */

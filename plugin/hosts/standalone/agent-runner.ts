@@ -4,6 +4,7 @@
 // with the prompt itself, offline; every other provider is an OpenAI-compatible chat-completions API.
 // run() never throws: every failure becomes an outcome with a one-line reason that never contains the
 // provider's API key.
+import { oneLine, truncate } from '../../util/text.ts';
 
 export interface ProviderConfig {
   baseUrl: string;
@@ -34,14 +35,6 @@ const TIMED_OUT: TurnOutcome = { status: 'timeout', error: 'timed out' };
 
 function fail(error: string): TurnOutcome {
   return { status: 'error', error };
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
-}
-
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : text.slice(0, max - 1) + '…';
 }
 
 /** For user-controlled names inside messages: one line, bounded. */

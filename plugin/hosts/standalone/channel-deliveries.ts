@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Delivery, HookMetrics, Logger, ResolvedChannels } from '../../host-kit.ts';
 import type { Outbox } from './outbox.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 export class ChannelDeliveries {
   readonly #outbox: Outbox;
@@ -71,7 +72,7 @@ export class ChannelDeliveries {
         });
       })
       .catch((err: unknown) => {
-        const reason = this.#channels.redactor.clean(err instanceof Error ? err.message : String(err));
+        const reason = this.#channels.redactor.clean(errorMessage(err));
         this.#logger.error('delivery could not be recorded', { channel: d.channel, deliveryId: id, reason });
       })
       .finally(() => this.#sending.delete(sending));

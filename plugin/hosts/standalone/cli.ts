@@ -23,6 +23,7 @@ import { runWebhooksTest, WEBHOOKS_TEST_HELP } from './commands/webhooks-test.ts
 import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
 import { asRun, commandName } from './commands/command-name.ts';
 import { OPENCLAW_IMPORT_HELP, openClawCommand } from './commands/openclaw-import.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 const HELP: Record<string, string> = {
   main: `hookgate — webhook ingress for an assistant gateway
@@ -228,7 +229,7 @@ export async function main(argv: string[]): Promise<number> {
     else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`hookgate: ${(err as Error).message}\nRun \`${commandName()} --help\` for usage.`);
       return 2;
-    } else console.error(`hookgate: ${err instanceof Error ? err.message : String(err)}`);
+    } else console.error(`hookgate: ${errorMessage(err)}`);
     return 1;
   }
 }

@@ -29,6 +29,7 @@ import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
 import { ChannelDeliveries } from './channel-deliveries.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 export interface GatewayOptions {
   configPath: string;
@@ -197,7 +198,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // The Host check is ours (Node's own answers without a body): HTTP/1.1 requires the header.
   const server = createServer({ connectionsCheckingInterval: 1000, requireHostHeader: false }, (req, res) => {
     route(req, res).catch((err: unknown) => {
-      logger.error('request failed', { reason: err instanceof Error ? err.message : String(err) });
+      logger.error('request failed', { reason: errorMessage(err) });
       writeError(res, refuse.internal());
     });
   });

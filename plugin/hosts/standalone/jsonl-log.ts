@@ -19,6 +19,7 @@ import { appendFile, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host-kit.ts';
+import { errnoCode } from '../../util/errors.ts';
 import { CommitRounds } from './commit-rounds.ts';
 import { writeAll } from './write-all.ts';
 import { jsonLineBytes, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';
@@ -89,16 +90,6 @@ interface Segment {
   bytes: number;
 }
 
-function isErrno(err: unknown, code: string): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
-}
-
-export function errCode(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? code : undefined;
-}
-
 function isRecord(value: unknown): value is object {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -108,7 +99,7 @@ async function exists(file: string): Promise<boolean> {
     await stat(file);
     return true;
   } catch (err) {
-    if (isErrno(err, 'ENOENT')) return false;
+    if (errnoCode(err) === 'ENOENT') return false;
     throw err;
   }
 }
@@ -410,7 +401,7 @@ export class JsonlLog<T extends object> {
         // Reading does not need the repair; the next append retries it (and reports a failure there).
         this.#logger.warn(`jsonl log: could not check the tail of ${this.file}`, {
           file: this.file,
-          code: errCode(err),
+          code: errnoCode(err),
         });
         return [];
       }
@@ -428,7 +419,7 @@ export class JsonlLog<T extends object> {
     try {
       fh = await this.#exclusive(() => open(this.#segmentPath(seq), 'r'));
     } catch (err) {
-      if (isErrno(err, 'ENOENT')) return;
+      if (errnoCode(err) === 'ENOENT') return;
       throw err;
     }
     try {
@@ -514,7 +505,7 @@ export class JsonlLog<T extends object> {
       this.#logger.error(`jsonl log: write to ${this.file} failed`, {
         file: this.file,
         records: lost,
-        code: errCode(err),
+        code: errnoCode(err),
       });
       for (let i = done; i < batch.length; i++) batch[i]!.reject?.(err);
     } finally {
@@ -557,7 +548,7 @@ export class JsonlLog<T extends object> {
     try {
       await appendFile(this.file, data, { mode: 0o600 });
     } catch (err) {
-      if (!isErrno(err, 'ENOENT')) throw err;
+      if (errnoCode(err) !== 'ENOENT') throw err;
       // The directory vanished under us; recreate it once and retry.
       await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
       this.#writes++;
@@ -585,7 +576,7 @@ export class JsonlLog<T extends object> {
       await rename(this.file, `${this.file}.${this.#activeSeq}`);
       this.#rotated.push({ seq: this.#activeSeq, bytes: this.#activeBytes });
     } catch (err) {
-      if (!isErrno(err, 'ENOENT')) throw err;
+      if (errnoCode(err) !== 'ENOENT') throw err;
     }
     this.#activeSeq++;
     this.#activeBytes = 0;
@@ -598,10 +589,10 @@ export class JsonlLog<T extends object> {
       try {
         await unlink(`${this.file}.${oldest.seq}`);
       } catch (err) {
-        if (!isErrno(err, 'ENOENT')) {
+        if (errnoCode(err) !== 'ENOENT') {
           this.#logger.warn(`jsonl log: could not delete the old segment ${this.file}.${oldest.seq}`, {
             file: this.file,
-            code: errCode(err),
+            code: errnoCode(err),
           });
         }
       }
@@ -627,7 +618,7 @@ export class JsonlLog<T extends object> {
       try {
         names = await readdir(path.dirname(this.file));
       } catch (err) {
-        if (!isErrno(err, 'ENOENT')) throw err;
+        if (errnoCode(err) !== 'ENOENT') throw err;
       }
       seqs = names.map((n) => segmentSeq(n, base)).filter((s): s is number => s !== undefined);
     }
@@ -636,7 +627,7 @@ export class JsonlLog<T extends object> {
       try {
         rotated.push({ seq, bytes: (await stat(`${this.file}.${seq}`)).size });
       } catch (err) {
-        if (!isErrno(err, 'ENOENT')) throw err;
+        if (errnoCode(err) !== 'ENOENT') throw err;
       }
     }
     const size = await this.#repairTail();
@@ -652,7 +643,7 @@ export class JsonlLog<T extends object> {
     try {
       fh = await open(this.file, 'r+');
     } catch (err) {
-      if (isErrno(err, 'ENOENT')) return 0;
+      if (errnoCode(err) === 'ENOENT') return 0;
       throw err;
     }
     try {

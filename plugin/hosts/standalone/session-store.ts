@@ -18,7 +18,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../host-kit.ts';
-import { JsonlLog, LogResources, errCode, segmentSeq, type Position } from './jsonl-log.ts';
+import { errnoCode } from '../../util/errors.ts';
+import { JsonlLog, LogResources, segmentSeq, type Position } from './jsonl-log.ts';
 import { LoadOnce } from './load-once.ts';
 import { isoNow } from './iso-now.ts';
 import type { RunLine } from './run-registry.ts';
@@ -367,7 +368,7 @@ export class SessionStore {
         } catch (err) {
           this.#logger.warn(`session store: could not read ${path.join(this.#dir, name)}; ignoring it`, {
             file: path.join(this.#dir, name),
-            code: errCode(err),
+            code: errnoCode(err),
           });
         }
       }

@@ -30,6 +30,7 @@ import { applyGmailSetup, type GmailSetupKeys } from '../gmail-config-edit.ts';
 import { resolvePaths } from '../state-paths.ts';
 import { UsageError } from './cli-common.ts';
 import { asRun, commandName } from './command-name.ts';
+import { errorMessage } from '../../../util/errors.ts';
 
 export const GMAIL_SETUP_HELP = `  setup   Connect a Gmail account: authorize hookgate, create the Pub/Sub topic and subscription,
           start the Gmail watch, and write hooks.gmail into the config.
@@ -98,7 +99,7 @@ export async function gmailSetupCommand(args: string[]): Promise<number> {
       return 2;
     }
     if (err instanceof SetupStepError || err instanceof ConfigError) console.error(err.message);
-    else console.error(`hookgate: ${err instanceof Error ? err.message : String(err)}`);
+    else console.error(`hookgate: ${errorMessage(err)}`);
     console.error('Setup stopped; the config file was not changed.');
     return 1;
   }
@@ -199,7 +200,7 @@ async function setup(v: SetupValues): Promise<number> {
       outcome = 'written';
     }
   } catch (err) {
-    throw new SetupStepError(`${step} failed: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SetupStepError(`${step} failed: ${errorMessage(err)}`);
   }
   progress(`${step} … ${outcome}`);
   console.log(

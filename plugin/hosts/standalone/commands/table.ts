@@ -1,5 +1,6 @@
 // A plain-text table for CLI output: a header row, columns padded to their widest cell, numbers
 // right-aligned. Cells are one line each; control characters never reach the terminal.
+import { truncate } from '../../../util/text.ts';
 
 export interface Column<Row> {
   header: string;
@@ -17,10 +18,6 @@ export function printable(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
 }
 
-function clip(text: string, max: number | undefined): string {
-  return max !== undefined && text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
 /** The header line and one line per row; `header: false` leaves the header out (rows printed later). */
 export function formatTable<Row>(
   columns: readonly Column<Row>[],
@@ -30,7 +27,8 @@ export function formatTable<Row>(
   const cells = rows.map((row) =>
     columns.map((c) => {
       const v = c.cell(row);
-      return clip(printable(v === undefined ? '' : String(v)), c.max);
+      const text = printable(v === undefined ? '' : String(v));
+      return c.max === undefined ? text : truncate(text, c.max);
     }),
   );
   const widths = columns.map((c, i) => Math.max(c.min ?? 0, c.header.length, ...cells.map((r) => r[i]!.length)));
