@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   gatewayConfig,
   launchGateway,
+  installPlugin,
   prepareFiles,
   removeFiles,
   startGateway,
@@ -150,6 +151,7 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
     async () => {
       model = await startFakeProvider(answerAsModel);
       files = await prepareFiles();
+      await installPlugin(files);
       gw = await startGateway(files, HOOKS, withModel);
       await gw.waitForLine(/hookgate ready/, 120_000);
     },
