@@ -48,7 +48,7 @@ export interface GatewaySettings {
   metrics: { enabled: boolean; public: boolean };
 }
 
-interface GatewayFile {
+export interface GatewayFile {
   gateway?: {
     port?: number;
     bind?: string;
