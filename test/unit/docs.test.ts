@@ -163,7 +163,7 @@ function commentLines(file: string, text: string): [number, string][] {
 }
 
 const REPO_PATH =
-  /(?<![\w.\/~@<>$-])((?:bin|bench|docs|plugin|schema|test|test-openclaw|transforms-example)\/[\w.\/-]*)/g;
+  /(?<![\w./~@<>$-])((?:bin|bench|docs|plugin|schema|test|test-openclaw|transforms-example)\/[\w./-]*)/g;
 const MD_LINK = /\]\((?!https?:|mailto:|#)([^)\s]+)\)/g;
 
 test('every repository path named in a .md file or a source comment exists', () => {
