@@ -16,7 +16,7 @@ const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const read = (file: string): any => JSON.parse(readFileSync(path.join(ROOT, file), 'utf8'));
 const manifest = read('openclaw.plugin.json');
 
-test('the manifest\'s configSchema is the hooks config schema with its refs inlined', () => {
+test("the manifest's configSchema is the hooks config schema with its refs inlined", () => {
   assert.deepEqual(
     manifest.configSchema,
     manifestConfigSchema(),
