@@ -15,7 +15,7 @@
 //   test/ test-openclaw/ transforms-example/), not preceded by a letter, digit or one of `_.-/~@<>$`,
 //   and runs over letters, digits and `_.-/`; a trailing `.` or `-` is punctuation, and a glob or
 //   placeholder ends it (`test/*/x` names `test/`). Relative Markdown links (`](../x.md#anchor)`) must
-//   resolve too. Paths of other packages are written under their package (`openclaw/docs/…`).
+//   resolve too, to a file and, with an anchor, to one of its headings. Paths of other packages are written under their package (`openclaw/docs/…`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -164,7 +164,21 @@ function commentLines(file: string, text: string): [number, string][] {
 
 const REPO_PATH =
   /(?<![\w./~@<>$-])((?:bin|bench|docs|plugin|schema|test|test-openclaw|transforms-example)\/[\w./-]*)/g;
-const MD_LINK = /\]\((?!https?:|mailto:|#)([^)\s]+)\)/g;
+const MD_LINK = /\]\((?!https?:|mailto:)([^)\s]+)\)/g;
+
+/** The anchors of a Markdown file's headings, as GitHub makes them. */
+function anchors(file: string): Set<string> {
+  const headings = read(file).match(/^#{1,6} .*$/gm) ?? [];
+  return new Set(
+    headings.map((h) =>
+      h
+        .replace(/^#+ /, '')
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N} _-]/gu, '')
+        .replace(/ /g, '-'),
+    ),
+  );
+}
 
 test('every repository path named in a .md file or a source comment exists', () => {
   const missing: string[] = [];
@@ -178,9 +192,11 @@ test('every repository path named in a .md file or a source comment exists', () 
       }
       if (!file.endsWith('.md')) continue;
       for (const m of line.matchAll(MD_LINK)) {
-        const target = m[1]!.replace(/#.*$/, '');
-        if (target && !existsSync(path.join(ROOT, path.dirname(file), target))) {
-          missing.push(`${file}:${n}: link ${m[1]!}`);
+        const [target = '', anchor] = m[1]!.split('#');
+        const to = target ? path.join(path.dirname(file), target) : file;
+        if (!existsSync(path.join(ROOT, to))) missing.push(`${file}:${n}: link ${m[1]!}`);
+        else if (anchor !== undefined && to.endsWith('.md') && !anchors(to).has(anchor)) {
+          missing.push(`${file}:${n}: link ${m[1]!} (no such heading)`);
         }
       }
     }
