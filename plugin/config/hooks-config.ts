@@ -13,7 +13,7 @@ import { DEFAULTS } from './defaults.ts';
 import { matchesSessionPrefix } from './session-prefixes.ts';
 import type { HooksSnapshot, SharedStateConfig } from './snapshot.ts';
 
-interface HooksBlock {
+export interface HooksBlock {
   enabled?: boolean;
   token?: string | string[];
   tokenFile?: string;

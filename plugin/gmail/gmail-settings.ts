@@ -19,7 +19,7 @@ export interface GmailSettings {
   resyncMessages: number;
 }
 
-interface GmailBlock {
+export interface GmailBlock {
   account?: string;
   project?: string;
   topic?: string;

@@ -14,7 +14,7 @@ import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import { compileVerifier, type VerifyConfig } from '../verify/compile-verifier.ts';
 
 /** As written in the config (validated by schema/mapping.schema.json); `to` and `model` may be templates. */
-interface MappingConfig extends RunOptions {
+export interface MappingConfig extends RunOptions {
   id?: string;
   match?: { path?: string; source?: string };
   action?: 'wake' | 'agent';

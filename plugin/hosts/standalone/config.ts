@@ -48,7 +48,7 @@ export interface GatewaySettings {
   metrics: { enabled: boolean; public: boolean };
 }
 
-interface GatewayFile {
+export interface GatewayFile {
   gateway?: {
     port?: number;
     bind?: string;
@@ -149,7 +149,7 @@ export function defaultConfigText(): string {
     list: [{ id: "main", default: true }],
   },
   // Chat channels: without credentials deliveries are only recorded in the outbox (GET /api/outbox);
-  // docs/channels.md says how to give a channel its credentials so it sends for real.
+  // docs/guide/channels.md says how to give a channel its credentials so it sends for real.
   channels: { slack: { defaultTo: "#hooks" } },
   heartbeat: { everySeconds: ${DEFAULT_HEARTBEAT_SECONDS} },
 }
