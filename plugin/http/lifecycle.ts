@@ -20,7 +20,7 @@ import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { Delivery, OnceDelivery } from '../dedupe/once-delivery.ts';
+import type { Deliverer } from '../actions/deliver.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
 import { loggableKey, type RequestLog } from '../observe/request-log.ts';
@@ -28,12 +28,11 @@ import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import type { RefusalLog } from './refusal-log.ts';
-import { deliveryOf, isKnownName, metaHandshakeOf, parsePayload, targetOf, type Target } from './resolve.ts';
+import { isKnownName, metaHandshakeOf, targetOf, type Target } from './resolve.ts';
+import { planRequest, replyOf, type ProofChecks, type RequestFacts } from './plan.ts';
 import { hookTokenCredential, mappingCredential } from '../auth/credentials.ts';
 import { metaChallenge, type Handshake } from '../mappings/handshake.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
-import { renderReply, type Reply } from '../mappings/respond.ts';
-import type { Outcome } from '../actions/action.ts';
 import { requestId } from './request-id.ts';
 import { splitTarget } from './request-target.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -45,7 +44,7 @@ export interface LifecycleParts {
   refusals: RefusalLog;
   /** For warnings anyone can cause: rate-limited. */
   warnings: Pick<Logger, 'warn'>;
-  delivery: OnceDelivery;
+  deliverer: Deliverer;
   answers: AnswerBatch;
   bodies: BodyReceiver;
   metrics: HookMetrics;
@@ -53,15 +52,14 @@ export interface LifecycleParts {
 }
 
 /** What the phases after routing know of the request. */
-interface HookRequest {
+interface HookRequest extends RequestFacts {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly id: string;
   readonly client: string;
   /** The name after the prefix: '' for the bare prefix. */
   readonly name: string;
-  /** The query string without '?', or undefined when there is none. */
-  readonly query: string | undefined;
+  readonly trace: Trace;
 }
 
 /** What finish() reports of a request: filled in as its phases pass. */
@@ -94,16 +92,18 @@ export class HookLifecycle {
     if (name === undefined) return false;
 
     const started = performance.now();
+    const trace: Trace = { authenticated: false, duplicate: false, endpoint: 'unknown', mapping: '', bytes: 0 };
     const request: HookRequest = {
       req,
       res,
+      headers: req.headers,
       id: requestId(),
       client: clientAddress(req, snap.trustedProxies),
       name,
       query,
+      trace,
     };
     const { answers } = this.parts;
-    const trace: Trace = { authenticated: false, duplicate: false, endpoint: 'unknown', mapping: '', bytes: 0 };
     // The target first (a lookup, no check): refusals in admit count under the endpoint they were for.
     const target = targetOf(name, snap);
     traceTarget(trace, target);
@@ -125,25 +125,17 @@ export class HookLifecycle {
       }
       const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
       trace.bytes = body.length;
-      if (verifier) {
-        this.verify(request, verifier, body, snap);
-        trace.authenticated = true;
-      }
-      const payload = parsePayload(target, body, req.headers['content-type']);
-      if (verifier) this.checkFresh(request, verifier, payload, snap);
-      const handshake = verifier && target.kind === 'mapped' ? target.candidates[0]!.handshake : undefined;
-      const challenge = handshake?.kind === 'meta' ? undefined : handshake?.answer(payload);
-      if (challenge) {
-        answers.send(res, 200, challenge, request.id);
+      const plan = planRequest(target, body, request, snap, this.#proofs);
+      if (plan.kind === 'handshake') {
+        answers.send(res, 200, plan.answer, request.id);
         return await this.finish(request, pathname, started, snap, trace);
       }
-      const delivery = deliveryOf(target, payload, { headers: req.headers, name, query, bodyBytes: body.length }, snap);
-      if (delivery.mapping) trace.mapping = delivery.mapping.id;
-      const outcome = await this.parts.delivery.deliver(delivery, snap, body);
+      if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
+      const outcome = await this.parts.deliverer.deliver(plan, snap, body);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
       const headers = trace.duplicate ? DUPLICATE : undefined;
-      const reply = replyOf(delivery, outcome, payload);
+      const reply = replyOf(plan, outcome);
       if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, request.id, headers);
       else
         answers.send(
@@ -245,22 +237,18 @@ export class HookLifecycle {
     throw this.signatureFailure(request, verifier, snap, { expired: false });
   }
 
-  /** A signed mapping's proof, over the body exactly as received. */
-  private verify(request: HookRequest, verifier: Verifier, body: Buffer, snap: HooksSnapshot): void {
-    const outcome = verifier.verify({ headers: request.req.headers, body, nowMs: Date.now() });
-    if (!outcome.ok) throw this.signatureFailure(request, verifier, snap, outcome);
-  }
-
-  /** For senders that sign a timestamp inside the payload (Linear), once it is parsed. */
-  private checkFresh(
-    request: HookRequest,
-    verifier: Verifier,
-    payload: Record<string, unknown>,
-    snap: HooksSnapshot,
-  ): void {
-    if (!verifier.fresh || verifier.fresh(payload, Date.now())) return;
-    throw this.signatureFailure(request, verifier, snap, { expired: true });
-  }
+  /** The planner's proof checks: a bad or late signature is refused and counted against the address. */
+  readonly #proofs: ProofChecks<HookRequest> = {
+    verify: (request, verifier, body, snap) => {
+      const outcome = verifier.verify({ headers: request.headers, body, nowMs: Date.now() });
+      if (!outcome.ok) throw this.signatureFailure(request, verifier, snap, outcome);
+      request.trace.authenticated = true;
+      return true;
+    },
+    stale: (request, verifier, snap) => {
+      throw this.signatureFailure(request, verifier, snap, { expired: true });
+    },
+  };
 
   /** A bad or late signature counts against the address like a wrong token. */
   private signatureFailure(
@@ -301,14 +289,6 @@ export class HookLifecycle {
     });
     return refuse.internal();
   }
-}
-
-/** A mapping's `respond` once its action was accepted (not skipped), rendered for this request. */
-function replyOf(delivery: Delivery, outcome: Outcome, payload: Record<string, unknown>): Reply | undefined {
-  const respond = delivery.mapping?.respond;
-  if (!respond || (outcome.status !== 200 && outcome.status !== 202)) return undefined;
-  const { mapped } = delivery;
-  return renderReply(respond, { payload, headers: mapped!.headers, query: mapped!.query, path: mapped!.name });
 }
 
 /** The endpoint label, and for a name only one mapping owns (a signed one, say) that mapping. */
