@@ -31,7 +31,7 @@ export function derivedKey(value: string | undefined): string | undefined {
   return key.length > MAX_KEY ? `sha256:${hash('sha256', key, 'hex')}` : key;
 }
 
-/** The key a delivery is claimed by, scoped by endpoint (`wake`, `agent`) or by `mapping:<id>`. */
+/** The key a request (or a forEach item) is claimed by, scoped by endpoint (`wake`, `agent`) or by `mapping:<id>`. */
 export interface DedupeKey {
   readonly scope: string;
   readonly key: string;

@@ -5,13 +5,19 @@
 //   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name;
 //                for a signed mapping, a request without any of its proof headers is refused here
 //   receive      the body, within the target's limit and the body timeout
-//   verify       a signed mapping's signature over the raw bytes (instead of the token)
-//   parse        a JSON object, a form or a multipart body (for a mapping, one that nests no deeper than
-//                templates can walk); a signed handshake (Slack, echo) is answered here, acting on
-//                nothing; the endpoint's payload is checked, or the mapping that owns this payload is picked
-//   deliver      once per idempotency key (dedupe/once-delivery.ts): a key seen before gets the first
-//                answer again; otherwise the mapping builds its action (templates, transform) and
-//                the action is carried out (actions/execute.ts)
+//   plan         what the request would do, decided with nothing done (plan.ts; the dry run calls it too):
+//     verify     a signed mapping's signature over the raw bytes (instead of the token)
+//     parse      a JSON object, a form or a multipart body (for a mapping, one that nests no deeper than
+//                templates can walk)
+//     fresh      a timestamp signed inside the payload (Linear); then a signed handshake (Slack, echo)
+//                is answered with its challenge, acting on nothing
+//     own        the endpoint's payload is checked, or the mapping that owns this payload is picked and
+//                held to its own body limit
+//     keys       the idempotency key (the header, a mapping's dedupe.key or its sender's delivery id;
+//                one per item for a forEach whose key reads the item)
+//   deliver      once per key (actions/deliver.ts): a key seen before gets the first answer again;
+//                otherwise the mapping builds its action (templates, preset, transform; every forEach
+//                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts)
 //   answer       the outcome (or the mapping's `respond`), or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -71,7 +77,7 @@ interface Trace {
   mapping: string;
   bytes: number;
   code?: string;
-  /** The idempotency key the delivery used. */
+  /** The idempotency key the plan was carried out under. */
   key?: string;
 }
 
@@ -110,8 +116,8 @@ export class HookLifecycle {
     try {
       const meta = metaHandshakeOf(target);
       this.admit(request, meta !== undefined);
-      if (req.method === 'GET') {
-        answers.sendText(res, 200, this.metaHandshake(request, meta!, snap), request.id);
+      if (meta && req.method === 'GET') {
+        answers.sendText(res, 200, this.metaHandshake(request, meta, snap), request.id);
         trace.authenticated = true;
         return await this.finish(request, pathname, started, snap, trace);
       }

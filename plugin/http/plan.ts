@@ -1,8 +1,7 @@
-// The request as a plan: what a hook request would do, decided from its target, headers and body
-// with nothing done yet. One planner runs the phases between the body and the effects, in order:
-//   verify → parse → fresh → (a signed handshake) → owning mapping → its body limit → keys
-// The live path (lifecycle.ts) carries the plan out (actions/deliver.ts); `hookgate webhooks test`
-// (dry-run.ts) shows it. Both call planRequest, so the dry run shows what the gateway would do.
+// The request as a plan: what a hook request would do, decided from its target, headers and body with
+// nothing done yet. planRequest runs the `plan` phases of the list in lifecycle.ts (verify, parse,
+// fresh, own, keys) in that order and returns a Plan or throws the first refusal. The live path
+// carries the plan out (actions/deliver.ts); `hookgate webhooks test` (dry-run.ts) shows it.
 import type { IncomingHttpHeaders } from 'node:http';
 import { refuse } from '../errors.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
@@ -100,7 +99,7 @@ export function planRequest<R extends RequestFacts>(
     const answer = handshake?.kind === 'meta' ? undefined : handshake?.answer(payload);
     if (answer) return { kind: 'handshake', mapping: target.candidates[0]!, answer };
   }
-  // owning mapping, then its own body limit
+  // own: the owning mapping, then its own body limit
   const mapping = pickMapping(target.candidates, payload);
   if (!mapping) throw refuse.notFound();
   const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;

@@ -47,7 +47,7 @@ export interface CompiledMapping {
   readonly verifier?: Verifier;
   /** Headers no template or transform sees: credentials, and this mapping's proof headers. */
   readonly hiddenHeaders: ReadonlySet<string>;
-  /** dedupe.key: the delivery's idempotency key, rendered from the request. */
+  /** dedupe.key: the request's idempotency key, rendered from it. */
   readonly dedupeKey?: Template;
   /** forEach: reads the array of items from the payload; one action per item. */
   readonly forEach?: { readonly path: string; readonly read: (payload: unknown) => unknown; readonly maxItems: number };
