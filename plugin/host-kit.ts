@@ -46,7 +46,7 @@ export {
   type RequestsQuery,
 } from './observe/status-view.ts';
 export { unwrapExternalContent } from './safety/external-content.ts';
-export { dryRun, loadForDryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
+export { dryRun, loadForDryRun, type DryRunRequest, type DryRunResult } from './http/dry-run.ts';
 export { TransformRunner } from './mappings/transform-runner.ts';
 export { keepFairly } from './dedupe/fair-share.ts';
 export { resolveChannels, type Channel, type DeliveryResult, type ResolvedChannels } from './channels/index.ts';

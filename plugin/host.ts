@@ -88,7 +88,12 @@ export interface IsolatedTurn {
   model?: string;
   thinking?: string;
   timeoutMs: number;
-  signal: AbortSignal;
+  /**
+   * Aborted at the run's deadline or at shutdown. A getter: the signal is made when first read, so a
+   * host reads it only when its model can be aborted, and passes the turn on as it is (a copy made by
+   * spreading it reads the signal).
+   */
+  readonly signal: AbortSignal;
 }
 
 export interface TurnResult {

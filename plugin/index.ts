@@ -18,7 +18,7 @@ import { RefusalLog } from './http/refusal-log.ts';
 import { LimitedWarnings } from './observe/limited-warnings.ts';
 import { TransformRunner } from './mappings/transform-runner.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
-import { OnceDelivery } from './dedupe/once-delivery.ts';
+import { Deliverer } from './actions/deliver.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
@@ -92,7 +92,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
   await shared?.connect();
-  const delivery = new OnceDelivery({
+  const deliverer = new Deliverer({
     dedupe,
     executor: new ActionExecutor(host, runs),
     transforms,
@@ -104,7 +104,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     limiter: requestLimiter,
     refusals,
     warnings: strangerWarnings,
-    delivery,
+    deliverer,
     answers: new AnswerBatch(),
     bodies,
     metrics,

@@ -20,12 +20,12 @@ export class BodyReceiver {
   };
 
   /**
-   * Throws at once (not a rejected promise) when the declared length is over the limit; otherwise a
-   * client waiting for "100 Continue" gets it now, and the body is read.
+   * Rejects at once when the declared length is over the limit (nothing is read, and no "100 Continue"
+   * is sent); otherwise a client waiting for "100 Continue" gets it now, and the body is read.
    */
   read(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): Promise<Buffer> {
     const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > limit) throw refuse.payloadTooLarge(limit);
+    if (declared !== undefined && Number(declared) > limit) return Promise.reject(refuse.payloadTooLarge(limit));
     sendContinue(req, res);
     return new Promise((resolve, reject) => {
       this.#reading.add(new BodyReader(req, limit, timeoutMs, resolve, reject, this.#reading));

@@ -5,13 +5,19 @@
 //   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name;
 //                for a signed mapping, a request without any of its proof headers is refused here
 //   receive      the body, within the target's limit and the body timeout
-//   verify       a signed mapping's signature over the raw bytes (instead of the token)
-//   parse        a JSON object, a form or a multipart body (for a mapping, one that nests no deeper than
-//                templates can walk); a signed handshake (Slack, echo) is answered here, acting on
-//                nothing; the endpoint's payload is checked, or the mapping that owns this payload is picked
-//   deliver      once per idempotency key (dedupe/once-delivery.ts): a key seen before gets the first
-//                answer again; otherwise the mapping builds its action (templates, transform) and
-//                the action is carried out (actions/execute.ts)
+//   plan         what the request would do, decided with nothing done (plan.ts; the dry run calls it too):
+//     verify     a signed mapping's signature over the raw bytes (instead of the token)
+//     parse      a JSON object, a form or a multipart body (for a mapping, one that nests no deeper than
+//                templates can walk)
+//     fresh      a timestamp signed inside the payload (Linear); then a signed handshake (Slack, echo)
+//                is answered with its challenge, acting on nothing
+//     own        the endpoint's payload is checked, or the mapping that owns this payload is picked and
+//                held to its own body limit
+//     keys       the idempotency key (the header, a mapping's dedupe.key or its sender's delivery id;
+//                one per item for a forEach whose key reads the item)
+//   deliver      once per key (actions/deliver.ts): a key seen before gets the first answer again;
+//                otherwise the mapping builds its action (templates, preset, transform; every forEach
+//                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts)
 //   answer       the outcome (or the mapping's `respond`), or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -20,7 +26,7 @@ import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { Delivery, OnceDelivery } from '../dedupe/once-delivery.ts';
+import type { Deliverer } from '../actions/deliver.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
 import { loggableKey, type RequestLog } from '../observe/request-log.ts';
@@ -28,12 +34,11 @@ import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import type { RefusalLog } from './refusal-log.ts';
-import { deliveryOf, isKnownName, metaHandshakeOf, parsePayload, targetOf, type Target } from './resolve.ts';
+import { isKnownName, metaHandshakeOf, targetOf, type Target } from './resolve.ts';
+import { planRequest, replyOf, type ProofChecks, type RequestFacts } from './plan.ts';
 import { hookTokenCredential, mappingCredential } from '../auth/credentials.ts';
 import { metaChallenge, type Handshake } from '../mappings/handshake.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
-import { renderReply, type Reply } from '../mappings/respond.ts';
-import type { Outcome } from '../actions/action.ts';
 import { requestId } from './request-id.ts';
 import { splitTarget } from './request-target.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -45,7 +50,7 @@ export interface LifecycleParts {
   refusals: RefusalLog;
   /** For warnings anyone can cause: rate-limited. */
   warnings: Pick<Logger, 'warn'>;
-  delivery: OnceDelivery;
+  deliverer: Deliverer;
   answers: AnswerBatch;
   bodies: BodyReceiver;
   metrics: HookMetrics;
@@ -53,15 +58,14 @@ export interface LifecycleParts {
 }
 
 /** What the phases after routing know of the request. */
-interface HookRequest {
+interface HookRequest extends RequestFacts {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly id: string;
   readonly client: string;
   /** The name after the prefix: '' for the bare prefix. */
   readonly name: string;
-  /** The query string without '?', or undefined when there is none. */
-  readonly query: string | undefined;
+  readonly trace: Trace;
 }
 
 /** What finish() reports of a request: filled in as its phases pass. */
@@ -73,7 +77,7 @@ interface Trace {
   mapping: string;
   bytes: number;
   code?: string;
-  /** The idempotency key the delivery used. */
+  /** The idempotency key the plan was carried out under. */
   key?: string;
 }
 
@@ -94,24 +98,26 @@ export class HookLifecycle {
     if (name === undefined) return false;
 
     const started = performance.now();
+    const trace: Trace = { authenticated: false, duplicate: false, endpoint: 'unknown', mapping: '', bytes: 0 };
     const request: HookRequest = {
       req,
       res,
+      headers: req.headers,
       id: requestId(),
       client: clientAddress(req, snap.trustedProxies),
       name,
       query,
+      trace,
     };
     const { answers } = this.parts;
-    const trace: Trace = { authenticated: false, duplicate: false, endpoint: 'unknown', mapping: '', bytes: 0 };
     // The target first (a lookup, no check): refusals in admit count under the endpoint they were for.
     const target = targetOf(name, snap);
     traceTarget(trace, target);
     try {
       const meta = metaHandshakeOf(target);
       this.admit(request, meta !== undefined);
-      if (req.method === 'GET') {
-        answers.sendText(res, 200, this.metaHandshake(request, meta!, snap), request.id);
+      if (meta && req.method === 'GET') {
+        answers.sendText(res, 200, this.metaHandshake(request, meta, snap), request.id);
         trace.authenticated = true;
         return await this.finish(request, pathname, started, snap, trace);
       }
@@ -125,25 +131,17 @@ export class HookLifecycle {
       }
       const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
       trace.bytes = body.length;
-      if (verifier) {
-        this.verify(request, verifier, body, snap);
-        trace.authenticated = true;
-      }
-      const payload = parsePayload(target, body, req.headers['content-type']);
-      if (verifier) this.checkFresh(request, verifier, payload, snap);
-      const handshake = verifier && target.kind === 'mapped' ? target.candidates[0]!.handshake : undefined;
-      const challenge = handshake?.kind === 'meta' ? undefined : handshake?.answer(payload);
-      if (challenge) {
-        answers.send(res, 200, challenge, request.id);
+      const plan = planRequest(target, body, request, snap, this.#proofs);
+      if (plan.kind === 'handshake') {
+        answers.send(res, 200, plan.answer, request.id);
         return await this.finish(request, pathname, started, snap, trace);
       }
-      const delivery = deliveryOf(target, payload, { headers: req.headers, name, query, bodyBytes: body.length }, snap);
-      if (delivery.mapping) trace.mapping = delivery.mapping.id;
-      const outcome = await this.parts.delivery.deliver(delivery, snap, body);
+      if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
+      const outcome = await this.parts.deliverer.deliver(plan, snap, body);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
       const headers = trace.duplicate ? DUPLICATE : undefined;
-      const reply = replyOf(delivery, outcome, payload);
+      const reply = replyOf(plan, outcome);
       if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, request.id, headers);
       else
         answers.send(
@@ -245,22 +243,18 @@ export class HookLifecycle {
     throw this.signatureFailure(request, verifier, snap, { expired: false });
   }
 
-  /** A signed mapping's proof, over the body exactly as received. */
-  private verify(request: HookRequest, verifier: Verifier, body: Buffer, snap: HooksSnapshot): void {
-    const outcome = verifier.verify({ headers: request.req.headers, body, nowMs: Date.now() });
-    if (!outcome.ok) throw this.signatureFailure(request, verifier, snap, outcome);
-  }
-
-  /** For senders that sign a timestamp inside the payload (Linear), once it is parsed. */
-  private checkFresh(
-    request: HookRequest,
-    verifier: Verifier,
-    payload: Record<string, unknown>,
-    snap: HooksSnapshot,
-  ): void {
-    if (!verifier.fresh || verifier.fresh(payload, Date.now())) return;
-    throw this.signatureFailure(request, verifier, snap, { expired: true });
-  }
+  /** The planner's proof checks: a bad or late signature is refused and counted against the address. */
+  readonly #proofs: ProofChecks<HookRequest> = {
+    verify: (request, verifier, body, snap) => {
+      const outcome = verifier.verify({ headers: request.headers, body, nowMs: Date.now() });
+      if (!outcome.ok) throw this.signatureFailure(request, verifier, snap, outcome);
+      request.trace.authenticated = true;
+      return true;
+    },
+    stale: (request, verifier, snap) => {
+      throw this.signatureFailure(request, verifier, snap, { expired: true });
+    },
+  };
 
   /** A bad or late signature counts against the address like a wrong token. */
   private signatureFailure(
@@ -301,14 +295,6 @@ export class HookLifecycle {
     });
     return refuse.internal();
   }
-}
-
-/** A mapping's `respond` once its action was accepted (not skipped), rendered for this request. */
-function replyOf(delivery: Delivery, outcome: Outcome, payload: Record<string, unknown>): Reply | undefined {
-  const respond = delivery.mapping?.respond;
-  if (!respond || (outcome.status !== 200 && outcome.status !== 202)) return undefined;
-  const { mapped } = delivery;
-  return renderReply(respond, { payload, headers: mapped!.headers, query: mapped!.query, path: mapped!.name });
 }
 
 /** The endpoint label, and for a name only one mapping owns (a signed one, say) that mapping. */

@@ -1,17 +1,9 @@
-// How a hook request resolves once its name, headers and body are known: which endpoint or mappings
-// it is aimed at, how its body is parsed, and which endpoint action or mapping owns the payload.
-// The live path (lifecycle.ts) and the dry run (`hookgate webhooks test`) both go through these
-// functions, so what the dry run shows is what the gateway would do.
-import type { IncomingHttpHeaders } from 'node:http';
+// What a hook request is aimed at once its name is known (the endpoint, or the mappings that may own
+// the name), and how its body is parsed. plan.ts takes it from there.
 import { refuse } from '../errors.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
-import type { Action } from '../actions/action.ts';
-import { parseWakePayload } from '../actions/wake.ts';
-import { parseAgentPayload } from '../actions/agent.ts';
 import type { BodyFormat, CompiledMapping } from '../mappings/mapping.ts';
-import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
-import type { MappedRequest } from '../mappings/build-action.ts';
-import type { Delivery } from '../dedupe/once-delivery.ts';
+import { candidatesFor } from '../mappings/mapping-index.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import { parseJsonObject } from './body.ts';
 import { parseFormObject } from './form-body.ts';
@@ -66,56 +58,6 @@ export function parsePayload(target: Target, body: Buffer, contentType?: string)
   }
   if (multipart) return parseMultipartObject(body, contentType, target.maxParts);
   return target.bodyFormat === 'form' ? parseFormObject(body) : parseJsonObject(body);
-}
-
-/** What the request is, beside its payload, for the mapping that owns it. */
-export interface RequestFacts {
-  headers: IncomingHttpHeaders;
-  name: string;
-  /** The query string without '?', or undefined when there is none. */
-  query: string | undefined;
-  bodyBytes: number;
-}
-
-/** The query of a URL without one; shared, since templates and transforms only read it. */
-const NO_QUERY = new URLSearchParams();
-
-/**
- * The delivery this payload makes: the endpoint's checked action, or the mapping that owns the
- * payload (within its own body limit) with what its templates and transform see of the request.
- */
-export function deliveryOf(
-  target: Target,
-  payload: Record<string, unknown>,
-  facts: RequestFacts,
-  snap: HooksSnapshot,
-): Delivery {
-  const { headers } = facts;
-  if (target.kind !== 'mapped') {
-    return {
-      kind: target.kind,
-      headers,
-      endpoint: endpointAction(target.kind, payload),
-      mapping: undefined,
-      mapped: undefined,
-      payload,
-    };
-  }
-  const mapping = pickMapping(target.candidates, payload);
-  if (!mapping) throw refuse.notFound();
-  const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
-  if (facts.bodyBytes > own) throw refuse.payloadTooLarge(own);
-  const query = facts.query === undefined ? NO_QUERY : new URLSearchParams(facts.query);
-  const url = `http://localhost${snap.path}/${facts.name}${facts.query === undefined ? '' : `?${facts.query}`}`;
-  const mapped: MappedRequest = { headers, query, name: facts.name, url, bodyLimit: own };
-  return { kind: 'mapped', headers, endpoint: undefined, mapping, mapped, payload };
-}
-
-/** The action of the wake and agent endpoints: their payload, checked. */
-function endpointAction(kind: 'wake' | 'agent', payload: Record<string, unknown>): Action {
-  return kind === 'wake'
-    ? { wakes: [parseWakePayload(payload)], runs: [] }
-    : { wakes: [], runs: [parseAgentPayload(payload)] };
 }
 
 /** A name the config knows: only these are logged or shown as they were sent. */

@@ -1,4 +1,4 @@
-// The action a mapping builds from a payload: through its templates, the gmail preset, or a
+// The action a mapping builds from a payload: through its templates, a preset's producer, or a
 // transform module (whose result may change the rendered fields or skip the request).
 import type { IncomingHttpHeaders } from 'node:http';
 import path from 'node:path';
@@ -10,7 +10,6 @@ import type { Logger } from '../host.ts';
 import type { TransformCall, TransformOutcome } from './transform-runner.ts';
 import type { Template, TemplateContext } from './template.ts';
 import type { CompiledMapping } from './mapping.ts';
-import { gmailAgentSpecs, gmailItemSpec, gmailMessages } from './gmail.ts';
 import { actionTextBytes, checkActionBytes } from './action-bytes.ts';
 
 /** What building an action needs of the transform runner: calling a transform. */
@@ -84,8 +83,8 @@ function contextOf(payload: Record<string, unknown>, request: MappedRequest, ite
 /** The forEach items of this payload: a 400 when the path is not an array or holds too many. */
 export function forEachItems(m: CompiledMapping, payload: Record<string, unknown>): ForEachItem[] | undefined {
   if (!m.forEach) return undefined;
-  // The preset checks every message before the first one runs.
-  if (m.preset === 'gmail') gmailMessages(payload);
+  // A preset checks every item before the first one acts.
+  m.producer?.checkItems(payload);
   const items = m.forEach.read(payload);
   if (!Array.isArray(items))
     throw refuse.invalidPayload(`mapping "${m.id}": forEach "${m.forEach.path}" is not an array in this payload`);
@@ -101,7 +100,7 @@ export async function buildMappedAction(
   transforms: Transforms,
   logger: Logger,
 ): Promise<Action> {
-  if (m.preset === 'gmail') return bounded(m, { wakes: [], runs: gmailAgentSpecs(payload, m) });
+  if (m.producer) return bounded(m, m.producer.build(payload, m));
   const items = forEachItems(m, payload);
   if (!items) return bounded(m, await buildItemAction(m, payload, request, transforms, logger));
   const merged: Action = { wakes: [], runs: [], fanOut: true };
@@ -131,9 +130,7 @@ export async function buildItemAction(
   logger: Logger,
   item?: ForEachItem,
 ): Promise<Action> {
-  if (m.preset === 'gmail') {
-    return { wakes: [], runs: item ? [gmailItemSpec(payload, item.item, m)] : gmailAgentSpecs(payload, m) };
-  }
+  if (m.producer) return m.producer.build(payload, m, item);
   const ctx = contextOf(payload, request, item);
   const fields: ActionFields = {
     action: m.action,

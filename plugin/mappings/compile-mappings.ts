@@ -5,7 +5,7 @@ import { matchesSessionPrefix } from '../config/session-prefixes.ts';
 import type { RunOptions } from '../actions/action.ts';
 import { compilePath, compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from './confine.ts';
-import { GMAIL_PRESET, gmailPresetMapping } from './gmail.ts';
+import { PRESETS } from './presets.ts';
 import type { GmailRunOptions } from '../config/snapshot.ts';
 import type { BodyFormat, CompiledMapping } from './mapping.ts';
 import { compileHandshake, type HandshakeConfig } from './handshake.ts';
@@ -195,17 +195,16 @@ export async function compileMappings(
   checkSharedPaths(out, problems);
 
   // Presets come after the user's mappings, so a user mapping for the same name wins.
-  if (presets.includes('gmail')) {
-    if (!matchesSessionPrefix(GMAIL_PRESET.sessionKeyPrefix, policies.allowedSessionKeyPrefixes)) {
-      problems.push(
-        `${root}.presets: the gmail preset uses session keys "${GMAIL_PRESET.sessionKeyPrefix}<id>", which ${root}.allowedSessionKeyPrefixes does not allow`,
-      );
-    }
-    const runs = policies.gmailRuns;
-    if (runs?.model !== undefined && host.agents.models && !host.agents.models.includes(runs.model)) {
-      problems.push(`${root}.gmail.model "${runs.model}" is not in agents.defaults.models`);
-    }
-    out.push(runs ? gmailPresetMapping(runs) : GMAIL_PRESET.mapping);
+  const context = {
+    root,
+    allowedSessionKeyPrefixes: policies.allowedSessionKeyPrefixes,
+    gmailRuns: policies.gmailRuns,
+    host,
+  };
+  for (const name of presets) {
+    const preset = PRESETS.get(name);
+    if (preset) out.push(preset.compile(context, problems));
+    else problems.push(`${root}.presets: no preset is named "${name}"`);
   }
   return { mappings: out, problems };
 }

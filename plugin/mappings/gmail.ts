@@ -6,7 +6,8 @@ import { refuse } from '../errors.ts';
 import { formatErrors, validateGmailPayload } from '../config/schemas.ts';
 import type { AgentSpec } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
-import type { CompiledMapping } from './mapping.ts';
+import type { CompiledMapping, Preset, PresetContext, Producer } from './mapping.ts';
+import { matchesSessionPrefix } from '../config/session-prefixes.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import { compileTemplate } from './template.ts';
 import type { GmailRunOptions } from '../config/snapshot.ts';
@@ -28,6 +29,16 @@ const BODY_MAX_CHARS = 20_000;
 /** As many as the payload schema admits, and as the watcher posts in one request: runs from one request. */
 const GMAIL_MAX_MESSAGES = 100;
 
+/** The preset's runs: one per message, each checked before the first one runs. */
+const GMAIL_PRODUCER: Producer = Object.freeze({
+  name: 'gmail',
+  checkItems: gmailMessages,
+  build: (payload: Record<string, unknown>, mapping: CompiledMapping, item?: { readonly item: unknown }) => ({
+    wakes: [],
+    runs: item ? [gmailItemSpec(payload, item.item, mapping)] : gmailAgentSpecs(payload, mapping),
+  }),
+});
+
 export const GMAIL_PRESET = {
   sessionKeyPrefix: 'hook:gmail:',
   mapping: Object.freeze({
@@ -39,7 +50,7 @@ export const GMAIL_PRESET = {
     maxBodyBytes: GMAIL_MAX_BODY_BYTES,
     maxActionBytes: GMAIL_MAX_ACTION_BYTES,
     allowUnsafeExternalContent: false,
-    preset: 'gmail',
+    producer: GMAIL_PRODUCER,
     bodyFormat: 'json',
     maxParts: 0,
     hiddenHeaders: SECRET_HEADERS,
@@ -52,8 +63,25 @@ export const GMAIL_PRESET = {
   } satisfies CompiledMapping),
 };
 
+/** hooks.presets "gmail": its session keys must be allowed, and hooks.gmail.model must be a known model. */
+export const GMAIL: Preset = Object.freeze({
+  name: 'gmail',
+  compile({ root, allowedSessionKeyPrefixes, gmailRuns, host }: PresetContext, problems: string[]): CompiledMapping {
+    const prefix = GMAIL_PRESET.sessionKeyPrefix;
+    if (!matchesSessionPrefix(prefix, allowedSessionKeyPrefixes)) {
+      problems.push(
+        `${root}.presets: the gmail preset uses session keys "${prefix}<id>", which ${root}.allowedSessionKeyPrefixes does not allow`,
+      );
+    }
+    if (gmailRuns?.model !== undefined && host.agents.models && !host.agents.models.includes(gmailRuns.model)) {
+      problems.push(`${root}.gmail.model "${gmailRuns.model}" is not in agents.defaults.models`);
+    }
+    return gmailRuns ? gmailPresetMapping(gmailRuns) : GMAIL_PRESET.mapping;
+  },
+});
+
 /** The preset with hooks.gmail's model, thinking and allowUnsafeExternalContent for its runs. */
-export function gmailPresetMapping(runs: GmailRunOptions): CompiledMapping {
+function gmailPresetMapping(runs: GmailRunOptions): CompiledMapping {
   if (runs.model === undefined && runs.thinking === undefined && !runs.allowUnsafeExternalContent)
     return GMAIL_PRESET.mapping;
   return Object.freeze({

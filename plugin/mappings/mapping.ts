@@ -1,6 +1,7 @@
 // A mapping as the request path uses it: templates compiled, policies checked, transform confined.
-import type { ChannelName } from '../host.ts';
-import type { WakeMode } from '../actions/action.ts';
+import type { ChannelName, GatewayHost } from '../host.ts';
+import type { GmailRunOptions } from '../config/snapshot.ts';
+import type { Action, WakeMode } from '../actions/action.ts';
 import type { Template } from './template.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { Handshake } from './handshake.ts';
@@ -32,7 +33,8 @@ export interface CompiledMapping {
   readonly maxActionBytes: number;
   readonly allowUnsafeExternalContent: boolean;
   readonly transform?: { readonly file: string; readonly exportName: string };
-  readonly preset?: 'gmail';
+  /** A preset's built-in producer: its actions are built in code, not by templates or a transform. */
+  readonly producer?: Producer;
   /** How the body is read: JSON whatever the Content-Type, a urlencoded form, or multipart/form-data. */
   readonly bodyFormat: BodyFormat;
   /** With multipart: the most parts a body may have. */
@@ -45,7 +47,7 @@ export interface CompiledMapping {
   readonly verifier?: Verifier;
   /** Headers no template or transform sees: credentials, and this mapping's proof headers. */
   readonly hiddenHeaders: ReadonlySet<string>;
-  /** dedupe.key: the delivery's idempotency key, rendered from the request. */
+  /** dedupe.key: the request's idempotency key, rendered from it. */
   readonly dedupeKey?: Template;
   /** forEach: reads the array of items from the payload; one action per item. */
   readonly forEach?: { readonly path: string; readonly read: (payload: unknown) => unknown; readonly maxItems: number };
@@ -57,4 +59,32 @@ export interface MappingIndex {
   readonly byName: ReadonlyMap<string, readonly CompiledMapping[]>;
   /** For any other name: the mappings without match.path. */
   readonly anyName: readonly CompiledMapping[];
+}
+
+/**
+ * What a preset builds its actions with (a transform that ships with the plugin, in effect). `items`
+ * checks the whole payload before any item acts; `build` makes the action of the whole payload or of
+ * one forEach item.
+ */
+export interface Producer {
+  /** The preset's name, as hooks.presets lists it. */
+  readonly name: string;
+  checkItems(payload: Record<string, unknown>): void;
+  build(payload: Record<string, unknown>, mapping: CompiledMapping, item?: { readonly item: unknown }): Action;
+}
+
+/** A preset of hooks.presets: a mapping that ships with the plugin, registered by name (presets.ts). */
+export interface Preset {
+  readonly name: string;
+  /** The preset's mapping under this config; what the config gets wrong goes to `problems`, naming the key. */
+  compile(context: PresetContext, problems: string[]): CompiledMapping;
+}
+
+export interface PresetContext {
+  /** The hooks block's key, for messages. */
+  readonly root: string;
+  readonly allowedSessionKeyPrefixes: readonly string[] | null;
+  /** hooks.gmail's model, thinking and allowUnsafeExternalContent. */
+  readonly gmailRuns: GmailRunOptions | undefined;
+  readonly host: GatewayHost;
 }

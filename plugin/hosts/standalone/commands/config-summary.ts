@@ -18,7 +18,7 @@ export function configSummary(snap: HooksSnapshot): string {
       { header: 'ID', cell: (m) => m.id },
       { header: 'PATH', cell: (m) => (m.matchPath === undefined ? '(any)' : `${snap.path}/${m.matchPath}`) },
       { header: 'SOURCE', cell: (m) => m.matchSource },
-      { header: 'ACTION', cell: (m) => (m.preset ? `${m.action} (${m.preset} preset)` : m.action) },
+      { header: 'ACTION', cell: (m) => (m.producer ? `${m.action} (${m.producer.name} preset)` : m.action) },
       {
         header: 'ADMITTED BY',
         cell: (m) =>

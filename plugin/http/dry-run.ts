@@ -1,5 +1,5 @@
-// `hookgate webhooks test`: a hook request resolved through the same functions as the live path
-// (resolve.ts, the verifier, build-action, the policies, the dedupe key), and nothing carried out.
+// `hookgate webhooks test`: a hook request planned by the live path's planner (plan.ts), its action
+// built and its policies applied as the live path would, and nothing carried out.
 // No session, run, dedupe key, limiter entry or file comes of it: the host it is given only answers
 // questions (agents, channels), and the transform runs in a worker of the caller's own runner.
 import type { IncomingHttpHeaders } from 'node:http';
@@ -11,9 +11,10 @@ import type { AgentJob, Outcome, WakeSpec } from '../actions/action.ts';
 import { prepareAction } from '../actions/execute.ts';
 import { buildMappedAction, type Transforms } from '../mappings/build-action.ts';
 import type { TransformCall, TransformOutcome } from '../mappings/transform-runner.ts';
-import { deliveryKeys } from '../dedupe/once-delivery.ts';
-import { deliveryOf, parsePayload, targetOf } from '../http/resolve.ts';
-import { renderReply, type Reply } from '../mappings/respond.ts';
+import type { DedupeKey } from '../dedupe/idempotency.ts';
+import type { Reply } from '../mappings/respond.ts';
+import { targetOf } from './resolve.ts';
+import { planRequest, replyOf, type ActingPlan, type Plan, type ProofChecks, type RequestFacts } from './plan.ts';
 
 export interface DryRunRequest {
   /** The hook name, as in POST <hooks.path>/<name>. */
@@ -34,7 +35,9 @@ export interface DryRunResult {
   wakes: WakeSpec[];
   jobs: AgentJob[];
   answer?: Outcome;
-  dedupeKeys: { scope: string; key: string }[];
+  dedupeKeys: DedupeKey[];
+  /** The plan the live path would carry out, once the request got that far. */
+  plan?: Plan;
   /** What the live path would refuse the request with. */
   refusal?: HookError;
   /** Why the mapping for this name cannot be tried here (a variable it reads is unset), key by key. */
@@ -101,59 +104,67 @@ export async function dryRun(
   try {
     const { name, headers, body } = request;
     const target = targetOf(name, snap);
+    // What the live path decides before the body (the token, the body's size) as far as a dry run can.
     if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
     if (body.length > target.maxBodyBytes) throw refuse.payloadTooLarge(target.maxBodyBytes);
-    const verifier = target.kind === 'mapped' ? target.verifier : undefined;
-    let verified = false;
-    if (!verifier) {
-      result.verification = 'hook token (not checked by the dry run)';
-    } else if (!verifier.proofHeaders.some((h) => headers[h] !== undefined)) {
-      result.verification = `${verifier.scheme} signature: not checked (no ${verifier.proofHeaders.join(' or ')} header given)`;
-    } else {
-      const outcome = verifier.verify({ headers, body, nowMs: Date.now() });
-      if (!outcome.ok) {
-        result.verification = `${verifier.scheme} signature: ${outcome.expired ? 'expired' : 'invalid'}`;
-        throw outcome.expired ? refuse.signatureExpired() : refuse.signatureInvalid();
-      }
-      result.verification = `${verifier.scheme} signature: valid`;
-      verified = true;
-    }
-    const payload = parsePayload(target, body, firstHeader(headers['content-type']));
-    if (verified && verifier?.fresh && !verifier.fresh(payload, Date.now())) {
-      result.verification = `${verifier.scheme} signature: expired`;
-      throw refuse.signatureExpired();
-    }
-    const handshake = verifier && target.kind === 'mapped' ? target.candidates[0]!.handshake : undefined;
-    const challenge = handshake?.kind === 'meta' ? undefined : handshake?.answer(payload);
-    if (challenge && target.kind === 'mapped') {
-      result.target = `${target.candidates[0]!.where}: a ${handshake!.kind} handshake, acting on nothing`;
-      result.answer = { status: 200, body: challenge };
+    if (target.kind !== 'mapped' || !target.verifier) result.verification = 'hook token (not checked by the dry run)';
+    const facts: DryRunFacts = { headers, name, query: request.query, result };
+    const plan = planRequest(target, body, facts, snap, REPORTED_PROOFS);
+    result.plan = plan;
+    if (plan.kind === 'handshake') {
+      result.target = `${plan.mapping.where}: a ${plan.mapping.handshake!.kind} handshake, acting on nothing`;
+      result.answer = { status: 200, body: plan.answer as Outcome['body'] };
       return result;
     }
-    const delivery = deliveryOf(target, payload, { headers, name, query: request.query, bodyBytes: body.length }, snap);
-    result.target = delivery.mapping ? delivery.mapping.where : `the ${delivery.kind} endpoint`;
-    result.dedupeKeys = deliveryKeys(delivery);
+    result.target = plan.kind === 'endpoint' ? `the ${plan.endpoint} endpoint` : plan.mapping.where;
+    result.dedupeKeys = planKeys(plan);
     const action =
-      delivery.endpoint ??
-      (await buildMappedAction(delivery.mapping!, payload, delivery.mapped!, recording, host.logger));
+      plan.kind === 'endpoint'
+        ? plan.action
+        : await buildMappedAction(plan.mapping, plan.payload, plan.request, recording, host.logger);
     const { jobs, outcome } = prepareAction(action, snap, host);
     result.wakes = action.wakes;
     result.jobs = jobs;
-    const respond = delivery.mapping?.respond;
-    const accepted = outcome.status === 200 || outcome.status === 202;
-    result.answer =
-      respond && accepted
-        ? replyAsOutcome(renderReply(respond, { payload, headers, query: delivery.mapped!.query, path: name }), outcome)
-        : outcome;
+    const reply = replyOf(plan, outcome);
+    result.answer = reply ? replyAsOutcome(reply, outcome) : outcome;
   } catch (err) {
     result.refusal = err instanceof HookError ? err : refuse.internal();
   }
   return result;
 }
 
-function firstHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
+/** The keys the plan would be deduplicated by: one, one per forEach item that renders one, or none. */
+function planKeys(plan: ActingPlan): DedupeKey[] {
+  if (plan.kind !== 'each') return plan.key ? [plan.key] : [];
+  const keys: DedupeKey[] = [];
+  for (const { key } of plan.items) if (key !== undefined) keys.push({ scope: plan.scope, key });
+  return keys;
 }
+
+interface DryRunFacts extends RequestFacts {
+  readonly result: DryRunResult;
+}
+
+/** The dry run reports a signature instead of counting a failure; one not sent is not checked. */
+const REPORTED_PROOFS: ProofChecks<DryRunFacts> = {
+  verify({ headers, result }, verifier, body) {
+    if (!verifier.proofHeaders.some((h) => headers[h] !== undefined)) {
+      result.verification = `${verifier.scheme} signature: not checked (no ${verifier.proofHeaders.join(' or ')} header given)`;
+      return false;
+    }
+    const outcome = verifier.verify({ headers, body, nowMs: Date.now() });
+    if (!outcome.ok) {
+      result.verification = `${verifier.scheme} signature: ${outcome.expired ? 'expired' : 'invalid'}`;
+      throw outcome.expired ? refuse.signatureExpired() : refuse.signatureInvalid();
+    }
+    result.verification = `${verifier.scheme} signature: valid`;
+    return true;
+  },
+  stale({ result }, verifier) {
+    result.verification = `${verifier.scheme} signature: expired`;
+    throw refuse.signatureExpired();
+  },
+};
 
 /** A mapping's `respond` as the answer shown: a text body is shown as the string it is. */
 function replyAsOutcome(reply: Reply, usual: Outcome): Outcome {

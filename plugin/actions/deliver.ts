@@ -1,78 +1,24 @@
-// Each delivery acts once per idempotency key: a key seen before gets the first answer again (once
-// the first request has one), a new key is claimed while its action is built and carried out, and a
-// forEach whose key reads the item delivers each item once. Without a key a request simply acts.
-import type { IncomingHttpHeaders } from 'node:http';
+// The deliver phase: a plan carried out once per idempotency key. A key seen before gets the first
+// answer again (once the first request has one), a new key is claimed while the action is built and
+// carried out, and a forEach whose key reads the item delivers each item once. Without a key a
+// request simply acts.
 import { refuse } from '../errors.ts';
 import type { Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
-import type { Action, Outcome } from '../actions/action.ts';
-import type { ActionExecutor } from '../actions/execute.ts';
-import type { CompiledMapping } from '../mappings/mapping.ts';
-import {
-  buildItemAction,
-  buildMappedAction,
-  forEachItems,
-  renderDedupeKey,
-  type MappedRequest,
-} from '../mappings/build-action.ts';
+import type { Action, Outcome } from './action.ts';
+import type { ActionExecutor } from './execute.ts';
+import { buildItemAction, buildMappedAction } from '../mappings/build-action.ts';
 import type { TransformRunner } from '../mappings/transform-runner.ts';
 import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
-import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from './dedupe-keys.ts';
-import type { SharedDedupe } from './shared-dedupe.ts';
-import { derivedKey, idempotencyKeyHeader } from './idempotency.ts';
-import { bodyHashOf, type BodyHash } from './body-hash.ts';
+import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from '../dedupe/dedupe-keys.ts';
+import type { SharedDedupe } from '../dedupe/shared-dedupe.ts';
+import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
+import type { ActingPlan } from '../http/plan.ts';
 
-type DeliveryKind = 'wake' | 'agent' | 'mapped';
-
-/** What is delivered: an endpoint's action, or a mapping with its payload (the action is built here). */
-export interface Delivery {
-  kind: DeliveryKind;
-  headers: IncomingHttpHeaders;
-  endpoint: Action | undefined;
-  mapping: CompiledMapping | undefined;
-  mapped: MappedRequest | undefined;
-  payload: Record<string, unknown>;
-}
-
-/** The answer, whether it repeats an earlier one, and the key the delivery was deduplicated by. */
+/** The answer, whether it repeats an earlier one, and the key the plan was deduplicated by. */
 export type Delivered = Outcome & { duplicate: boolean; key?: string };
 
-/**
- * The delivery's key, scoped by endpoint or mapping: the Idempotency-Key header for wake and agent;
- * for a mapping its dedupe.key, else its sender's delivery id, else the header.
- */
-export function deliveryKey(
-  kind: DeliveryKind,
-  headers: IncomingHttpHeaders,
-  mapping: CompiledMapping | undefined,
-  mapped: MappedRequest | undefined,
-  payload: Record<string, unknown>,
-): { scope: string; key: string } | undefined {
-  if (!mapping) {
-    const key = idempotencyKeyHeader(headers);
-    return key === undefined ? undefined : { scope: kind, key };
-  }
-  const key = mapping.dedupeKey
-    ? derivedKey(renderDedupeKey(mapping.dedupeKey, payload, mapped!))
-    : (derivedKey(mapping.verifier?.deliveryId(headers, payload)) ?? idempotencyKeyHeader(headers));
-  return key === undefined ? undefined : { scope: `mapping:${mapping.id}`, key };
-}
-
-/** The keys a delivery would be deduplicated by: one, one per forEach item when the key reads the item, or none. */
-export function deliveryKeys({ kind, headers, mapping, mapped, payload }: Delivery): { scope: string; key: string }[] {
-  if (mapping?.forEach && mapping.dedupeKey?.perItem) {
-    const keys: { scope: string; key: string }[] = [];
-    for (const item of forEachItems(mapping, payload)!) {
-      const key = derivedKey(renderDedupeKey(mapping.dedupeKey, payload, mapped!, item));
-      if (key !== undefined) keys.push({ scope: `mapping:${mapping.id}`, key });
-    }
-    return keys;
-  }
-  const key = deliveryKey(kind, headers, mapping, mapped, payload);
-  return key ? [key] : [];
-}
-
-export class OnceDelivery {
+export class Deliverer {
   constructor(
     private readonly parts: {
       dedupe: DedupeKeys;
@@ -136,25 +82,19 @@ export class OnceDelivery {
   }
 
   /**
-   * The delivery acts once per key: a key seen before gets the first answer (once the first request
+   * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
    * the raw body, whose hash is kept beside the key.
    */
-  async deliver(
-    { kind, headers, endpoint, mapping, mapped, payload }: Delivery,
-    snap: HooksSnapshot,
-    body: Buffer,
-  ): Promise<Delivered> {
-    // A forEach whose key reads the item: each item is a delivery of its own.
-    if (mapping?.forEach && mapping.dedupeKey?.perItem) return this.#eachItemOnce(mapping, mapped!, payload, snap);
-    const key = deliveryKey(kind, headers, mapping, mapped, payload);
+  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer): Promise<Delivered> {
+    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap);
+    const { key } = plan;
     const hash = key && bodyHashOf(body);
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
     if (acquired && 'answer' in acquired) return { ...duplicateOf(acquired.answer), duplicate: true, key: key.key };
     const claim = acquired ? acquired.claim : undefined;
     try {
-      const action =
-        endpoint ?? (await buildMappedAction(mapping!, payload, mapped!, this.parts.transforms, this.parts.logger));
+      const action = plan.kind === 'endpoint' ? plan.action : await this.#build(plan);
       const outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex });
       claim?.settle(outcome.record!);
       return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
@@ -162,6 +102,10 @@ export class OnceDelivery {
       claim?.release(err);
       throw err;
     }
+  }
+
+  #build({ mapping, payload, request }: Extract<ActingPlan, { kind: 'mapped' }>): Promise<Action> {
+    return buildMappedAction(mapping, payload, request, this.parts.transforms, this.parts.logger);
   }
 
   /**
@@ -172,18 +116,15 @@ export class OnceDelivery {
    * The answer gathers the items' first answers; it is a duplicate when every item was.
    */
   async #eachItemOnce(
-    mapping: CompiledMapping,
-    mapped: MappedRequest,
-    payload: Record<string, unknown>,
+    { mapping, request, payload, scope, items }: Extract<ActingPlan, { kind: 'each' }>,
     snap: HooksSnapshot,
   ): Promise<Delivered> {
-    const scope = `mapping:${mapping.id}`;
     const { executor, transforms, logger } = this.parts;
     const built: { key: string | undefined; action: Action }[] = [];
     let bytes = 0;
-    for (const item of forEachItems(mapping, payload)!) {
-      const key = derivedKey(renderDedupeKey(mapping.dedupeKey!, payload, mapped, item));
-      const action = await buildItemAction(mapping, payload, mapped, transforms, logger, item);
+    for (const item of items) {
+      const { key } = item;
+      const action = await buildItemAction(mapping, payload, request, transforms, logger, item);
       bytes += actionTextBytes(action);
       checkActionBytes(mapping, bytes);
       built.push({ key, action });
