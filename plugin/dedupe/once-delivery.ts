@@ -15,7 +15,7 @@ import {
   renderDedupeKey,
   type MappedRequest,
 } from '../mappings/build-action.ts';
-import type { TransformRunner } from '../mappings/transform-runner.ts';
+import type { TransformRunner } from '../transforms/index.ts';
 import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
 import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from './dedupe-keys.ts';
 import type { SharedDedupe } from './shared-dedupe.ts';

@@ -7,7 +7,7 @@ import { formatErrors, validateTransformResult } from '../config/schemas.ts';
 import { SKIP, type Action, type RunOptions } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/external-content.ts';
 import type { Logger } from '../host.ts';
-import type { TransformCall, TransformOutcome } from './transform-runner.ts';
+import type { TransformCall, TransformOutcome } from '../transforms/index.ts';
 import type { Template, TemplateContext } from './template.ts';
 import type { CompiledMapping } from './mapping.ts';
 import { gmailAgentSpecs, gmailItemSpec, gmailMessages } from './gmail.ts';

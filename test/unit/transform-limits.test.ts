@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { existsSync, realpathSync } from 'node:fs';
 import { link, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { confineModule } from '../../plugin/mappings/confine.ts';
-import { TransformRunner, type TransformCall, type TransformOutcome } from '../../plugin/mappings/transform-runner.ts';
+import { confineModule } from '../../plugin/transforms/index.ts';
+import { TransformRunner, type TransformCall, type TransformOutcome } from '../../plugin/transforms/index.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const MB = 1024 * 1024;

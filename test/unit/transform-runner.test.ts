@@ -7,8 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { confineDir, confineModule } from '../../plugin/mappings/confine.ts';
-import { TransformRunner, type TransformCall, type TransformOutcome } from '../../plugin/mappings/transform-runner.ts';
+import { confineDir, confineModule } from '../../plugin/transforms/index.ts';
+import { TransformRunner, type TransformCall, type TransformOutcome } from '../../plugin/transforms/index.ts';
 import { waitUntil } from '../helpers/common.ts';
 
 const SECRET = 'PAYLOAD-SECRET-7f3a';
@@ -626,7 +626,7 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
 
 test('a process with a busy runner exits once close() is called; idle workers never hold it', async () => {
   const dir = tmp('hookgate-exit-');
-  const runnerUrl = new URL('../../plugin/mappings/transform-runner.ts', import.meta.url).href;
+  const runnerUrl = new URL('../../plugin/transforms/index.ts', import.meta.url).href;
   write(path.join(dir, 'never.ts'), 'export default () => new Promise(() => {});\n');
   write(path.join(dir, 'ok.ts'), 'export default () => ({ ok: 1 });\n');
   const script = write(

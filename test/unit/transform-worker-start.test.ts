@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { TransformRunner as Runner } from '../../plugin/mappings/transform-runner.ts';
+import { TransformRunner as Runner } from '../../plugin/transforms/index.ts';
 
 const MAPPINGS = path.resolve(import.meta.dirname, '..', '..', 'plugin', 'mappings');
 const SECRET = 'PAYLOAD-SECRET-5c1d';

@@ -35,7 +35,7 @@ import {
   timedOut,
   workerCrash,
   workerFailure,
-} from './transform-reasons.ts';
+} from './reasons.ts';
 
 export interface TransformCall {
   /** Absolute path, from confineModule. */
