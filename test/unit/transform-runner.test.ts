@@ -567,7 +567,7 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
         assert.deepEqual(value(await r.run(call(f(name)))), { v: 1 }, name);
         write(f(name), src(2));
         assert.deepEqual(value(await r.run(call(f(name)))), { v: 1 }, `${name} is cached until invalidated`);
-        r.invalidate(f(name));
+        r.invalidate();
         assert.deepEqual(value(await r.run(call(f(name)))), { v: 2 }, `${name} after invalidate`);
       }
       // A module's own imports are reloaded too, and invalidate() with no file forgets everything.
@@ -596,7 +596,7 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
       const first = r.run(call(f('busy.ts')));
       await waitUntil(() => fs.existsSync(startedMark), 'the call started');
       write(f('busy.ts'), 'export default async () => ({ gen: 2 });\n');
-      r.invalidate(f('busy.ts'));
+      r.invalidate();
       write(go, '');
       assert.deepEqual(value(await first), { gen: 1 });
       assert.deepEqual(value(await r.run(call(f('busy.ts')))), { gen: 2 });
