@@ -45,7 +45,7 @@ export {
   type HooksStatus,
   type RequestsQuery,
 } from './observe/status-view.ts';
-export { unwrapExternalContent } from './safety/external-content.ts';
+export { unwrapExternalContent } from './safety/index.ts';
 export { dryRun, loadForDryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
 export { TransformRunner } from './transforms/index.ts';
 export { keepFairly } from './dedupe/fair-share.ts';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { refuse } from '../errors.ts';
 import { formatErrors, validateTransformResult } from '../config/schemas.ts';
 import { SKIP, type Action, type RunOptions } from '../actions/action.ts';
-import { wrapExternalContent } from '../safety/external-content.ts';
+import { wrapExternalContent } from '../safety/index.ts';
 import type { Logger } from '../host.ts';
 import type { TransformCall, TransformOutcome } from '../transforms/index.ts';
 import type { Template, TemplateContext } from './template.ts';
