@@ -17,7 +17,6 @@ export class RssGuard {
   constructor(
     private readonly limitBytes: number,
     private readonly slots: () => Iterable<WorkerSlot>,
-    private readonly readRss: () => number = () => process.memoryUsage.rss(),
   ) {}
 
   /** Starts the interval if it is not running (a worker was started). */
@@ -33,7 +32,7 @@ export class RssGuard {
   }
 
   /** One reading, taken only when some call runs; stops the interval once no worker lives. */
-  tick(): void {
+  private tick(): void {
     const slots = [...this.slots()];
     if (slots.length === 0) {
       this.stop();
@@ -43,7 +42,7 @@ export class RssGuard {
     for (const slot of slots) {
       for (const pending of slot.calls.values()) {
         if (!pending.started) continue;
-        rss ??= this.readRss();
+        rss ??= process.memoryUsage.rss();
         if (pending.rssAtStart === undefined) {
           pending.rssAtStart = rss;
         } else if (rss - pending.rssAtStart > this.limitBytes) {
@@ -52,9 +51,5 @@ export class RssGuard {
         }
       }
     }
-  }
-
-  get watching(): boolean {
-    return this.timer !== undefined;
   }
 }
