@@ -24,6 +24,16 @@ describe('worker slot', () => {
     f = writeTransformModules(tmp('hookgate-slot-'));
   });
 
+  /** A module whose calls run until `release()` (a file appears), then answer `result`. */
+  function gated(name: string, result: Record<string, unknown>): { file: string; release(): void } {
+    const go = f(`${name}.go`);
+    const file = write(
+      f(`${name}.ts`),
+      `import { existsSync } from 'node:fs';\nexport default async () => { while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 5)); return ${JSON.stringify(result)}; };\n`,
+    );
+    return { file, release: () => void write(go, '') };
+  }
+
   test('starting → idle → loading/running → idle, and a call that answers leaves it idle', async () => {
     const r = new TransformRunner({ timeoutMs: 3000, workers: 1, logger });
     try {
@@ -32,17 +42,11 @@ describe('worker slot', () => {
       assert.deepEqual(states(r), ['starting']);
       assert.equal(value(await first), null);
       assert.deepEqual(states(r), ['idle']);
-      // It says when it has started, and ends when told to.
-      const startedMark = f('slot.started');
-      const go = f('slot.go');
-      write(
-        f('slot.ts'),
-        `import { existsSync, writeFileSync } from 'node:fs';\nexport default async () => { writeFileSync(${JSON.stringify(startedMark)}, ''); while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 5)); return { done: true }; };\n`,
-      );
-      const busy = r.run(call(f('slot.ts')));
+      const slot = gated('slot', { done: true });
+      const busy = r.run(call(slot.file));
       assert.equal(r.workers[0]?.calls, 1);
       await waitUntil(() => r.workers[0]?.state === 'running', 'the call running');
-      write(go, '');
+      slot.release();
       assert.deepEqual(value(await busy), { done: true });
       assert.deepEqual(states(r), ['idle']);
       assert.equal(r.workers[0]?.calls, 0);
@@ -69,20 +73,15 @@ describe('worker slot', () => {
     const r = new TransformRunner({ timeoutMs: 3000, workers: 1, logger });
     try {
       await r.run(call(f('null.ts')));
-      const startedMark = f('retire.started');
-      const go = f('retire.go');
-      write(
-        f('retire.ts'),
-        `import { existsSync, writeFileSync } from 'node:fs';\nexport default async () => { writeFileSync(${JSON.stringify(startedMark)}, ''); while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 5)); return { old: true }; };\n`,
-      );
-      const old = r.run(call(f('retire.ts')));
+      const retiring = gated('retire', { old: true });
+      const old = r.run(call(retiring.file));
       await waitUntil(() => r.workers[0]?.state === 'running', 'the call running');
       r.invalidate();
       assert.deepEqual(states(r), ['retiring']);
       // The pool is full (one worker, retiring): a new call waits rather than joining it.
       const next = r.run(call(f('fn.cjs'), 'default', { n: 6 }));
       assert.equal(r.queued, 1);
-      write(go, '');
+      retiring.release();
       assert.deepEqual(value(await old), { old: true });
       assert.deepEqual(value(await next), { cjs: 6 });
       assert.deepEqual(states(r), ['idle'], 'a fresh worker took the waiting call');
