@@ -45,9 +45,9 @@ export {
   type HooksStatus,
   type RequestsQuery,
 } from './observe/status-view.ts';
-export { unwrapExternalContent } from './safety/external-content.ts';
+export { unwrapExternalContent } from './safety/index.ts';
 export { dryRun, loadForDryRun, type DryRunRequest, type DryRunResult } from './http/dry-run.ts';
-export { TransformRunner } from './mappings/transform-runner.ts';
+export { TransformRunner } from './transforms/index.ts';
 export { keepFairly } from './dedupe/fair-share.ts';
 export { resolveChannels, type Channel, type DeliveryResult, type ResolvedChannels } from './channels/index.ts';
 export type { HooksSnapshot } from './config/snapshot.ts';

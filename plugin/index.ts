@@ -16,7 +16,7 @@ import { BodyReceiver } from './http/body.ts';
 import { HookLifecycle } from './http/lifecycle.ts';
 import { RefusalLog } from './http/refusal-log.ts';
 import { LimitedWarnings } from './observe/limited-warnings.ts';
-import { TransformRunner } from './mappings/transform-runner.ts';
+import { TransformRunner } from './transforms/index.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 import { Deliverer } from './actions/deliver.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';

@@ -6,7 +6,7 @@ import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { DEFAULTS } from '../config/defaults.ts';
 import { formatErrors, validateAgentPayload } from '../config/schemas.ts';
-import { wrapExternalContent } from '../safety/external-content.ts';
+import { wrapExternalContent } from '../safety/index.ts';
 import { checkChannel, checkModel, resolveAgentId, resolveSessionKey } from './policies.ts';
 import type { AgentJob, AgentSpec, RunOptions } from './action.ts';
 

@@ -8,7 +8,7 @@ import type { HooksSnapshot } from '../config/snapshot.ts';
 import type { Action, Outcome } from './action.ts';
 import type { ActionExecutor } from './execute.ts';
 import { buildItemAction, buildMappedAction } from '../mappings/build-action.ts';
-import type { TransformRunner } from '../mappings/transform-runner.ts';
+import type { TransformRunner } from '../transforms/index.ts';
 import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
 import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from '../dedupe/dedupe-keys.ts';
 import type { SharedDedupe } from '../dedupe/shared-dedupe.ts';

@@ -4,7 +4,7 @@ import { refuse } from '../errors.ts';
 import type { GatewayHost, IdempotencyRecord, RunRecord, RunStatus, TurnResult } from '../host.ts';
 import type { AgentJob } from './action.ts';
 import { resolveRoute } from './policies.ts';
-import { sanitizeMarkers } from '../safety/external-content.ts';
+import { sanitizeMarkers } from '../safety/index.ts';
 import { errorMessage } from '../util/errors.ts';
 
 export interface RunLimits {

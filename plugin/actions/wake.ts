@@ -2,7 +2,7 @@
 import { refuse } from '../errors.ts';
 import type { GatewayHost, IdempotencyRecord } from '../host.ts';
 import { formatErrors, validateWakePayload } from '../config/schemas.ts';
-import { sanitizeMarkers } from '../safety/external-content.ts';
+import { sanitizeMarkers } from '../safety/index.ts';
 import type { WakeMode, WakeSpec } from './action.ts';
 
 export function parseWakePayload(payload: Record<string, unknown>): WakeSpec {

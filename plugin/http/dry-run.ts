@@ -10,7 +10,7 @@ import type { HooksSnapshot } from '../config/snapshot.ts';
 import type { AgentJob, Outcome, WakeSpec } from '../actions/action.ts';
 import { prepareAction } from '../actions/execute.ts';
 import { buildMappedAction, type Transforms } from '../mappings/build-action.ts';
-import type { TransformCall, TransformOutcome } from '../mappings/transform-runner.ts';
+import type { TransformCall, TransformOutcome } from '../transforms/index.ts';
 import type { DedupeKey } from '../dedupe/idempotency.ts';
 import type { Reply } from '../mappings/respond.ts';
 import { targetOf } from './resolve.ts';

@@ -4,7 +4,7 @@ import type { GatewayHost } from '../host.ts';
 import { matchesSessionPrefix } from '../config/session-prefixes.ts';
 import type { RunOptions } from '../actions/action.ts';
 import { compilePath, compileTemplate, type Template } from './template.ts';
-import { confineDir, confineModule } from './confine.ts';
+import { confineDir, confineModule } from '../transforms/index.ts';
 import { PRESETS } from './presets.ts';
 import type { GmailRunOptions } from '../config/snapshot.ts';
 import type { BodyFormat, CompiledMapping } from './mapping.ts';

@@ -5,7 +5,7 @@
 import { refuse } from '../errors.ts';
 import { formatErrors, validateGmailPayload } from '../config/schemas.ts';
 import type { AgentSpec } from '../actions/action.ts';
-import { wrapExternalContent } from '../safety/external-content.ts';
+import { wrapExternalContent } from '../safety/index.ts';
 import type { CompiledMapping, Preset, PresetContext, Producer } from './mapping.ts';
 import { matchesSessionPrefix } from '../config/session-prefixes.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';

@@ -24,8 +24,6 @@
 import { randomHex } from '../util/random-hex.ts';
 import { sanitizeMarkers } from './sanitize-markers.ts';
 
-export { sanitizeMarkers };
-
 export interface WrapOptions {
   source: string;
   hookName: string;

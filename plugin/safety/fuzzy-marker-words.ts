@@ -9,7 +9,7 @@
 // letters, which also finds where the hit starts.
 
 import { CONFUSABLES } from './confusables.ts';
-import { BREAK as BREAK_IMPORT, MAX_GAP, stream } from './letter-stream.ts';
+import { BREAK as BREAK_IMPORT, MAX_GAP, type LetterStream } from './letter-stream.ts';
 
 /** A local copy: an imported binding can cost a lookup per read in a hot loop. */
 const BREAK = BREAK_IMPORT;
@@ -77,12 +77,11 @@ const LOOK_ALIKE = ((): Int32Array => {
   return masks;
 })();
 
+// process-wide scratch: one column of matchStart's programme, filled and read within one call.
 const column = new Int32Array(M + 1);
-let startScore = 0;
 
-/** The start of the best alignment of WORDS with the stream ending at `end`; its score in startScore. */
-function matchStart(end: number): number {
-  const codes = stream.codes;
+/** The start of the best alignment of WORDS with the stream ending at `end`, and its score. */
+function matchStart(codes: Uint8Array, end: number): { start: number; score: number } {
   let lo = Math.max(0, end - (M + MAX_EDITS) + 1);
   for (let j = end; j >= lo; j--) if (codes[j] === BREAK) lo = j + 1;
   for (let i = 0; i <= M; i++) column[i] = i * (EDIT + 1); // letters missing at the end
@@ -107,12 +106,12 @@ function matchStart(end: number): number {
       bestLen = len;
     }
   }
-  startScore = best;
-  return end - bestLen + 1;
+  return { start: end - bestLen + 1, score: best };
 }
 
 /** Most ends of one hit weighed against each other. */
 const MAX_CANDIDATES = 32;
+// process-wide scratch: the ends of the current zone, filled and read within one findMarkerWords call.
 const candidates = new Int32Array(MAX_CANDIDATES);
 
 function plainCount(codes: Uint8Array, start: number, end: number): number {
@@ -125,7 +124,7 @@ function plainCount(codes: Uint8Array, start: number, end: number): number {
  * Calls `onHit(start, end)` (inclusive stream indices) for each stretch of the
  * stream that reads as the marker words, left to right, without overlaps.
  */
-export function findMarkerWords(onHit: (start: number, end: number) => void): void {
+export function findMarkerWords(stream: LetterStream, onHit: (start: number, end: number) => void): void {
   const { codes, length } = stream;
   let pv = ALL;
   let mv = 0;
@@ -141,10 +140,10 @@ export function findMarkerWords(onHit: (start: number, end: number) => void): vo
       const end = candidates[z]!;
       // Cheap bound first: a run of wildcards ("ᴇᴇᴇ…") is within reach everywhere.
       if (plainCount(codes, Math.max(0, end - M - MAX_EDITS + 1), end) < MIN_PLAIN) continue;
-      const start = matchStart(end);
-      if (startScore % EDIT > MAX_PLAIN_EDITS || startScore > best) continue;
+      const { start, score } = matchStart(codes, end);
+      if (score % EDIT > MAX_PLAIN_EDITS || score > best) continue;
       if (plainCount(codes, start, end) < MIN_PLAIN) continue;
-      best = startScore;
+      best = score;
       bestStart = start;
       bestEnd = end;
     }
@@ -188,7 +187,7 @@ export function findMarkerWords(onHit: (start: number, end: number) => void): vo
  * If the word "end" (one letter may differ) stands just before stream index
  * `start`, as a word of its own, returns the index of its first letter; else -1.
  */
-export function endWordBefore(start: number): number {
+export function endWordBefore(stream: LetterStream, start: number): number {
   const p = start - 3;
   if (p < 0) return -1;
   const { codes, from, to } = stream;

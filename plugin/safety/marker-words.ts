@@ -9,7 +9,7 @@ import { angleOf } from './angle-brackets.ts';
 import { GAP, foldCodePoint } from './char-fold.ts';
 import { entityAt } from './html-entity.ts';
 import { endWordBefore, findMarkerWords } from './fuzzy-marker-words.ts';
-import { buildStream, stream } from './letter-stream.ts';
+import { LetterStream } from './letter-stream.ts';
 
 export const START_TOKEN = '[[MARKER_SANITIZED]]';
 export const END_TOKEN = '[[END_MARKER_SANITIZED]]';
@@ -19,6 +19,10 @@ const MAX_PREFIX = 48;
 /** How far to look ahead for closing brackets. */
 const MAX_SUFFIX = 64;
 const MAX_ATTRIBUTES = 8;
+
+// process-wide scratch: the letter stream of the text being read, built and read within one
+// neutraliseMarkerWords call (its arrays are reused, not reallocated per call).
+const scratch = new LetterStream();
 
 const QUOTES = `"'\`\\p{Pi}\\p{Pf}＂＇`;
 /** Spaces and invisible characters on the same line. */
@@ -82,12 +86,13 @@ function opensWithBracket(s: string, i: number): boolean {
   return false;
 }
 
-let closingSlash = false;
-
-/** Moves `i` back over opening brackets and "/" (with fillers between), never below `floor`. */
-function extendBack(s: string, i: number, floor: number): number {
+/**
+ * Moves `i` back over opening brackets and "/" (with fillers between), never below `floor`; says
+ * whether a "/" was among them (the marker then closes: "</external…>").
+ */
+function extendBack(s: string, i: number, floor: number): { start: number; closingSlash: boolean } {
   let start = i;
-  closingSlash = false;
+  let closingSlash = false;
   for (let p = i; p > floor && i - p < MAX_PREFIX;) {
     const reference = bracketReferenceBefore(s, p);
     if (reference > 0 && p - reference >= floor) {
@@ -107,7 +112,7 @@ function extendBack(s: string, i: number, floor: number): number {
     }
     p -= len;
   }
-  return start;
+  return { start, closingSlash };
 }
 
 /** Moves `i` forward over attributes, "/" and closing brackets. */
@@ -138,11 +143,11 @@ function extendForward(s: string, i: number): number {
  * tags inside a word (see letter-stream.ts). Returns `s` itself when there is none.
  */
 export function neutraliseMarkerWords(s: string, skipMarkup: boolean): string {
-  buildStream(s, skipMarkup);
+  const stream = scratch.build(s, skipMarkup);
   let out = '';
   let last = 0;
-  findMarkerWords((start, end) => {
-    let endWord = endWordBefore(start);
+  findMarkerWords(stream, (start, end) => {
+    let endWord = endWordBefore(stream, start);
     // "the end.\nEXTERNAL…" ends a sentence; "<<<END\nEXTERNAL…" is one marker.
     if (endWord >= 0 && LINE_BREAK_RE.test(s.slice(stream.to[start - 1]!, stream.from[start]!))) {
       if (!opensWithBracket(s, stream.from[endWord]!)) endWord = -1;
@@ -150,9 +155,10 @@ export function neutraliseMarkerWords(s: string, skipMarkup: boolean): string {
     let from = stream.from[endWord >= 0 ? endWord : start]!;
     let to = stream.to[end]!;
     if (from < last) from = last;
-    from = extendBack(s, from, last);
+    const back = extendBack(s, from, last);
+    from = back.start;
     to = extendForward(s, to);
-    out += s.slice(last, from) + (endWord >= 0 || closingSlash ? END_TOKEN : START_TOKEN);
+    out += s.slice(last, from) + (endWord >= 0 || back.closingSlash ? END_TOKEN : START_TOKEN);
     last = to;
   });
   return last === 0 && out === '' ? s : out + s.slice(last);

@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sanitizeMarkers, wrapExternalContent } from '../../plugin/safety/external-content.ts';
+import { sanitizeMarkers, wrapExternalContent } from '../../plugin/safety/index.ts';
 import { hasDelimiterLookAlike, readsAsMarkerWords } from '../helpers/marker-reader.ts';
 
 const START_TOKEN = '[[MARKER_SANITIZED]]';

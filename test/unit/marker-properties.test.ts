@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
-import { sanitizeMarkers, wrapExternalContent } from '../../plugin/safety/external-content.ts';
-import { buildStream } from '../../plugin/safety/letter-stream.ts';
+import { sanitizeMarkers, wrapExternalContent } from '../../plugin/safety/index.ts';
+import { LetterStream } from '../../plugin/safety/letter-stream.ts';
 import { findMarkerWords } from '../../plugin/safety/fuzzy-marker-words.ts';
 import { hasDelimiterLookAlike, readsAsMarkerWords } from '../helpers/marker-reader.ts';
 
@@ -292,10 +292,11 @@ function withinEdits(letters: string, max: number): boolean {
   return false;
 }
 
+const stream = new LetterStream();
+
 function hits(letters: string): number {
-  buildStream(letters, false);
   let n = 0;
-  findMarkerWords(() => n++);
+  findMarkerWords(stream.build(letters, false), () => n++);
   return n;
 }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sanitizeMarkers, wrapExternalContent, type WrapOptions } from '../../plugin/safety/external-content.ts';
+import { sanitizeMarkers, wrapExternalContent, type WrapOptions } from '../../plugin/safety/index.ts';
 
 const OPTS: WrapOptions = { source: 'github', hookName: 'deploy' };
 const START_TOKEN = '[[MARKER_SANITIZED]]';

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { existsSync, realpathSync } from 'node:fs';
 import { link, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { confineModule } from '../../plugin/mappings/confine.ts';
-import { TransformRunner, type TransformCall, type TransformOutcome } from '../../plugin/mappings/transform-runner.ts';
+import { confineModule } from '../../plugin/transforms/index.ts';
+import { TransformRunner, type TransformCall, type TransformOutcome } from '../../plugin/transforms/index.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const MB = 1024 * 1024;
@@ -278,7 +278,7 @@ describe('a module path swapped for a symlink after it was checked', () => {
       await rename(path.join(root, 'say.tmp'), path.join(root, 'say.mjs'));
       // The watcher saw a change: workers are retired so the next call loads afresh (the reload that
       // re-checks the config is refused, so the old path stays in force).
-      runner.invalidate(file);
+      runner.invalidate();
       const refused = failure(await runner.run(call(file)));
       assert.match(refused.reason, /^the transform module was not loaded: its path now leads somewhere else/);
       assert.ok(!refused.reason.includes(outside), 'the reason names no path');
@@ -349,7 +349,7 @@ describe('hard links', () => {
       // Replaced by a hard link to the outside file (same path, so its real path does not change).
       await link(path.join(outside, 'evil.mjs'), path.join(root, 'say.tmp'));
       await rename(path.join(root, 'say.tmp'), path.join(root, 'say.mjs'));
-      runner.invalidate(file);
+      runner.invalidate();
       assert.match(
         failure(await runner.run(call(file))).reason,
         /^the transform module was not loaded: it has more than one hard link/,

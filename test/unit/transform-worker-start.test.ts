@@ -6,19 +6,23 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { TransformRunner as Runner } from '../../plugin/mappings/transform-runner.ts';
+import { TransformRunner as Runner } from '../../plugin/transforms/index.ts';
 
-const MAPPINGS = path.resolve(import.meta.dirname, '..', '..', 'plugin', 'mappings');
+const PLUGIN = path.resolve(import.meta.dirname, '..', '..', 'plugin');
+const WORKER_FILES = ['transform-worker.mjs', 'off-heap-watch.mjs', 'output-size.mjs'];
 const SECRET = 'PAYLOAD-SECRET-5c1d';
 const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'hookgate-worker-start-')));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** The runner copied into `into` with the given worker files beside it (the others absent). */
+/** The sandbox copied into `into` (plugin/transforms and the util it uses) with only the given worker files. */
 async function runnerWith(into: string, workerFiles: string[]): Promise<typeof Runner> {
-  fs.mkdirSync(into);
-  for (const file of ['transform-runner.ts', 'transform-reasons.ts', ...workerFiles])
-    fs.copyFileSync(path.join(MAPPINGS, file), path.join(into, file));
-  const mod = (await import(pathToFileURL(path.join(into, 'transform-runner.ts')).href)) as {
+  fs.cpSync(path.join(PLUGIN, 'util'), path.join(into, 'util'), { recursive: true });
+  const transforms = path.join(into, 'transforms');
+  fs.cpSync(path.join(PLUGIN, 'transforms'), transforms, {
+    recursive: true,
+    filter: (from) => !WORKER_FILES.includes(path.basename(from)) || workerFiles.includes(path.basename(from)),
+  });
+  const mod = (await import(pathToFileURL(path.join(transforms, 'index.ts')).href)) as {
     TransformRunner: typeof Runner;
   };
   return mod.TransformRunner;
@@ -40,7 +44,7 @@ const call = {
 // Copied outside the checkout: `deps` sees the project's node_modules (through a link), the other not.
 const deps = path.join(dir, 'deps');
 fs.mkdirSync(deps);
-fs.symlinkSync(path.resolve(MAPPINGS, '..', '..', 'node_modules'), path.join(deps, 'node_modules'), 'dir');
+fs.symlinkSync(path.resolve(PLUGIN, '..', 'node_modules'), path.join(deps, 'node_modules'), 'dir');
 for (const [name, folder, files, said] of [
   ['the worker file', path.join(deps, 'none'), [], /Cannot find module .*transform-worker\.mjs/],
   [

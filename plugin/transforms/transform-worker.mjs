@@ -1,4 +1,4 @@
-// Worker-thread entry that runs transform modules for the TransformRunner (transform-runner.ts).
+// Worker-thread entry that runs transform modules for the TransformRunner (runner.ts; the slot that talks to it is worker-slot.ts).
 //
 // Plain JavaScript on purpose: a worker thread does not reliably inherit the main thread's TypeScript
 // loader hooks (tsx) on every Node version, and the runner starts workers with an empty execArgv, so

@@ -2,6 +2,7 @@
 // what the runner itself knows (the export name from the config, a limit, a time budget): nothing a
 // transform wrote or threw ever reaches it, so it is safe to log and to answer with. What the transform
 // said (an error message) travels beside it as `detail`, for operator tools only.
+import { truncate } from '../util/text.ts';
 
 /** Failure codes the worker sends (transform-worker.mjs). */
 export type WorkerFailureCode =
@@ -89,17 +90,26 @@ export function workerFailure(code: unknown, exportName: string, kind: unknown, 
   }
 }
 
+/**
+ * The first non-empty line of `text` (only its head is read), control characters as spaces, clipped to
+ * `max`: how a transform's own words are kept as a detail.
+ */
+export function firstLine(text: string, max: number): string {
+  const line =
+    text
+      .slice(0, 10_000)
+      .split(/\r\n|\r|\n|\u2028|\u2029/)
+      .map((l) => l.replace(/[\u0000-\u001f\u007f]/g, ' ').trim())
+      .find((l) => l !== '') ?? '';
+  return truncate(line, max);
+}
+
 /** Why a worker ended on its own, and what it said (kept as detail: an uncaught error is the transform's text). */
 export function workerCrash(err: Error | undefined, exitCode?: number): { reason: string; detail: string } {
   if (!err)
     return { reason: 'the transform worker stopped unexpectedly', detail: `worker exited with code ${exitCode}` };
   const code = (err as { code?: unknown }).code;
   if (code === 'ERR_WORKER_OUT_OF_MEMORY') return { reason: MEMORY_REASON, detail: 'the worker ran out of heap' };
-  const message = typeof err.message === 'string' ? err.message.slice(0, 10_000) : '';
-  const line =
-    message
-      .split(/\r\n|\r|\n|\u2028|\u2029/)
-      .map((l) => l.replace(/[\u0000-\u001f\u007f]/g, ' ').trim())
-      .find((l) => l !== '') ?? String(code ?? 'unknown error');
-  return { reason: 'the transform crashed its worker', detail: line.length > 200 ? `${line.slice(0, 199)}…` : line };
+  const line = firstLine(typeof err.message === 'string' ? err.message : '', 200);
+  return { reason: 'the transform crashed its worker', detail: line || String(code ?? 'unknown error') };
 }
