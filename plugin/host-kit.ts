@@ -23,17 +23,17 @@ export {
   type GmailWatcherOptions,
   type GmailWatcherState,
   type GmailWatcherCounters,
-} from './gmail/watcher.ts';
-export { resolveGmailSettings, type GmailSettings } from './gmail/gmail-settings.ts';
-export { gmailHookTarget } from './gmail/hook-target.ts';
-export { googleEndpoints } from './gmail/google-endpoints.ts';
-export { readGmailCredentials } from './gmail/gmail-credentials.ts';
-export { GmailStatusWriter, gmailStatusPath, readGmailStatus, type GmailStatus } from './gmail/status-file.ts';
+} from '../gmail/watcher.ts';
+export { resolveGmailSettings, type GmailSettings } from '../gmail/gmail-settings.ts';
+export { gmailHookTarget } from '../gmail/hook-target.ts';
+export { googleEndpoints } from '../gmail/google-endpoints.ts';
+export { readGmailCredentials } from '../gmail/gmail-credentials.ts';
+export { GmailStatusWriter, gmailStatusPath, readGmailStatus, type GmailStatus } from '../gmail/status-file.ts';
 // Gmail setup (the `webhooks gmail setup` command).
-export { assertAccountName, writeGmailCredentials, type GmailCredentials } from './gmail/gmail-credentials.ts';
-export { parsePastedCallback, readClientSecretFile, type Callback } from './gmail/installed-app-oauth.ts';
-export { runGmailSetup, SETUP_STEPS } from './gmail/gmail-setup.ts';
-export { SetupStepError, TESTING_MODE } from './gmail/setup-advice.ts';
+export { assertAccountName, writeGmailCredentials, type GmailCredentials } from '../gmail/gmail-credentials.ts';
+export { parsePastedCallback, readClientSecretFile, type Callback } from '../gmail/installed-app-oauth.ts';
+export { runGmailSetup, SETUP_STEPS } from '../gmail/gmail-setup.ts';
+export { SetupStepError, TESTING_MODE } from '../gmail/setup-advice.ts';
 export { writeFileAtomic } from './util/write-file-atomic.ts';
 export { createMetrics, type HookMetrics, type EndpointLabel, type GmailErrorStage } from './observe/metrics.ts';
 export { REQUEST_LOG_SIZE, type RequestEntry, type RequestLog } from './observe/request-log.ts';
@@ -49,5 +49,5 @@ export { unwrapExternalContent } from './safety/external-content.ts';
 export { dryRun, loadForDryRun, type DryRunRequest, type DryRunResult } from './observe/dry-run.ts';
 export { TransformRunner } from './mappings/transform-runner.ts';
 export { keepFairly } from './dedupe/fair-share.ts';
-export { resolveChannels, type Channel, type DeliveryResult, type ResolvedChannels } from './channels/index.ts';
+export { resolveChannels, type Channel, type DeliveryResult, type ResolvedChannels } from '../channels/index.ts';
 export type { HooksSnapshot } from './config/snapshot.ts';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { resolveHooksConfig, selectStandaloneConfig } from '../../plugin/host-kit.ts';
-import { resolveGmailSettings } from '../../plugin/gmail/gmail-settings.ts';
+import { resolveGmailSettings } from '../../gmail/gmail-settings.ts';
 
 const hooks = (gmail: unknown) => ({ enabled: true, token: 'hook-token-0123456789', presets: ['gmail'], gmail });
 const problems = (gmail: unknown): string => {

@@ -4,21 +4,21 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger, RunRecord } from '../../plugin/host.ts';
-import { CommitRounds, LONE_ROUND_LINES, ROUND_GAP_MS } from '../../plugin/hosts/standalone/commit-rounds.ts';
-import { JsonlLog, LogResources } from '../../plugin/hosts/standalone/jsonl-log.ts';
-import { Outbox } from '../../plugin/hosts/standalone/outbox.ts';
+import { CommitRounds, LONE_ROUND_LINES, ROUND_GAP_MS } from '../../plugin/hosts/standalone/storage/log/commit-rounds.ts';
+import { JsonlLog, LogResources } from '../../plugin/hosts/standalone/storage/log/jsonl-log.ts';
+import { Outbox } from '../../plugin/hosts/standalone/storage/outbox.ts';
 import {
   readRun,
   REPLY_BYTES_IN_MEMORY,
   RunRegistry,
   type RunLine,
-} from '../../plugin/hosts/standalone/run-registry.ts';
+} from '../../plugin/hosts/standalone/storage/run-registry.ts';
 import {
   PENDING_TEXT_MAX,
   SessionStore,
   decodeSessionFileName,
   sessionFileName,
-} from '../../plugin/hosts/standalone/session-store.ts';
+} from '../../plugin/hosts/standalone/storage/session-store.ts';
 
 interface LogLine {
   level: 'info' | 'warn' | 'error';

@@ -8,10 +8,10 @@ import path from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Logger, RunRecord } from '../../plugin/host.ts';
-import { Outbox } from '../../plugin/hosts/standalone/outbox.ts';
-import { BadCursorError, SessionStore, sessionFileName } from '../../plugin/hosts/standalone/session-store.ts';
-import { Storage } from '../../plugin/hosts/standalone/storage.ts';
-import { DEFAULT_STORAGE_LIMITS } from '../../plugin/hosts/standalone/storage-limits.ts';
+import { Outbox } from '../../plugin/hosts/standalone/storage/outbox.ts';
+import { BadCursorError, SessionStore, sessionFileName } from '../../plugin/hosts/standalone/storage/session-store.ts';
+import { Storage } from '../../plugin/hosts/standalone/storage/storage.ts';
+import { DEFAULT_STORAGE_LIMITS } from '../../plugin/hosts/standalone/storage/storage-limits.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const KiB = 1024;
