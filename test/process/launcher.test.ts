@@ -46,7 +46,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const [gateway] = await childrenOf(npm.pid!);
       assert.ok(gateway, 'npm has a child');
       // The launcher execs: npm's own child is the gateway's Node process, which gets npm's signal.
-      assert.match(await readFile(`/proc/${gateway}/cmdline`, 'utf8'), /cli\.js\0gateway\0/);
+      assert.match(await readFile(`/proc/${gateway}/cmdline`, 'utf8'), /cli\/index\.js\0gateway\0/);
 
       // A request in flight: headers and part of the body sent before the signal.
       const body = JSON.stringify({ text: `in flight during ${signal}` });
