@@ -2,7 +2,7 @@
 // URLs, and whether it has what sending needs. A block with no credential at all is a recorded-only
 // channel (what `npm start` writes); one with half a credential is a config error naming the key.
 
-import { readSecretFile, resolveSecret } from '../plugin/config/secret-values.ts';
+import { readSecretFile, resolveSecret } from '../plugin/kits/config.ts';
 
 export type RawChannel = Record<string, unknown>;
 

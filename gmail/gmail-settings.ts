@@ -1,7 +1,7 @@
 // hooks.gmail as the watcher uses it: defaults filled in, and the checks between keys that the JSON
 // Schema cannot express, each naming its key. The schema itself (schema/hooks-config.schema.json)
 // has already been applied to the whole hooks block by resolveHooksConfig.
-import { ConfigError } from '../plugin/errors.ts';
+import { ConfigError } from '../plugin/host-kit.ts';
 
 export interface GmailSettings {
   account: string;

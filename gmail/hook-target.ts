@@ -1,9 +1,7 @@
 // Where the watcher posts: <base URL><hooks.path>/gmail, with the first hook token in force, under the
 // body limit of whatever owns the gmail hook (a user mapping for "gmail" wins over the preset).
-import { ConfigError } from '../plugin/errors.ts';
-import { readSecretFile, resolveSecret } from '../plugin/config/secret-values.ts';
-import { DEFAULTS } from '../plugin/config/defaults.ts';
-import { GMAIL_PRESET } from '../plugin/mappings/gmail.ts';
+import { ConfigError } from '../plugin/host-kit.ts';
+import { DEFAULTS, GMAIL_PRESET, readSecretFile, resolveSecret } from '../plugin/kits/config.ts';
 import type { HookTarget } from './hook-poster.ts';
 
 interface HooksBlock {

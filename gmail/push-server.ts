@@ -4,10 +4,9 @@
 // otherwise so Pub/Sub sends it again with its own backoff.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HookError, refuse } from '../plugin/errors.ts';
-import { writeError, writeJson } from '../plugin/http/answers.ts';
+import { HookError, refuse, writeError, writeJson } from '../plugin/host-kit.ts';
 import type { Logger } from '../plugin/host.ts';
-import { LimitedWarnings } from '../plugin/observe/limited-warnings.ts';
+import { LimitedWarnings } from '../plugin/kits/node-http.ts';
 import type { GoogleCerts } from './google-certs.ts';
 import { PushTokenRefused, verifyPushJwt } from './push-jwt.ts';
 

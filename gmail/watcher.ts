@@ -64,8 +64,9 @@ export interface GmailWatcherOptions {
   events?: { notifications(count: number): void; error(stage: GmailFailureStage): void };
 }
 
-/** Where a failure happened, for counting. */
-export type GmailFailureStage = 'watch' | 'history' | 'fetch' | 'deliver' | 'other';
+/** Where the watcher can fail (the stage label of hookgate_gmail_errors_total). */
+export const GMAIL_FAILURE_STAGES = ['watch', 'history', 'fetch', 'deliver', 'other'] as const;
+export type GmailFailureStage = (typeof GMAIL_FAILURE_STAGES)[number];
 
 function failureStage(err: unknown, what: string): GmailFailureStage {
   if (what === 'watch renewal') return 'watch';

@@ -1,7 +1,7 @@
 // hooks.gmail: the schema's checks and the checks between keys each name the key; defaults filled in.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { resolveHooksConfig, selectStandaloneConfig } from '../../plugin/host-kit.ts';
+import { resolveHooksConfig, selectStandaloneConfig } from '../../plugin/kits/config.ts';
 import { resolveGmailSettings } from '../../gmail/gmail-settings.ts';
 
 const hooks = (gmail: unknown) => ({ enabled: true, token: 'hook-token-0123456789', presets: ['gmail'], gmail });

@@ -4,7 +4,11 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger, RunRecord } from '../../plugin/host.ts';
-import { CommitRounds, LONE_ROUND_LINES, ROUND_GAP_MS } from '../../plugin/hosts/standalone/storage/log/commit-rounds.ts';
+import {
+  CommitRounds,
+  LONE_ROUND_LINES,
+  ROUND_GAP_MS,
+} from '../../plugin/hosts/standalone/storage/log/commit-rounds.ts';
 import { JsonlLog, LogResources } from '../../plugin/hosts/standalone/storage/log/jsonl-log.ts';
 import { Outbox } from '../../plugin/hosts/standalone/storage/outbox.ts';
 import {

@@ -2,14 +2,9 @@
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  ConfigError,
-  loadConfig,
-  readConfigFile,
-  resolveGmailSettings,
-  resolveHooksConfig,
-  selectStandaloneConfig,
-} from '../../../host-kit.ts';
+import { ConfigError } from '../../../host-kit.ts';
+import { loadConfig, readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../../kits/config.ts';
+import { resolveGmailSettings } from '../../../../gmail/index.ts';
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from '../server/settings.ts';
 import { startGateway } from '../server/gateway.ts';
 import { GMAIL_SETUP_HELP, gmailSetupCommand } from './commands/gmail-setup.ts';

@@ -5,7 +5,7 @@
 // Writes are asynchronous (process.stdout writes synchronously to files and pipes, which stalls
 // every request while the disk or the log reader is slow) and bounded: past MAX_BACKLOG bytes waiting
 // to be written, lines are dropped and counted, and the count is logged once the writer catches up.
-import type { LogFields, Logger } from '../../../host-kit.ts';
+import type { LogFields, Logger } from '../../../host.ts';
 import { isoNow } from './iso-now.ts';
 import { writeAll } from './write-all.ts';
 

@@ -4,25 +4,25 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   AuthFailureLimiter,
   clientAddress,
-  DEFAULTS,
   digestToken,
   extractToken,
+  tokenMatches,
+  type TokenDigest,
+  type TrustedProxies,
+} from '../../../kits/node-http.ts';
+import { DEFAULTS } from '../../../kits/config.ts';
+import {
   HookError,
   refuse,
   recentRequests,
   REQUEST_LOG_SIZE,
-  tokenMatches,
   validRequestsLimit,
   writeError,
   writeJson,
   type HookMetrics,
   type RequestLog,
-  type TokenDigest,
-  type TrustedProxies,
 } from '../../../host-kit.ts';
-import { BadCursorError, type SessionStore } from '../storage/session-store.ts';
-import type { Outbox } from '../storage/outbox.ts';
-import type { RunRegistry } from '../storage/run-registry.ts';
+import { BadCursorError, type SessionStore, type Outbox, type RunRegistry } from '../storage/index.ts';
 
 export interface AdminDeps {
   gatewayToken: () => string;

@@ -5,20 +5,22 @@
 // The run that produced the reply does not wait for the send, only for the pending entry.
 
 import { randomUUID } from 'node:crypto';
-import type { Delivery, HookMetrics, Logger, ResolvedChannels } from '../../../host-kit.ts';
-import type { Outbox } from '../storage/outbox.ts';
+import type { Delivery, Logger } from '../../../host.ts';
+import type { GatewayMetrics } from './gateway-metrics.ts';
+import type { ResolvedChannels } from '../../../../channels/index.ts';
+import type { Outbox } from '../storage/index.ts';
 import { errorMessage } from '../../../util/errors.ts';
 
 export class ChannelDeliveries {
   readonly #outbox: Outbox;
   readonly #logger: Logger;
-  readonly #metrics: HookMetrics;
+  readonly #metrics: GatewayMetrics;
   readonly #channels: ResolvedChannels;
   readonly #sending = new Set<Promise<void>>();
   readonly #stop = new AbortController();
   #closing = false;
 
-  constructor(outbox: Outbox, logger: Logger, metrics: HookMetrics, channels: ResolvedChannels) {
+  constructor(outbox: Outbox, logger: Logger, metrics: GatewayMetrics, channels: ResolvedChannels) {
     this.#outbox = outbox;
     this.#logger = logger;
     this.#metrics = metrics;

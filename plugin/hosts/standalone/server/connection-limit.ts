@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { addressKey } from '../../../host-kit.ts';
+import { addressKey } from '../../../kits/node-http.ts';
 
 export interface ConnectionLimits {
   maxConnections: number;

@@ -10,8 +10,8 @@ import {
   readGmailStatus,
   resolveGmailSettings,
   type GmailWatcherOptions,
-  type Logger,
-} from '../../../host-kit.ts';
+} from '../../../../gmail/index.ts';
+import type { Logger } from '../../../host.ts';
 
 /** What the watcher tells the gateway as it happens (counted in /metrics). */
 export type GmailEvents = NonNullable<GmailWatcherOptions['events']>;

@@ -3,32 +3,19 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import {
-  answerClientError,
-  answerExpectation,
-  createHooksPlugin,
-  deferContinue,
-  readConfigFile,
-  refuse,
-  sendContinue,
-  writeError,
-  type ChannelName,
-  type GatewayHost,
-  type HooksPlugin,
-  type Logger,
-  type Route,
-  type RunRecord,
-} from '../../../host-kit.ts';
+import { answerClientError, answerExpectation } from '../../../kits/node-http.ts';
+import { createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../../host-kit.ts';
+import { readConfigFile } from '../../../kits/config.ts';
+import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../../host.ts';
 import { resolveGatewaySettings, type GatewaySettings } from './settings.ts';
-import { agentIdOfKey } from '../storage/session-store.ts';
-import { Storage } from '../storage/storage.ts';
+import { agentIdOfKey, Storage, type RunRegistry } from '../storage/index.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
-import type { RunRegistry } from '../storage/run-registry.ts';
 import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
 import { ChannelDeliveries } from './channel-deliveries.ts';
+import { gatewayMetrics } from './gateway-metrics.ts';
 import { errorMessage } from '../../../util/errors.ts';
 
 export interface GatewayOptions {
@@ -175,9 +162,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 
   const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
   // Channel senders are built once: their pacers must see every send to a platform.
-  const deliveries = new ChannelDeliveries(outbox, logger, plugin.metrics, settings.senders);
-  plugin.metrics.observeGauge('outbox_size', () => outbox.appended);
-  plugin.metrics.observeGauge('deliveries_pending', () => deliveries.pending);
+  const metrics = gatewayMetrics(plugin.metrics.registry, {
+    outboxSize: () => outbox.appended,
+    deliveriesPending: () => deliveries.pending,
+  });
+  const deliveries = new ChannelDeliveries(outbox, logger, metrics, settings.senders);
   started = true;
   await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
@@ -196,12 +185,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 
   // Timeouts are checked every second (Node's default is every 30 s, which lets slow headers linger).
   // The Host check is ours (Node's own answers without a body): HTTP/1.1 requires the header.
-  const server = createServer({ connectionsCheckingInterval: 1000, requireHostHeader: false }, (req, res) => {
-    route(req, res).catch((err: unknown) => {
+  const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue = false): void => {
+    route(req, res, expectsContinue).catch((err: unknown) => {
       logger.error('request failed', { reason: errorMessage(err) });
       writeError(res, refuse.internal());
     });
-  });
+  };
+  const server = createServer({ connectionsCheckingInterval: 1000, requireHostHeader: false }, (req, res) =>
+    serve(req, res),
+  );
   // A client that half-closes after sending its request (shutdown of its write side) still gets the
   // answer, which for a wake comes only after the event is on disk. By default Node ends such a socket
   // at once, so the sender never learns that its request was taken, and sends it again. The property
@@ -216,18 +208,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerExpectation);
   // "Expect: 100-continue": the hooks send the 100 only once a request may upload its body.
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    deferContinue(req);
-    server.emit('request', req, res);
-  });
-  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
+  const route = async (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> => {
     if (req.headers.host === undefined && req.httpVersion === '1.1') {
       writeError(res, refuse.badRequest('HTTP/1.1 requests need a Host header', { connection: 'close' }));
       return;
     }
-    if (await plugin.handle(req, res)) return;
+    if (await plugin.handle(req, res, { expectsContinue })) return;
     // The admin API decides nothing before a body: Node's own behaviour, the 100 at once.
-    sendContinue(req, res);
+    if (expectsContinue) res.writeContinue();
     if (await admin.handle(req, res)) return;
     writeError(res, refuse.notFound('not found'));
   };
@@ -251,8 +240,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   gmail = await startGmail?.(
     `http://${bindHost === '0.0.0.0' ? '127.0.0.1' : bindHost === '::' ? '[::1]' : urlHost}:${port}`,
     {
-      notifications: (count) => plugin.metrics.gmailNotifications(count),
-      error: (stage) => plugin.metrics.gmailError(stage),
+      notifications: (count) => metrics.gmailNotifications(count),
+      error: (stage) => metrics.gmailError(stage),
     },
   );
 

@@ -1,7 +1,7 @@
 // Heartbeats of the standalone gateway: periodic and on request, coalesced per agent. A heartbeat
 // drains the main session's pending system events into one agent turn (recorded as prompt and reply).
-import type { Logger } from '../../../host-kit.ts';
-import type { SessionStore } from '../storage/session-store.ts';
+import type { Logger } from '../../../host.ts';
+import type { SessionStore } from '../storage/index.ts';
 import type { AgentRunner } from './agent-runner.ts';
 
 /** Requests closer together than this give one heartbeat. */

@@ -4,19 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import gatewayConfigSchema from '../../../../schema/gateway-config.schema.json' with { type: 'json' };
-import {
-  CHANNEL_ORDER,
-  compileSchema,
-  ConfigError,
-  formatErrors,
-  resolveChannels,
-  type AgentInfo,
-  type ChannelName,
-  type ResolvedChannels,
-} from '../../../host-kit.ts';
+import { CHANNEL_ORDER, type AgentInfo, type ChannelName } from '../../../host.ts';
+import { compileSchema, formatErrors } from '../../../kits/config.ts';
+import { ConfigError } from '../../../host-kit.ts';
+import { resolveChannels, type ResolvedChannels } from '../../../../channels/index.ts';
 import type { ProviderConfig } from './agent-runner.ts';
 import { defaultMaxConnections, defaultShare, type ConnectionLimits } from './connection-limit.ts';
-import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from '../storage/storage-limits.ts';
+import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from '../storage/index.ts';
 
 const DEFAULT_PORT = 18789;
 const DEFAULT_BIND = '127.0.0.1';

@@ -5,7 +5,7 @@
 // A delivery to a channel that sends is written `pending` before its first attempt; its outcome is a
 // later `status` line (the log stays append-only), and a page shows each delivery's latest state.
 
-import type { Logger } from '../../../host-kit.ts';
+import type { Logger } from '../../../host.ts';
 import { JsonlLog, LogResources, type Position } from './log/jsonl-log.ts';
 import { LoadOnce } from './load-once.ts';
 import { BadCursorError, PAGE_MAX_BYTES } from './session-store.ts';

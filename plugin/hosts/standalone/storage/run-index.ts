@@ -1,7 +1,7 @@
 // Which session file holds a run: one short line per accepted run in <stateDir>/data/run-index.jsonl
 // (a segmented log with its own retention), so /api/runs/<id> can answer for runs long gone from
 // memory. A lookup reads the index backwards, parsing only the line that starts with the run's id.
-import type { Logger } from '../../../host-kit.ts';
+import type { Logger } from '../../../host.ts';
 import { JsonlLog, type LogResources } from './log/jsonl-log.ts';
 
 interface IndexLine {

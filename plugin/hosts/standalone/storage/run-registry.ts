@@ -6,7 +6,7 @@
 // the run index, run-index.ts) for as long as the file still holds it. Replies are what can be large:
 // memory keeps the newest up to REPLY_BYTES_IN_MEMORY, and an older reply (or one restored on start)
 // is read back from its session file when the run is asked for.
-import type { IdempotencyRecord, RunRecord, RunStatus } from '../../../host-kit.ts';
+import type { IdempotencyRecord, RunRecord, RunStatus } from '../../../host.ts';
 import { isoNow } from '../io/iso-now.ts';
 
 /** A run's status line in its session file. */

@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../../../host-kit.ts';
+import type { Logger } from '../../../host.ts';
 import { errnoCode } from '../../../util/errors.ts';
 import { JsonlLog, LogResources, segmentSeq, type Position } from './log/jsonl-log.ts';
 import { LoadOnce } from './load-once.ts';

@@ -2,7 +2,7 @@
 // outbox and the run index, with their bounds, and the run registry rebuilt from them. One instance
 // per gateway owns the commit rounds, write buffers and file handles its logs share.
 import path from 'node:path';
-import type { IdempotencyRecord, Logger, RunRecord } from '../../../host-kit.ts';
+import type { IdempotencyRecord, Logger, RunRecord } from '../../../host.ts';
 import { LogResources } from './log/jsonl-log.ts';
 import { Outbox } from './outbox.ts';
 import { RunIndex } from './run-index.ts';

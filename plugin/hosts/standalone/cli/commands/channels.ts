@@ -3,7 +3,7 @@
 // printed carries a secret: every platform text has been through the channels' redactor.
 
 import { parseArgs } from 'node:util';
-import { readConfigFile } from '../../../../host-kit.ts';
+import { readConfigFile } from '../../../../kits/config.ts';
 import { resolveGatewaySettings } from '../../server/settings.ts';
 import { resolvePaths } from '../support/state-paths.ts';
 import { UsageError } from '../support/cli-common.ts';

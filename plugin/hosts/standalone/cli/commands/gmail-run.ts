@@ -3,21 +3,19 @@
 // GET /api/gmail or, when no gateway answers, from the status file a `run` keeps).
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { ConfigError } from '../../../../host-kit.ts';
 import {
-  ConfigError,
   GmailStatusWriter,
   GmailWatcher,
   gmailHookTarget,
   gmailStatusPath,
   googleEndpoints,
-  readConfigFile,
   readGmailCredentials,
   readGmailStatus,
   resolveGmailSettings,
-  resolveHooksConfig,
-  selectStandaloneConfig,
   type GmailStatus,
-} from '../../../../host-kit.ts';
+} from '../../../../../gmail/index.ts';
+import { readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
 import { resolveGatewaySettings } from '../../server/settings.ts';
 import { createLineLogger } from '../../io/line-logger.ts';
 import { resolvePaths } from '../support/state-paths.ts';

@@ -9,22 +9,21 @@ import { parseArgs } from 'node:util';
 import JSON5 from 'json5';
 import {
   assertAccountName,
-  ConfigError,
   googleEndpoints,
   parsePastedCallback,
   readClientSecretFile,
   readGmailCredentials,
-  resolveHooksConfig,
   runGmailSetup,
-  selectStandaloneConfig,
   SETUP_STEPS,
   SetupStepError,
   TESTING_MODE,
-  writeFileAtomic,
   writeGmailCredentials,
   type Callback,
   type GmailCredentials,
-} from '../../../../host-kit.ts';
+} from '../../../../../gmail/index.ts';
+import { ConfigError } from '../../../../host-kit.ts';
+import { resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
+import { writeFileAtomic } from '../../../../util/write-file-atomic.ts';
 import { defaultConfigText, resolveGatewaySettings } from '../../server/settings.ts';
 import { applyGmailSetup, type GmailSetupKeys } from '../support/gmail-config-edit.ts';
 import { resolvePaths } from '../support/state-paths.ts';

@@ -6,9 +6,18 @@ import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, resolveHooksConfig, writeFileAtomic } from '../../../../host-kit.ts';
+import { ConfigError } from '../../../../host-kit.ts';
+import { resolveHooksConfig } from '../../../../kits/config.ts';
+import { writeFileAtomic } from '../../../../util/write-file-atomic.ts';
 import { checkedEdit, parseConfigText } from '../support/config-text-edit.ts';
-import { editObject, isObject, setPropertySource, sourceAt, type Json, type JsonObject } from '../support/json5-edit.ts';
+import {
+  editObject,
+  isObject,
+  setPropertySource,
+  sourceAt,
+  type Json,
+  type JsonObject,
+} from '../support/json5-edit.ts';
 import { UsageError } from '../support/cli-common.ts';
 
 export const OPENCLAW_IMPORT_HELP = `Usage: hookgate openclaw import [--openclaw-config FILE]

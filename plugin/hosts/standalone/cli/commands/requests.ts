@@ -1,7 +1,8 @@
 // `hookgate requests`: the gateway's last hook requests (GET /api/requests) as a table, filtered by
 // status and path; --follow keeps polling and prints each new request as it comes.
 import { parseArgs } from 'node:util';
-import { readConfigFile, REQUEST_LOG_SIZE, type RequestEntry } from '../../../../host-kit.ts';
+import { readConfigFile } from '../../../../kits/config.ts';
+import { REQUEST_LOG_SIZE, type RequestEntry } from '../../../../host-kit.ts';
 import { resolveGatewaySettings } from '../../server/settings.ts';
 import { UsageError } from '../support/cli-common.ts';
 import { resolvePaths } from '../support/state-paths.ts';

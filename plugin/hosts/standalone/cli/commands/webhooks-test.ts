@@ -12,7 +12,7 @@ import {
   TransformRunner,
   unwrapExternalContent,
   type DryRunResult,
-} from '../../../../host-kit.ts';
+} from '../../../../kits/config.ts';
 import { resolveGatewaySettings } from '../../server/settings.ts';
 import { checkingHost, UsageError } from '../support/cli-common.ts';
 import { resolvePaths } from '../support/state-paths.ts';

@@ -1,6 +1,7 @@
 // What `webhooks gmail setup` writes into the gateway config: hooks.gmail, hooks.presets += gmail and
 // hooks.enabled, edited into the JSON5 text so that the file's comments, layout and every other key stay.
-import { ConfigError, type GmailSettings } from '../../../../host-kit.ts';
+import { ConfigError } from '../../../../host-kit.ts';
+import type { GmailSettings } from '../../../../../gmail/index.ts';
 import { checkedEdit, parseConfigText } from './config-text-edit.ts';
 import { editObject, isObject, type JsonObject } from './json5-edit.ts';
 

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { appendFile, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../../../../host-kit.ts';
+import type { Logger } from '../../../../host.ts';
 import { errnoCode } from '../../../../util/errors.ts';
 import { CommitRounds } from './commit-rounds.ts';
 import { writeAll } from '../../io/write-all.ts';
