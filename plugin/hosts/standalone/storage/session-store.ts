@@ -1,18 +1,6 @@
-// Per-session history for the standalone gateway: one JSONL file per session under <stateDir>/sessions.
-//
-// File names: the UTF-8 bytes of the session key, with [a-z0-9_-] kept and every other byte written as
-// "%" + two lowercase hex digits, then ".jsonl". So "agent:main:main" is "agent%3amain%3amain.jsonl".
-// The result never contains "/", "\", "." (so no "..") or upper-case letters (safe on case-insensitive
-// file systems) and decodes back to the key. Names that would exceed MAX_NAME_BYTES keep a readable
-// prefix and end in "~" + a SHA-256 of the key; "~" never appears in a plain encoding, so those names
-// are recognised as not decodable. Every file starts with a header record carrying the real key, which
-// is what open() trusts. Besides the history entries a file holds the status lines of the runs in that
-// session (run-registry.ts), which history pages leave out.
-//
-// A session's file is a segmented log (jsonl-log.ts): "<name>" is the newest segment and "<name>.<seq>"
-// the older ones, each starting with the header. On open only the tail of each session is read (its
-// newest two segments, each at most one segment's size): the pending events, the time of the last
-// entry and the run lines come from there. History is read a page at a time, backwards from the end.
+// Per-session history for the standalone gateway: one segmented JSONL log per session under
+// <stateDir>/sessions, named by an escaped session key; read a tail on open and a page at a time after.
+// The file-name rule and what a file holds are in README.md.
 
 import { createHash } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';

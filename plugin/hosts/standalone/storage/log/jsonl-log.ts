@@ -1,18 +1,5 @@
-// Durable append-only JSON Lines log with group commit, kept in segments of bounded size.
-//
-// Every append is serialised to one line and queued. The queue is drained by a single writer, once per
-// commit round (commit-rounds.ts): all lines queued since the last write are written with one write (a
-// batch over 1 MB with several, in order), and each append's promise settles when the write carrying its
-// line has completed. Reads and writes of the file are serialised through one in-process lock so a reader
-// never sees a half-written batch of this instance. The requirement is surviving a killed process
-// (kill -9), not power loss, so no fsync.
-//
-// Segments: the newest ("active") segment is the file itself; once it holds `segmentBytes`, it is
-// renamed to "<file>.<seq>" and a fresh file is started. Past `retainBytes` in all, the oldest
-// segments are deleted, never the active one nor the newest full one, so the newest acknowledged lines
-// always stay. Every segment can start with a header line (`segmentHeader`), so the newest segment
-// alone describes the log. Nothing ever reads a whole file at once: reads go line by line in bounded
-// chunks (line-reader.ts), backwards from the end for pages.
+// Durable append-only JSON Lines log with group commit, kept in segments of bounded size: the
+// writer, rotation and retention, readers and cursors, and tail repair. The contract is in ../README.md.
 
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
@@ -24,6 +11,7 @@ import { CommitRounds } from './commit-rounds.ts';
 import { writeAll } from '../../io/write-all.ts';
 import { jsonLineBytes, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';
 import { linesBackward, linesForward, readFully, type Line } from './line-reader.ts';
+import { repairTail } from './tail-repair.ts';
 
 interface Pending {
   /** The record as JSON, without the newline; BARRIER for whenWritten(). */
@@ -36,8 +24,6 @@ interface Pending {
 /** A queued "line" that writes nothing: it settles once everything queued before it is written. */
 const BARRIER = '';
 const NEWLINE = 0x0a;
-/** A torn tail longer than this is not worth trying to complete; it is cut off. */
-const MAX_TAIL_SALVAGE = 1024 * 1024;
 
 /**
  * What the logs of one storage share: the commit rounds, the write buffers and the budget of kept
@@ -630,66 +616,11 @@ export class JsonlLog<T extends object> {
         if (errnoCode(err) !== 'ENOENT') throw err;
       }
     }
-    const size = await this.#repairTail();
+    const size = await repairTail(this.file, this.#logger, (line) => this.#parseLine(line, true) !== undefined);
     this.#rotated = rotated;
     this.#activeSeq = rotated.length > 0 ? rotated[rotated.length - 1]!.seq + 1 : 1;
     this.#activeBytes = size;
     this.#activeHasRecords = size > 0;
-  }
-
-  /** Makes sure the file ends in "\n", so new lines are never glued onto a torn one; returns its size. */
-  async #repairTail(): Promise<number> {
-    let fh: FileHandle;
-    try {
-      fh = await open(this.file, 'r+');
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return 0;
-      throw err;
-    }
-    try {
-      const { size } = await fh.stat();
-      if (size === 0) return 0;
-      const one = Buffer.alloc(1);
-      await readFully(fh, one, 1, size - 1);
-      if (one[0] === NEWLINE) return size;
-
-      // Find the byte after the last newline.
-      const chunk = Buffer.alloc(64 * 1024);
-      let end = size;
-      let cut = 0;
-      while (end > 0) {
-        const start = Math.max(0, end - chunk.length);
-        const got = await readFully(fh, chunk, end - start, start);
-        const idx = chunk.subarray(0, got).lastIndexOf(NEWLINE);
-        if (idx >= 0) {
-          cut = start + idx + 1;
-          break;
-        }
-        end = start;
-      }
-
-      // A tail that is a complete record lost only its newline: keep it.
-      const tailLength = size - cut;
-      if (tailLength <= MAX_TAIL_SALVAGE) {
-        const tail = Buffer.alloc(tailLength);
-        await readFully(fh, tail, tailLength, cut);
-        if (this.#parseLine({ offset: cut, bytes: tail }, true) !== undefined) {
-          await fh.write('\n', size, 'utf8');
-          this.#logger.warn(`jsonl log: ${this.file} did not end in a newline; completed its last line`, {
-            file: this.file,
-          });
-          return size + 1;
-        }
-      }
-      await fh.truncate(cut);
-      this.#logger.warn(`jsonl log: cut a torn last line (${tailLength} bytes) from ${this.file}`, {
-        file: this.file,
-        bytes: tailLength,
-      });
-      return cut;
-    } finally {
-      await fh.close();
-    }
   }
 
   /** The line's record; an empty line is skipped quietly, anything else unreadable with a warning. */
