@@ -1,17 +1,21 @@
-// Durable append-only JSON Lines log with group commit, kept in segments of bounded size: the
-// writer, rotation and retention, readers and cursors, and tail repair. The contract is in ../README.md.
-
-import { createHash } from 'node:crypto';
-import { appendFile, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+// Durable append-only JSON Lines log with group commit: the writer. Its segments and retention are
+// segments.ts, its readers and cursors log-reader.ts, its tail repair tail-repair.ts; one lock here
+// serialises them all. The durability contract is in ../README.md.
+import { appendFile, mkdir, open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../../../host.ts';
 import { errnoCode } from '../../../../util/errors.ts';
-import { CommitRounds } from './commit-rounds.ts';
+import { LogResources } from './log-resources.ts';
 import { writeAll } from '../../io/write-all.ts';
 import { jsonLineBytes, toJsonLine, writeJsonLine, type JsonLine } from './json-line.ts';
-import { linesBackward, linesForward, readFully, type Line } from './line-reader.ts';
+import { isRecord, LogReader, type Page, type Position } from './log-reader.ts';
+import { Segments, type Segment } from './segments.ts';
 import { repairTail } from './tail-repair.ts';
+
+export { segmentSeq } from './segments.ts';
+export { LogResources } from './log-resources.ts';
+export type { Page, Position } from './log-reader.ts';
 
 interface Pending {
   /** The record as JSON, without the newline; BARRIER for whenWritten(). */
@@ -24,23 +28,6 @@ interface Pending {
 /** A queued "line" that writes nothing: it settles once everything queued before it is written. */
 const BARRIER = '';
 const NEWLINE = 0x0a;
-
-/**
- * What the logs of one storage share: the commit rounds, the write buffers and the budget of kept
- * file handles. One per gateway, so two gateways in one process do not share them.
- *
- * Batches are encoded into buffers taken from a small pool and handed back after the write: a fresh
- * buffer per batch is fresh memory for every write (page faults, and memory held until a garbage
- * collection finds the buffer), which a flood of large events turns into hundreds of MB. Only the
- * pages a batch touches become resident, so a 1 MB buffer costs what the batch needs.
- */
-export class LogResources {
-  readonly rounds = new CommitRounds();
-  readonly buffers: Buffer[] = [];
-  /** Append handles kept open between batches; past the cap a batch opens and closes. */
-  keptHandles = 0;
-  constructor(readonly maxKeptHandles = 256) {}
-}
 
 const WRITE_BUFFER_BYTES = 1024 * 1024;
 const POOLED_BUFFERS = 4;
@@ -59,37 +46,6 @@ export interface LogOptions {
   segments?: readonly number[];
 }
 
-/** Where a line starts: its segment and byte offset. */
-export interface Position {
-  seq: number;
-  offset: number;
-}
-
-export interface Page<R> {
-  records: R[];
-  /** Where the oldest record of the page starts, when older records exist. */
-  before?: Position;
-}
-
-interface Segment {
-  seq: number;
-  bytes: number;
-}
-
-function isRecord(value: unknown): value is object {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return false;
-    throw err;
-  }
-}
-
 /** One line with its newline, for a record too large for a pooled buffer. */
 function encodeLine(line: JsonLine): Buffer {
   const data = Buffer.allocUnsafe(jsonLineBytes(line) + 1);
@@ -97,23 +53,13 @@ function encodeLine(line: JsonLine): Buffer {
   return data;
 }
 
-/** "<file>.<seq>" -> seq, for the rotated segments of `base`. */
-export function segmentSeq(name: string, base: string): number | undefined {
-  if (!name.startsWith(base + '.')) return undefined;
-  const rest = name.slice(base.length + 1);
-  if (!/^[1-9][0-9]{0,14}$/.test(rest)) return undefined;
-  return Number(rest);
-}
-
 export class JsonlLog<T extends object> {
   readonly file: string;
   readonly #logger: Logger;
   readonly #res: LogResources;
-  readonly #segmentBytes: number;
-  readonly #retainBytes: number;
   readonly #header: (() => object) | undefined;
-  /** Tells this log's cursors from another's (made when first needed: most logs never page). */
-  #tagText: string | undefined;
+  readonly #segments: Segments;
+  readonly #reader: LogReader<T>;
   #batch: Pending[] = [];
   /** Settles when the writer has emptied the queue (set while it runs). */
   #draining: Promise<void> | undefined;
@@ -125,23 +71,26 @@ export class JsonlLog<T extends object> {
   #appends = 0;
   #handle: FileHandle | undefined;
   #idle: NodeJS.Timeout | undefined;
-  /** Rotated segments, oldest first (known once prepared). */
-  #rotated: Segment[] = [];
-  #knownSegments: readonly number[] | undefined;
-  /** The number the active segment gets when it is rotated. */
-  #activeSeq = 1;
-  #activeBytes = 0;
-  /** Whether the active segment holds a record besides its header. */
-  #activeHasRecords = false;
 
   constructor(file: string, logger: Logger, options: LogOptions = {}) {
     this.file = file;
     this.#logger = logger;
     this.#res = options.resources ?? new LogResources();
-    this.#segmentBytes = options.segmentBytes ?? Infinity;
-    this.#retainBytes = options.retainBytes ?? Infinity;
     this.#header = options.segmentHeader;
-    this.#knownSegments = options.segments;
+    this.#segments = new Segments(
+      file,
+      logger,
+      options.segmentBytes ?? Infinity,
+      options.retainBytes ?? Infinity,
+      options.segments,
+    );
+    this.#reader = new LogReader<T>({
+      file,
+      logger,
+      segmentBytes: this.#segments.segmentBytes,
+      snapshot: () => this.#snapshot(),
+      withSegment: (seq, fn) => this.#withSegment(seq, fn),
+    });
   }
 
   /** Number of fs writes issued so far (each carries one whole batch). */
@@ -192,167 +141,43 @@ export class JsonlLog<T extends object> {
    * Every record of every segment, oldest first, once the ones queued before are written. It holds
    * them all in memory: for tests and small logs; the gateway reads pages and tails.
    */
-  async readAll(): Promise<T[]> {
-    const records: T[] = [];
-    const segments = await this.#snapshot();
-    for (const seg of segments) {
-      await this.#withSegment(seg.seq, async (fh) => {
-        for await (const line of linesForward(fh, 0, seg.bytes)) {
-          const record = this.#parseLine(line);
-          if (record !== undefined) records.push(record);
-        }
-      });
-    }
-    return records;
+  readAll(): Promise<T[]> {
+    return this.#reader.readAll();
   }
 
-  /**
-   * Reads the newest part of the log forwards, oldest line first: the active segment and the newest
-   * rotated one, each at most its last `segmentBytes`. The header line (if any) of the active
-   * segment always comes first. Each call of `visit` gets the records of one chunk.
-   */
-  async scanTail(visit: (records: T[]) => void, windowBytes = this.#segmentBytes): Promise<void> {
-    const segments = (await this.#snapshot()).slice(-2);
-    for (const seg of segments) {
-      await this.#withSegment(seg.seq, async (fh) => {
-        const from = Math.max(0, seg.bytes - windowBytes);
-        let records: T[] = [];
-        let first = true;
-        if (from > 0) {
-          // The segment's own header, then its tail from the first whole line on.
-          const head = await this.#firstLine(fh, seg.bytes);
-          if (head !== undefined) records.push(head);
-        }
-        let chunkBytes = 0;
-        for await (const line of linesForward(fh, from, seg.bytes)) {
-          if (first && from > 0) {
-            first = false;
-            continue; // may be the end of a line that started before the window
-          }
-          first = false;
-          const record = this.#parseLine(line);
-          if (record !== undefined) records.push(record);
-          chunkBytes += line.bytes.length;
-          if (chunkBytes >= 256 * 1024) {
-            visit(records);
-            records = [];
-            chunkBytes = 0;
-          }
-        }
-        if (records.length > 0) visit(records);
-      });
-    }
+  /** The newest part of the log forwards, in chunks (log-reader.ts). */
+  scanTail(visit: (records: T[]) => void, windowBytes?: number): Promise<void> {
+    return this.#reader.scanTail(visit, windowBytes);
   }
 
   /** The first record of the newest segment that has one: its header, when the log writes headers. */
-  async newestHead(): Promise<T | undefined> {
-    const segments = await this.#snapshot();
-    for (let i = segments.length - 1; i >= 0; i--) {
-      const seg = segments[i]!;
-      if (seg.bytes === 0) continue;
-      let head: T | undefined;
-      let found = false;
-      await this.#withSegment(seg.seq, async (fh) => {
-        found = true;
-        head = await this.#firstLine(fh, seg.bytes);
-      });
-      if (found) return head;
-    }
-    return undefined;
+  newestHead(): Promise<T | undefined> {
+    return this.#reader.newestHead();
   }
 
-  /**
-   * Reads the whole log newest line first, until `visit` returns false. With `needle`, only lines
-   * holding those bytes are parsed (a search for one id need not parse every line).
-   */
-  async scanBackward(visit: (record: T, at: Position) => boolean, needle?: Buffer): Promise<void> {
-    const segments = await this.#snapshot();
-    for (let i = segments.length - 1; i >= 0; i--) {
-      const seg = segments[i]!;
-      let more = true;
-      await this.#withSegment(seg.seq, async (fh) => {
-        for await (const line of linesBackward(fh, seg.bytes)) {
-          if (needle && line.bytes.indexOf(needle) < 0) continue;
-          const record = this.#parseLine(line);
-          if (record !== undefined && !visit(record, { seq: seg.seq, offset: line.offset })) {
-            more = false;
-            return;
-          }
-        }
-      });
-      if (!more) return;
-    }
+  /** The whole log newest line first, until `visit` returns false (log-reader.ts). */
+  scanBackward(visit: (record: T, at: Position) => boolean, needle?: Buffer): Promise<void> {
+    return this.#reader.scanBackward(visit, needle);
   }
 
-  /**
-   * The newest `limit` records that `keep` accepts, before `before` (or the end), oldest first; fewer
-   * when they pass `maxBytes` of lines (but never none when one exists).
-   */
-  async page<R extends T>(
+  /** The newest `limit` records that `keep` accepts, before `before` (log-reader.ts). */
+  page<R extends T>(
     keep: (record: T) => record is R,
     limit: number,
     before: Position | undefined,
     maxBytes: number,
   ): Promise<Page<R>> {
-    const segments = await this.#snapshot();
-    const found: { record: R; at: Position }[] = [];
-    let bytes = 0;
-    let full = false;
-    for (let i = segments.length - 1; i >= 0 && !full; i--) {
-      const seg = segments[i]!;
-      if (before && seg.seq > before.seq) continue;
-      const end = before && seg.seq === before.seq ? before.offset : seg.bytes;
-      await this.#withSegment(seg.seq, async (fh) => {
-        for await (const line of linesBackward(fh, end)) {
-          const record = this.#parseLine(line);
-          if (record === undefined || !keep(record)) continue;
-          // One record beyond the page tells whether older ones exist.
-          if (found.length === limit || (found.length > 0 && bytes + line.bytes.length > maxBytes)) {
-            full = true;
-            return;
-          }
-          bytes += line.bytes.length;
-          found.push({ record, at: { seq: seg.seq, offset: line.offset } });
-        }
-      });
-    }
-    found.reverse();
-    const page: Page<R> = { records: found.map((f) => f.record) };
-    if (full) page.before = found[0]!.at;
-    return page;
-  }
-
-  get #tag(): string {
-    return (this.#tagText ??= createHash('sha256').update(path.basename(this.file)).digest('base64url').slice(0, 8));
+    return this.#reader.page(keep, limit, before, maxBytes);
   }
 
   /** A position as an opaque cursor for clients. */
   cursor(at: Position): string {
-    return `${this.#tag}.${at.seq}.${at.offset}`;
+    return this.#reader.cursor(at);
   }
 
-  /**
-   * The position a cursor of this log names; undefined when it is malformed, another log's, or does
-   * not fall on the start of a line of a segment still held.
-   */
-  async position(cursor: string): Promise<Position | 'gone' | undefined> {
-    const m = /^([A-Za-z0-9_-]{8})\.([1-9][0-9]{0,14})\.(0|[1-9][0-9]{0,15})$/.exec(cursor);
-    if (!m || m[1] !== this.#tag) return undefined;
-    const at: Position = { seq: Number(m[2]), offset: Number(m[3]) };
-    const segments = await this.#snapshot();
-    const seg = segments.find((s) => s.seq === at.seq);
-    if (!seg) {
-      // A segment older than all held ones was dropped by retention: nothing before it is left.
-      return segments.length > 0 && at.seq < segments[0]!.seq ? 'gone' : undefined;
-    }
-    if (at.offset > seg.bytes) return undefined;
-    if (at.offset === 0) return at;
-    let boundary = false;
-    await this.#withSegment(seg.seq, async (fh) => {
-      const one = Buffer.alloc(1);
-      boundary = (await readFully(fh, one, 1, at.offset - 1)) === 1 && one[0] === NEWLINE;
-    });
-    return boundary ? at : undefined;
+  /** The position a cursor of this log names (log-reader.ts). */
+  position(cursor: string): Promise<Position | 'gone' | undefined> {
+    return this.#reader.position(cursor);
   }
 
   async flush(): Promise<void> {
@@ -391,7 +216,7 @@ export class JsonlLog<T extends object> {
         });
         return [];
       }
-      return [...this.#rotated, { seq: this.#activeSeq, bytes: this.#activeBytes }];
+      return this.#segments.list();
     });
   }
 
@@ -403,7 +228,7 @@ export class JsonlLog<T extends object> {
   async #withSegment(seq: number, fn: (fh: FileHandle) => Promise<void>): Promise<void> {
     let fh: FileHandle;
     try {
-      fh = await this.#exclusive(() => open(this.#segmentPath(seq), 'r'));
+      fh = await this.#exclusive(() => open(this.#segments.path(seq), 'r'));
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') return;
       throw err;
@@ -413,18 +238,6 @@ export class JsonlLog<T extends object> {
     } finally {
       await fh.close();
     }
-  }
-
-  #segmentPath(seq: number): string {
-    return seq === this.#activeSeq ? this.file : `${this.file}.${seq}`;
-  }
-
-  /** The first line of a segment, when it is a record and short. */
-  async #firstLine(fh: FileHandle, size: number): Promise<T | undefined> {
-    const buf = Buffer.allocUnsafe(Math.min(size, 64 * 1024));
-    const got = await readFully(fh, buf, buf.length, 0);
-    const nl = buf.subarray(0, got).indexOf(NEWLINE);
-    return nl < 0 ? undefined : this.#parseLine({ offset: 0, bytes: buf.subarray(0, nl) });
   }
 
   #schedule(): void {
@@ -459,18 +272,19 @@ export class JsonlLog<T extends object> {
         const line = batch[i]!.line;
         if (line === BARRIER) continue;
         const size = jsonLineBytes(line) + 1;
-        if (this.#activeHasRecords && this.#activeBytes + used + size > this.#segmentBytes) {
+        if (this.#segments.activeHasRecords && this.#segments.activeBytes + used + size > this.#segments.segmentBytes) {
           if (used > 0) await this.#appendData(buffer.subarray(0, used));
           done = this.#settle(batch, done, i);
           used = 0;
-          await this.#rotate();
+          await this.#release();
+          await this.#segments.rotate();
         }
-        if (this.#activeBytes + used === 0 && this.#header) {
+        if (this.#segments.activeBytes + used === 0 && this.#header) {
           const header = encodeLine(toJsonLine(this.#header()));
           if (header.length <= buffer.length) used = header.copy(buffer, 0);
           else await this.#appendData(header);
         }
-        this.#activeHasRecords = true;
+        this.#segments.activeHasRecords = true;
         if (used + size > buffer.length && used > 0) {
           await this.#appendData(buffer.subarray(0, used));
           done = this.#settle(batch, done, i);
@@ -523,7 +337,7 @@ export class JsonlLog<T extends object> {
     if (this.#handle) {
       const fd = this.#handle.fd;
       await new Promise<void>((resolve, reject) => writeAll(fd, data, (err) => (err ? reject(err) : resolve())));
-      this.#activeBytes += data.length;
+      this.#segments.activeBytes += data.length;
       if (this.#idle) this.#idle.refresh();
       else {
         this.#idle = setTimeout(() => void this.#exclusive(() => this.#release()), IDLE_CLOSE_MS);
@@ -540,7 +354,7 @@ export class JsonlLog<T extends object> {
       this.#writes++;
       await appendFile(this.file, data, { mode: 0o600 });
     }
-    this.#activeBytes += data.length;
+    this.#segments.activeBytes += data.length;
   }
 
   async #release(): Promise<void> {
@@ -551,38 +365,6 @@ export class JsonlLog<T extends object> {
     this.#handle = undefined;
     this.#res.keptHandles--;
     await handle.close();
-  }
-
-  /** Makes the active segment a rotated one, then drops the oldest segments past the retention. */
-  async #rotate(): Promise<void> {
-    await this.#release();
-    // A segment left by someone else is never overwritten: the active one takes the next free number.
-    while (await exists(`${this.file}.${this.#activeSeq}`)) this.#activeSeq++;
-    try {
-      await rename(this.file, `${this.file}.${this.#activeSeq}`);
-      this.#rotated.push({ seq: this.#activeSeq, bytes: this.#activeBytes });
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    }
-    this.#activeSeq++;
-    this.#activeBytes = 0;
-    this.#activeHasRecords = false;
-    let total = this.#rotated.reduce((n, s) => n + s.bytes, 0);
-    // The newest rotated segment stays whatever its size: it holds the newest acknowledged lines.
-    while (this.#rotated.length > 1 && total + this.#segmentBytes > this.#retainBytes) {
-      const oldest = this.#rotated.shift()!;
-      total -= oldest.bytes;
-      try {
-        await unlink(`${this.file}.${oldest.seq}`);
-      } catch (err) {
-        if (errnoCode(err) !== 'ENOENT') {
-          this.#logger.warn(`jsonl log: could not delete the old segment ${this.file}.${oldest.seq}`, {
-            file: this.file,
-            code: errnoCode(err),
-          });
-        }
-      }
-    }
   }
 
   #prepareOnce(): Promise<void> {
@@ -596,48 +378,9 @@ export class JsonlLog<T extends object> {
   }
 
   /** Finds the segments on disk and repairs the tail of the active one. */
-  async #prepare(): Promise<void> {
-    let seqs = this.#knownSegments;
-    if (seqs === undefined) {
-      const base = path.basename(this.file);
-      let names: string[] = [];
-      try {
-        names = await readdir(path.dirname(this.file));
-      } catch (err) {
-        if (errnoCode(err) !== 'ENOENT') throw err;
-      }
-      seqs = names.map((n) => segmentSeq(n, base)).filter((s): s is number => s !== undefined);
-    }
-    const rotated: Segment[] = [];
-    for (const seq of [...seqs].sort((a, b) => a - b)) {
-      try {
-        rotated.push({ seq, bytes: (await stat(`${this.file}.${seq}`)).size });
-      } catch (err) {
-        if (errnoCode(err) !== 'ENOENT') throw err;
-      }
-    }
-    const size = await repairTail(this.file, this.#logger, (line) => this.#parseLine(line, true) !== undefined);
-    this.#rotated = rotated;
-    this.#activeSeq = rotated.length > 0 ? rotated[rotated.length - 1]!.seq + 1 : 1;
-    this.#activeBytes = size;
-    this.#activeHasRecords = size > 0;
-  }
-
-  /** The line's record; an empty line is skipped quietly, anything else unreadable with a warning. */
-  #parseLine(line: Line, quiet = false): T | undefined {
-    if (line.bytes.length === 0) return undefined;
-    try {
-      const value: unknown = JSON.parse(line.bytes.toString('utf8'));
-      if (isRecord(value)) return value as T;
-    } catch {
-      // reported below
-    }
-    if (!quiet && line.bytes.toString('utf8').trim() !== '') {
-      this.#logger.warn(`jsonl log: skipped an unparseable line in ${this.file}`, {
-        file: this.file,
-        offset: line.offset,
-      });
-    }
-    return undefined;
+  #prepare(): Promise<void> {
+    return this.#segments.find(() =>
+      repairTail(this.file, this.#logger, (line) => this.#reader.parse(line, true) !== undefined),
+    );
   }
 }
