@@ -7,7 +7,7 @@ import { answerClientError, answerExpectation } from '../../../kits/node-http.ts
 import { createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../../host-kit.ts';
 import { readConfigFile } from '../../../kits/config.ts';
 import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../../host.ts';
-import { resolveGatewaySettings, type GatewaySettings } from './settings.ts';
+import { hostAgents, localUrl, resolveGatewaySettings, type GatewaySettings } from './settings.ts';
 import { agentIdOfKey, Storage, type RunRegistry } from '../storage/index.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
@@ -87,12 +87,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     logger,
     configPath: opts.configPath,
     configDir: path.dirname(opts.configPath),
-    agents: {
-      list: settings.agents,
-      defaultId: settings.defaultAgentId,
-      models: settings.models,
-      timeoutSeconds: settings.timeoutSeconds,
-    },
+    agents: hostAgents(settings),
     channels: settings.channels,
     sessions: {
       mainSessionKey,
@@ -151,12 +146,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (fresh.channelsText !== settings.channelsText) logger.warn('channel changes apply at the next start');
     if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
     settings = fresh;
-    host.agents = {
-      list: settings.agents,
-      defaultId: settings.defaultAgentId,
-      models: settings.models,
-      timeoutSeconds: settings.timeoutSeconds,
-    };
+    host.agents = hostAgents(settings);
     host.channels = settings.channels;
   };
 
@@ -237,13 +227,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   heartbeats.startPeriodic(settings.heartbeatSeconds);
   const { port } = server.address() as AddressInfo;
   const urlHost = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
-  gmail = await startGmail?.(
-    `http://${bindHost === '0.0.0.0' ? '127.0.0.1' : bindHost === '::' ? '[::1]' : urlHost}:${port}`,
-    {
-      notifications: (count) => metrics.gmailNotifications(count),
-      error: (stage) => metrics.gmailError(stage),
-    },
-  );
+  gmail = await startGmail?.(localUrl(bindHost, port), {
+    notifications: (count) => metrics.gmailNotifications(count),
+    error: (stage) => metrics.gmailError(stage),
+  });
 
   let closing: Promise<void> | undefined;
   return {

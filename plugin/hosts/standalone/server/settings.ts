@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import gatewayConfigSchema from '../../../../schema/gateway-config.schema.json' with { type: 'json' };
-import { CHANNEL_ORDER, type AgentInfo, type ChannelName } from '../../../host.ts';
+import { CHANNEL_ORDER, type AgentInfo, type ChannelName, type HostAgents } from '../../../host.ts';
 import { compileSchema, formatErrors } from '../../../kits/config.ts';
 import { ConfigError } from '../../../host-kit.ts';
 import { resolveChannels, type ResolvedChannels } from '../../../../channels/index.ts';
@@ -60,6 +60,22 @@ interface GatewayFile {
 }
 
 const validate = compileSchema<GatewayFile>(gatewayConfigSchema);
+
+/** The agents a host offers the plugin, as the settings name them. */
+export function hostAgents(settings: GatewaySettings): HostAgents {
+  return {
+    list: settings.agents,
+    defaultId: settings.defaultAgentId,
+    models: settings.models,
+    timeoutSeconds: settings.timeoutSeconds,
+  };
+}
+
+/** The URL a local client reaches a gateway bound to `bind` at: one listening everywhere, on loopback. */
+export function localUrl(bind: string, port: number): string {
+  const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '::1' : bind;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
 
 export function resolveGatewaySettings(file: Record<string, unknown>, configPath: string): GatewaySettings {
   if (!validate(file)) throw new ConfigError(formatErrors(validate.errors), configPath);

@@ -16,7 +16,7 @@ import {
   type GmailStatus,
 } from '../../../../../gmail/index.ts';
 import { readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
-import { resolveGatewaySettings } from '../../server/settings.ts';
+import { localUrl, resolveGatewaySettings } from '../../server/settings.ts';
 import { createLineLogger } from '../../io/line-logger.ts';
 import { resolvePaths } from '../support/state-paths.ts';
 import { asRun } from '../support/command-name.ts';
@@ -55,9 +55,7 @@ async function load(values: { config?: string; 'state-dir'?: string; 'gateway-ur
   const gateway = resolveGatewaySettings(file, configPath);
   let gatewayUrl = values['gateway-url'];
   if (gatewayUrl === undefined) {
-    // A gateway listening on every address is reached on loopback.
-    const host = gateway.bind === '0.0.0.0' ? '127.0.0.1' : gateway.bind === '::' ? '::1' : gateway.bind;
-    gatewayUrl = `http://${host.includes(':') ? `[${host}]` : host}:${gateway.port}`;
+    gatewayUrl = localUrl(gateway.bind, gateway.port);
   } else if (!/^https?:\/\/[^/?#]+\/?$/.test(gatewayUrl)) {
     throw new ConfigError(['--gateway-url must be an http(s) origin such as http://127.0.0.1:18789']);
   }

@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { readConfigFile } from '../../../../kits/config.ts';
 import { REQUEST_LOG_SIZE, type RequestEntry } from '../../../../host-kit.ts';
-import { resolveGatewaySettings } from '../../server/settings.ts';
+import { localUrl, resolveGatewaySettings } from '../../server/settings.ts';
 import { UsageError } from '../support/cli-common.ts';
 import { resolvePaths } from '../support/state-paths.ts';
 import { formatTable, type Column } from '../support/table.ts';
@@ -101,12 +101,6 @@ export async function runRequests(args: string[]): Promise<number> {
     for (const e of entries) seen.add(e.requestId);
     if (fresh.length) console.log(formatTable(COLUMNS, fresh, { header: false }));
   }
-}
-
-/** The address a local client reaches a gateway bound to `bind` at. */
-function localUrl(bind: string, port: number): string {
-  const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '::1' : bind;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 async function fetchRequests(base: string, token: string): Promise<RequestEntry[]> {

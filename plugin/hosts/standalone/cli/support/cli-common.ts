@@ -2,7 +2,7 @@
 // answers what loading a config asks. Where the config and state live: ../state-paths.ts.
 import path from 'node:path';
 import type { GatewayHost } from '../../../../host.ts';
-import type { GatewaySettings } from '../../server/settings.ts';
+import { hostAgents, type GatewaySettings } from '../../server/settings.ts';
 
 export class UsageError extends Error {}
 
@@ -15,12 +15,7 @@ export function checkingHost(configPath: string, settings: GatewaySettings): Gat
     logger: { info() {}, warn() {}, error() {} },
     configPath,
     configDir: path.dirname(configPath),
-    agents: {
-      list: settings.agents,
-      defaultId: settings.defaultAgentId,
-      models: settings.models,
-      timeoutSeconds: settings.timeoutSeconds,
-    },
+    agents: hostAgents(settings),
     channels: settings.channels,
     sessions: { mainSessionKey: unused, enqueueSystemEvent: unused, requestHeartbeat: unused, lastRoute: unused },
     runs: { runIsolatedTurn: unused },
