@@ -3,9 +3,7 @@
 // printed carries a secret: every platform text has been through the channels' redactor.
 
 import { parseArgs } from 'node:util';
-import { readConfigFile } from '../../../../kits/config.ts';
-import { resolveGatewaySettings } from '../../server/settings.ts';
-import { resolvePaths } from '../support/state-paths.ts';
+import { loadContext } from '../support/context.ts';
 import { UsageError } from '../support/cli-common.ts';
 
 export const CHANNELS_HELP = `Usage: hookgate channels check [--config FILE]
@@ -41,8 +39,7 @@ export async function runChannels(args: string[]): Promise<number> {
     console.log(CHANNELS_HELP);
     return 0;
   }
-  const { configPath } = resolvePaths(values);
-  const settings = resolveGatewaySettings(await readConfigFile(configPath), configPath);
+  const { configPath, settings } = await loadContext(values);
   const { senders } = settings.senders;
   if (sub === 'check') {
     if (values.to !== undefined) throw new UsageError('--to is for channels send');

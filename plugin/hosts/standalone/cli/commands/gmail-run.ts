@@ -15,10 +15,10 @@ import {
   resolveGmailSettings,
   type GmailStatus,
 } from '../../../../../gmail/index.ts';
-import { readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
-import { localUrl, resolveGatewaySettings } from '../../server/settings.ts';
+import { resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
+import { localUrl } from '../../server/settings.ts';
 import { createLineLogger } from '../../io/line-logger.ts';
-import { resolvePaths } from '../support/state-paths.ts';
+import { loadContext } from '../support/context.ts';
 import { asRun } from '../support/command-name.ts';
 
 export const GMAIL_RUN_HELP = `  run     Watch the mailbox and post new mail to <hooks.path>/gmail
@@ -50,9 +50,7 @@ interface Loaded {
 }
 
 async function load(values: { config?: string; 'state-dir'?: string; 'gateway-url'?: string }): Promise<Loaded> {
-  const { configPath, stateDir } = resolvePaths(values);
-  const file = await readConfigFile(configPath);
-  const gateway = resolveGatewaySettings(file, configPath);
+  const { configPath, stateDir, file, settings: gateway } = await loadContext(values);
   let gatewayUrl = values['gateway-url'];
   if (gatewayUrl === undefined) {
     gatewayUrl = localUrl(gateway.bind, gateway.port);

@@ -1,11 +1,10 @@
 // `hookgate requests`: the gateway's last hook requests (GET /api/requests) as a table, filtered by
 // status and path; --follow keeps polling and prints each new request as it comes.
 import { parseArgs } from 'node:util';
-import { readConfigFile } from '../../../../kits/config.ts';
 import { REQUEST_LOG_SIZE, type RequestEntry } from '../../../../host-kit.ts';
-import { localUrl, resolveGatewaySettings } from '../../server/settings.ts';
+import { localUrl } from '../../server/settings.ts';
 import { UsageError } from '../support/cli-common.ts';
-import { resolvePaths } from '../support/state-paths.ts';
+import { loadContext } from '../support/context.ts';
 import { formatTable, type Column } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
 
@@ -81,8 +80,7 @@ export async function runRequests(args: string[]): Promise<number> {
     if (!Number.isInteger(limit) || limit < 1 || limit > REQUEST_LOG_SIZE)
       throw new UsageError(`--limit must be 1..${REQUEST_LOG_SIZE}, not "${values.limit}"`);
   }
-  const { configPath } = resolvePaths(values);
-  const settings = resolveGatewaySettings(await readConfigFile(configPath), configPath);
+  const { settings } = await loadContext(values);
   const base = (values.url ?? localUrl(settings.bind, settings.port)).replace(/\/+$/, '');
   const filter: Filter = { status: values.status, path: values.path };
   const read = async (): Promise<RequestEntry[]> =>

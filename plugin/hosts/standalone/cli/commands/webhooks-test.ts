@@ -8,14 +8,12 @@ import { parseArgs } from 'node:util';
 import {
   dryRun,
   loadForDryRun,
-  readConfigFile,
   TransformRunner,
   unwrapExternalContent,
   type DryRunResult,
 } from '../../../../kits/config.ts';
-import { resolveGatewaySettings } from '../../server/settings.ts';
 import { checkingHost, UsageError } from '../support/cli-common.ts';
-import { resolvePaths } from '../support/state-paths.ts';
+import { loadContext } from '../support/context.ts';
 import { formatTable, printable } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
 
@@ -63,8 +61,7 @@ export async function runWebhooksTest(args: string[]): Promise<number> {
   const headers = parseHeaders(values.header ?? []);
   const body = await readFile(values.payload);
 
-  const { configPath } = resolvePaths(values);
-  const settings = resolveGatewaySettings(await readConfigFile(configPath), configPath);
+  const { configPath, settings } = await loadContext(values);
   const host = checkingHost(configPath, settings);
   const { snapshot, unavailable } = await loadForDryRun(host);
   // One worker, stopped at once when the call is done: the transform runs as it would in the gateway.
