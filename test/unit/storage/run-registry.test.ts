@@ -8,6 +8,7 @@ import {
   REPLY_BYTES_IN_MEMORY,
   RunRegistry,
   type RunLine,
+  type RunLineWriter,
 } from '../../../plugin/hosts/standalone/storage/run-registry.ts';
 import { SessionStore, sessionFileName } from '../../../plugin/hosts/standalone/storage/session-store.ts';
 import { Storage } from '../../../plugin/hosts/standalone/storage/storage.ts';
@@ -16,11 +17,17 @@ import { tempDir } from '../../helpers/temp-dir.ts';
 import { recordingLogger, withTempDir, quiet } from '../../helpers/storage-fixtures.ts';
 import type { RunRecord } from '../../../plugin/host.ts';
 
+/** For registries whose lines go nowhere in the test. */
+const UNUSED_WRITER: RunLineWriter = { record: () => Promise.resolve(), queue: () => {} };
+
 test('run registry: keeps the 10,000 most recently accepted runs in memory, each with its latest status', () => {
   const written: { key: string; line: RunLine; wait: boolean }[] = [];
-  const registry = new RunRegistry((key, line, wait) => {
-    written.push({ key, line, wait });
-    return wait ? Promise.resolve() : undefined;
+  const registry = new RunRegistry({
+    record: (key, line) => {
+      written.push({ key, line, wait: true });
+      return Promise.resolve();
+    },
+    queue: (key, line) => void written.push({ key, line, wait: false }),
   });
   const run = (n: number, status: 'queued' | 'running' | 'ok') => ({
     runId: `run-${n}`,
@@ -56,7 +63,7 @@ test('run registry: rebuilt from the session files, with the reply from the hist
   await withTempDir(async (dir) => {
     const open = async () => {
       const registry: RunRegistry = new RunRegistry(
-        (key, line, wait) => store.recordRun(key, line, wait),
+        { record: (key, line) => store.recordRun(key, line), queue: (key, line) => store.queueRun(key, line) },
         // The run index's job in the gateway: here every run of the test is in a session it names.
         (runId) =>
           readRun(
@@ -118,7 +125,7 @@ test('run registry: rebuilt from the session files, with the reply from the hist
 });
 
 test('run registry: a restart keeps the 10,000 most recently accepted runs across session files, and every unfinished one', () => {
-  const registry = new RunRegistry(() => undefined);
+  const registry = new RunRegistry(UNUSED_WRITER);
   const at = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString();
   const line = (n: number, status: RunLine['status']): RunLine => ({
     kind: 'run',
@@ -157,13 +164,10 @@ test('run registry: a restart keeps the 10,000 most recently accepted runs acros
 
 test('run registry: replies kept in memory are bounded by bytes; older ones are read back from their session file', async () => {
   const reads: string[] = [];
-  const registry = new RunRegistry(
-    () => undefined,
-    async (runId) => {
-      reads.push(runId);
-      return { runId, name: 'agent', status: 'ok', agentId: 'main', sessionKey: 'k', reply: `from disk ${runId}` };
-    },
-  );
+  const registry = new RunRegistry(UNUSED_WRITER, async (runId) => {
+    reads.push(runId);
+    return { runId, name: 'agent', status: 'ok', agentId: 'main', sessionKey: 'k', reply: `from disk ${runId}` };
+  });
   const reply = 'r'.repeat(256 * 1024);
   const runs = Math.ceil((2 * REPLY_BYTES_IN_MEMORY) / reply.length);
   for (let n = 0; n < runs; n++) {

@@ -22,8 +22,11 @@ export interface RunLine {
   idem?: IdempotencyRecord;
 }
 
-/** Adds a line to a session's file; with `wait`, a promise that settles once it is written. */
-export type RunLineWriter = (sessionKey: string, line: RunLine, wait: boolean) => Promise<void> | undefined;
+/** Adds a line to a session's file: `record` settles once it is written; `queue` has nobody waiting. */
+export interface RunLineWriter {
+  record(sessionKey: string, line: RunLine): Promise<void>;
+  queue(sessionKey: string, line: RunLine): void;
+}
 
 const KEEP_IN_MEMORY = 10_000;
 /** Replies kept in memory, in UTF-8 bytes: 10,000 runs of 250 KB replies once held 2.5 GB. */
@@ -147,16 +150,17 @@ export class RunRegistry {
 
   /**
    * Keeps the record as given: the run service hands over a fresh record for every change. For an
-   * accepted run, settles once its line is in the file (the 202 waits for it).
+   * accepted run, settles once its line is in the file (the 202 waits for it); for any other, returns
+   * nothing to wait for (the host contract's onRunUpdate).
    */
-  update(record: Readonly<RunRecord>): Promise<void> | undefined {
+  update(record: Readonly<RunRecord>): void | Promise<void> {
     // The accepted run (its prompt among it) is not this registry's to keep: it recovers runs as interrupted.
     if (record.run) {
       const { run: _run, ...view } = record;
       this.remember(view);
     } else this.remember(record);
     // Recovery needs only "accepted" and "finished": running is kept in memory.
-    if (record.status === 'running') return undefined;
+    if (record.status === 'running') return;
     const line: RunLine = {
       kind: 'run',
       runId: record.runId,
@@ -168,7 +172,8 @@ export class RunRegistry {
     if (record.error !== undefined) line.error = record.error;
     if (record.idempotency !== undefined) line.idem = record.idempotency;
     // A lost final line is not worth failing a finished run for; the session log logs write failures.
-    return this.writeLine(record.sessionKey, line, record.status === 'queued');
+    if (record.status === 'queued') return this.writeLine.record(record.sessionKey, line);
+    this.writeLine.queue(record.sessionKey, line);
   }
 
   /** A run kept in memory (without its reply when that was left on disk). */

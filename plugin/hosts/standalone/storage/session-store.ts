@@ -13,6 +13,9 @@ import { isoNow } from '../io/iso-now.ts';
 import type { RunLine } from './run-registry.ts';
 import { DEFAULT_STORAGE_LIMITS } from './storage-limits.ts';
 
+/** What a write nobody waits for returns: one settled promise, not one per line. */
+const QUEUED: Promise<void> = Promise.resolve();
+
 export interface SessionEntry {
   kind: 'system-event' | 'heartbeat' | 'prompt' | 'reply';
   text: string;
@@ -178,20 +181,22 @@ export class SessionStore {
   }
 
   append(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }): Promise<void> {
-    return this.#add(key, entry, true)!;
+    return this.#add(key, entry, true);
   }
 
   /** Like append, for entries nobody waits for: no promise to settle (JsonlLog logs a failed write). */
   write(key: string, entry: Omit<SessionEntry, 'at'> & { at?: string }): void {
-    this.#add(key, entry, false)?.catch(() => {});
+    this.#add(key, entry, false).catch(() => {});
   }
 
-  /** Adds a run's status line to the session's file; with `wait`, settles once it is written. */
-  recordRun(key: string, line: RunLine, wait: boolean): Promise<void> | undefined {
-    const added = this.#add(key, line, wait);
-    if (wait) return added;
-    added?.catch(() => {});
-    return undefined;
+  /** Adds a run's status line to the session's file; settles once it is written. */
+  recordRun(key: string, line: RunLine): Promise<void> {
+    return this.#add(key, line, true);
+  }
+
+  /** Adds a run's status line nobody waits for (JsonlLog logs a failed write). */
+  queueRun(key: string, line: RunLine): void {
+    this.#add(key, line, false).catch(() => {});
   }
 
   /** Every entry of a session still held, oldest first. All in memory: for tests and tools. */
@@ -262,12 +267,8 @@ export class SessionStore {
     await Promise.all([...this.#sessions.values()].map((s) => s.log.close()));
   }
 
-  /** A promise when asked to wait, or when the entry is refused or the store is still opening. */
-  #add(
-    key: string,
-    entry: (Omit<SessionEntry, 'at'> & { at?: string }) | RunLine,
-    wait: boolean,
-  ): Promise<void> | undefined {
+  /** Settles once written when asked to wait; else once queued (at once when the store is open). */
+  #add(key: string, entry: (Omit<SessionEntry, 'at'> & { at?: string }) | RunLine, wait: boolean): Promise<void> {
     if (typeof key !== 'string' || key === '') {
       return Promise.reject(new TypeError('session key must be a non-empty string'));
     }
@@ -280,7 +281,7 @@ export class SessionStore {
     return this.open().then(() => this.#appendNow(key, checked, wait));
   }
 
-  #appendNow(key: string, entry: EntryInput | RunLine, wait: boolean): Promise<void> | undefined {
+  #appendNow(key: string, entry: EntryInput | RunLine, wait: boolean): Promise<void> {
     // A status line is complete as given.
     if (entry.kind === 'run') return this.#addRecord(key, entry, wait);
     // Built field by field: rest/spread copies cost more than the rest of this method on the wake path.
@@ -295,7 +296,7 @@ export class SessionStore {
   }
 
   /** Updates the session in memory (synchronously, in call order) and queues the record's line. */
-  #addRecord(key: string, record: SessionEntry | RunLine, wait: boolean): Promise<void> | undefined {
+  #addRecord(key: string, record: SessionEntry | RunLine, wait: boolean): Promise<void> {
     let session = this.#sessions.get(key);
     if (!session) {
       const agentId = agentIdOfKey(key);
@@ -312,7 +313,7 @@ export class SessionStore {
     else if (record.kind === 'heartbeat') session.pending = [];
     if (!wait) {
       session.log.write(record);
-      return undefined;
+      return QUEUED;
     }
     return session.log.append(record);
   }

@@ -29,7 +29,10 @@ export class Storage {
       retainBytes: limits.runIndexRetainBytes,
     });
     this.runs = new RunRegistry(
-      (key, line, wait) => this.#writeRunLine(key, line, wait),
+      {
+        record: (key, line) => this.#recordRunLine(key, line),
+        queue: (key, line) => this.store.queueRun(key, line),
+      },
       (runId) => this.#runFromDisk(runId),
     );
     this.store = new SessionStore(
@@ -76,15 +79,10 @@ export class Storage {
   }
 
   /** An accepted run is indexed in the same round as its status line; its 202 waits for both. */
-  #writeRunLine(key: string, line: RunLine, wait: boolean): Promise<void> | undefined {
-    if (line.status !== 'queued') return this.store.recordRun(key, line, wait);
+  #recordRunLine(key: string, line: RunLine): Promise<void> {
+    if (line.status !== 'queued') return this.store.recordRun(key, line);
     const indexed = this.#index.add(line.runId, key);
-    const recorded = this.store.recordRun(key, line, wait);
-    if (!wait) {
-      indexed.catch(() => {});
-      return undefined;
-    }
-    return Promise.all([indexed, recorded]).then(() => undefined);
+    return Promise.all([indexed, this.store.recordRun(key, line)]).then(() => undefined);
   }
 
   async #runFromDisk(runId: string): Promise<RunRecord | undefined> {

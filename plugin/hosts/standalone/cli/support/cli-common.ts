@@ -1,5 +1,5 @@
 // What every CLI command shares: the error that means "wrong usage" (exit 2), and a host that only
-// answers what loading a config asks. Where the config and state live: ../state-paths.ts.
+// answers what loading a config asks. Where the config and state live: state-paths.ts.
 import path from 'node:path';
 import type { GatewayHost } from '../../../../host.ts';
 import { hostAgents, type GatewaySettings } from '../../server/settings.ts';
