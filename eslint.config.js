@@ -37,28 +37,55 @@ export default tseslint.config(
     },
   },
   {
-    // The core: everything under plugin/ except the hosts it ships with.
-    files: ['plugin/**/*.ts'],
-    ignores: ['plugin/hosts/**'],
+    // Product lines (docs: the layout). The core is plugin/ without its hosts; gmail/ and channels/ are
+    // siblings that only the standalone host uses. Each line reaches another through its door only.
+    files: ['plugin/**/*.ts', 'gmail/**/*.ts', 'channels/**/*.ts'],
     rules: {
-      'no-restricted-imports': [
-        'error',
-        { patterns: [{ group: ['**/hosts/**'], message: 'the core never imports a host' }] },
-      ],
-    },
-  },
-  {
-    // A host reaches the core only through its host kit.
-    files: ['plugin/hosts/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
+      'import-x/no-restricted-paths': [
         'error',
         {
-          patterns: [
+          basePath: import.meta.dirname,
+          zones: [
             {
-              // Commands sit one folder deeper (plugin/hosts/standalone/commands/).
-              regex: String.raw`^\.\./\.\./(?!(\.\./)?host-kit\.ts$|(\.\./)?\.\./schema/|(\.\./)?util/)`,
-              message: 'a host uses the core through plugin/host-kit.ts only (and the leaf helpers of plugin/util/)',
+              target: ['./plugin/*.ts', './plugin/!(hosts)/**'],
+              from: ['./plugin/hosts', './gmail', './channels'],
+              message: 'the core never imports a host, gmail/ or channels/',
+            },
+            {
+              target: ['./gmail', './channels'],
+              from: './plugin',
+              except: ['./host-kit.ts', './host.ts', './kits', './util'],
+              message: 'gmail/ and channels/ reach the core through plugin/host-kit.ts and plugin/kits/ only',
+            },
+            {
+              target: './gmail',
+              from: './channels',
+              message: 'gmail/ and channels/ are separate product lines',
+            },
+            {
+              target: './channels',
+              from: './gmail',
+              message: 'gmail/ and channels/ are separate product lines',
+            },
+            {
+              target: './plugin/hosts',
+              from: './plugin',
+              except: ['./hosts', './host-kit.ts', './host.ts', './kits', './util'],
+              message:
+                'a host uses the core through plugin/host-kit.ts, the host contract plugin/host.ts, plugin/kits/ and plugin/util/ only',
+            },
+            {
+              target: './plugin/hosts',
+              from: ['./gmail', './channels'],
+              except: ['./index.ts'],
+              message: 'a host uses gmail/ and channels/ through their index.ts only',
+            },
+            {
+              // Storage is a sealed package: the rest of the standalone host sees its index.ts only.
+              target: ['./plugin/hosts/openclaw/**', './plugin/hosts/standalone/!(storage)/**'],
+              from: './plugin/hosts/standalone/storage',
+              except: ['./index.ts'],
+              message: 'the standalone host uses its storage through storage/index.ts only',
             },
           ],
         },

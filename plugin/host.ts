@@ -2,7 +2,7 @@
 // each host (standalone, OpenClaw, the tests' recording host) builds one of these and hands HTTP
 // requests to the plugin's handle(), which resolves once the answer has been handed to the socket
 // (answers are written together once per turn of the event loop; see http/answers.ts). What a host
-// may use of the core besides this is in host-kit.ts.
+// may use of the core besides this is in host-kit.ts and kits/.
 
 export const CHANNEL_ORDER = [
   'whatsapp',

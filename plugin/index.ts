@@ -13,7 +13,7 @@ import { RunService } from './actions/run-service.ts';
 import { ActionExecutor } from './actions/execute.ts';
 import { AnswerBatch } from './http/answers.ts';
 import { BodyReceiver } from './http/body.ts';
-import { HookLifecycle } from './http/lifecycle.ts';
+import { HookLifecycle, type HandleOptions } from './http/lifecycle.ts';
 import { RefusalLog } from './http/refusal-log.ts';
 import { LimitedWarnings } from './observe/limited-warnings.ts';
 import { TransformRunner } from './transforms/index.ts';
@@ -35,7 +35,7 @@ export type ReloadResult = { ok: true; changed: string[] } | { ok: false; error:
 
 export interface HooksPlugin {
   /** Answers requests under hooks.path and resolves true once the answer is out; false for anything else. */
-  handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  handle(req: IncomingMessage, res: ServerResponse, options?: HandleOptions): Promise<boolean>;
   /** Re-reads the config file. A bad config keeps the last good one and is returned (and logged). */
   reload(): Promise<ReloadResult>;
   /** The snapshot new requests see. */
@@ -190,7 +190,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
-    handle: (req, res) => lifecycle.handle(req, res, current),
+    handle: (req, res, options) => lifecycle.handle(req, res, current, options),
     reload,
     snapshot: () => current,
     watching: () => watcher?.ready ?? Promise.resolve(),

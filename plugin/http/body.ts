@@ -2,7 +2,6 @@
 // body off at the limit, and gives up when the whole body has not arrived in time.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type HookError, refuse } from '../errors.ts';
-import { sendContinue } from './continue.ts';
 
 const SWEEP_MS = 250;
 
@@ -23,10 +22,16 @@ export class BodyReceiver {
    * Rejects at once when the declared length is over the limit (nothing is read, and no "100 Continue"
    * is sent); otherwise a client waiting for "100 Continue" gets it now, and the body is read.
    */
-  read(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): Promise<Buffer> {
+  read(
+    req: IncomingMessage,
+    res: ServerResponse,
+    limit: number,
+    timeoutMs: number,
+    expectsContinue = false,
+  ): Promise<Buffer> {
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > limit) return Promise.reject(refuse.payloadTooLarge(limit));
-    sendContinue(req, res);
+    if (expectsContinue) res.writeContinue();
     return new Promise((resolve, reject) => {
       this.#reading.add(new BodyReader(req, limit, timeoutMs, resolve, reject, this.#reading));
       if (!this.#sweeper) {

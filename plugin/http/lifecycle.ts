@@ -86,11 +86,25 @@ type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
 /** Marks the answer to a repeated idempotency key. */
 const DUPLICATE = Object.freeze({ 'x-hookgate-duplicate': '1' });
 
+/** What the host knows of a request that the request itself does not say. */
+export interface HandleOptions {
+  /**
+   * The host took the request from 'checkContinue': the client waits for "100 Continue", which is
+   * sent only when the body is about to be read, so a refusal decided before then goes out instead.
+   */
+  expectsContinue?: boolean;
+}
+
 export class HookLifecycle {
   constructor(private readonly parts: LifecycleParts) {}
 
   /** True when the request was ours and has been answered; false leaves it to the host. */
-  async handle(req: IncomingMessage, res: ServerResponse, snap: HooksSnapshot): Promise<boolean> {
+  async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    snap: HooksSnapshot,
+    options: HandleOptions = {},
+  ): Promise<boolean> {
     // route
     if (!snap.enabled) return false;
     const { pathname, query } = splitTarget(req.url ?? '/');
@@ -129,7 +143,13 @@ export class HookLifecycle {
       } else {
         this.requireProof(request, verifier, snap);
       }
-      const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs);
+      const body = await this.parts.bodies.read(
+        req,
+        res,
+        target.maxBodyBytes,
+        snap.bodyTimeoutMs,
+        options.expectsContinue === true,
+      );
       trace.bytes = body.length;
       const plan = planRequest(target, body, request, snap, this.#proofs);
       if (plan.kind === 'handshake') {

@@ -2,17 +2,13 @@
 // default, so two instances in one process count apart). Every label value comes from the config
 // or from a fixed set (a mapping id, a status code, a scheme name), never from the request path,
 // so an attacker cannot grow the series. Event sites call the small methods below; metrics off
-// gives NO_METRICS, whose methods do nothing.
+// gives NO_METRICS, whose methods do nothing. A host's own events (its outbox, Gmail watcher,
+// channel deliveries) are its own series, registered on `registry`.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The endpoint a request counts under: wake, agent, a mapped hook, or a name no mapping owns. */
 export type EndpointLabel = 'wake' | 'agent' | 'mapping' | 'unknown';
 
-/** Where the Gmail watcher can fail; anything else counts as 'other'. */
-export const GMAIL_ERROR_STAGES = ['watch', 'history', 'fetch', 'deliver', 'other'] as const;
-export type GmailErrorStage = (typeof GMAIL_ERROR_STAGES)[number];
-
-export type DeliveryOutcome = 'sent' | 'failed' | 'recorded';
 type GaugeName = keyof typeof GAUGE_HELP;
 
 /** Run statuses a run reports (host.ts RunStatus); anything else counts as 'other'. */
@@ -30,18 +26,15 @@ export interface HookMetrics {
   transformTimeout(): void;
   transformWorkerRestart(): void;
   reload(ok: boolean): void;
-  gmailNotifications(count?: number): void;
-  gmailError(stage: string): void;
   sharedStateUp(up: boolean): void;
-  /** A reply delivered to a channel (sent, failed) or only recorded; seconds from accepted to its outcome. */
-  delivery(channel: string, outcome: DeliveryOutcome, seconds?: number): void;
-  /** A gauge read when metrics are scraped (queue depth, outbox size). */
+  /** A gauge read when metrics are scraped (queue depth, runs running). */
   observeGauge(name: GaugeName, read: () => number): void;
+  /** Where a host registers its own series; undefined when metrics are off. */
+  readonly registry: Registry | undefined;
   /** The exposition in the Prometheus text format, and its content type. */
   exposition(): Promise<{ contentType: string; text: string }>;
 }
 
-const DELIVERY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BODY_BUCKETS = [0, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304];
 
@@ -54,6 +47,9 @@ interface Children {
 
 class PromMetrics implements HookMetrics {
   readonly #registry = new Registry();
+  get registry(): Registry {
+    return this.#registry;
+  }
   readonly #requests = new Counter({
     name: 'hookgate_requests_total',
     help: 'Hook requests answered, by endpoint, mapping id and HTTP status.',
@@ -117,33 +113,9 @@ class PromMetrics implements HookMetrics {
     labelNames: ['result'] as const,
     registers: [this.#registry],
   });
-  readonly #gmailNotifications = this.#counter(
-    'hookgate_gmail_notifications_total',
-    'Gmail push notifications received by the watcher.',
-  );
-  readonly #gmailErrors = new Counter({
-    name: 'hookgate_gmail_errors_total',
-    help: 'Gmail watcher errors, by stage (watch, history, fetch, deliver, other).',
-    labelNames: ['stage'] as const,
-    registers: [this.#registry],
-  });
   readonly #sharedState = new Gauge({
     name: 'hookgate_shared_state_up',
     help: '1 when the shared state (Redis) is reachable, 0 when not; absent without shared state.',
-    registers: [this.#registry],
-  });
-
-  readonly #deliveries = new Counter({
-    name: 'hookgate_deliveries_total',
-    help: 'Replies delivered to a channel, by channel and outcome (sent, failed, recorded: a channel without credentials).',
-    labelNames: ['channel', 'outcome'] as const,
-    registers: [this.#registry],
-  });
-  readonly #deliverySeconds = new Histogram({
-    name: 'hookgate_delivery_duration_seconds',
-    help: 'Time from a reply handed to a channel to its outcome (all parts sent, or failed), pacing and 429 waits included.',
-    labelNames: ['channel'] as const,
-    buckets: DELIVERY_BUCKETS,
     registers: [this.#registry],
   });
 
@@ -202,19 +174,8 @@ class PromMetrics implements HookMetrics {
   reload(ok: boolean): void {
     this.#reloads.labels(ok ? 'ok' : 'failed').inc();
   }
-  gmailNotifications(count = 1): void {
-    this.#gmailNotifications.inc(count);
-  }
-  gmailError(stage: string): void {
-    this.#gmailErrors.labels((GMAIL_ERROR_STAGES as readonly string[]).includes(stage) ? stage : 'other').inc();
-  }
   sharedStateUp(up: boolean): void {
     this.#sharedState.set(up ? 1 : 0);
-  }
-
-  delivery(channel: string, outcome: DeliveryOutcome, seconds?: number): void {
-    this.#deliveries.labels(channel, outcome).inc();
-    if (seconds !== undefined) this.#deliverySeconds.labels(channel).observe(seconds);
   }
 
   observeGauge(name: GaugeName, read: () => number): void {
@@ -237,8 +198,6 @@ class PromMetrics implements HookMetrics {
 const GAUGE_HELP = {
   run_queue_depth: 'Agent runs accepted and waiting for a slot.',
   runs_running: 'Agent runs running now.',
-  outbox_size: 'Deliveries written to the outbox since the gateway started.',
-  deliveries_pending: 'Deliveries to channels that send, waiting for their outcome (paced, or being sent).',
 } as const;
 
 const nothing = (): void => {};
@@ -255,11 +214,9 @@ export const NO_METRICS: HookMetrics = {
   transformTimeout: nothing,
   transformWorkerRestart: nothing,
   reload: nothing,
-  gmailNotifications: nothing,
-  gmailError: nothing,
   sharedStateUp: nothing,
-  delivery: nothing,
   observeGauge: nothing,
+  registry: undefined,
   exposition: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '' }),
 };
 

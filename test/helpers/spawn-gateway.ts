@@ -5,9 +5,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from './temp-dir.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The CLI from source, through tsx; the build test passes the compiled one instead. */
-export const SOURCE_CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli.ts')];
+export const SOURCE_CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli', 'index.ts')];
 
 export const HOOK_TOKEN = 'spawned-hook-token-0123456789';
 export const GATEWAY_TOKEN = 'spawned-gateway-token-0123456789';

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { AccessTokenSource } from '../../plugin/gmail/access-token.ts';
-import { GmailApi } from '../../plugin/gmail/gmail-api.ts';
-import { readGmailCredentials, writeGmailCredentials } from '../../plugin/gmail/gmail-credentials.ts';
-import { googleEndpoints } from '../../plugin/gmail/google-endpoints.ts';
-import { GoogleApiError } from '../../plugin/gmail/google-request.ts';
-import { PubSubPull } from '../../plugin/gmail/pubsub-pull.ts';
+import { AccessTokenSource } from '../../gmail/access-token.ts';
+import { GmailApi } from '../../gmail/gmail-api.ts';
+import { readGmailCredentials, writeGmailCredentials } from '../../gmail/gmail-credentials.ts';
+import { googleEndpoints } from '../../gmail/google-endpoints.ts';
+import { GoogleApiError } from '../../gmail/google-request.ts';
+import { PubSubPull } from '../../gmail/pubsub-pull.ts';
 import { FakeGoogle } from '../helpers/fake-google.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 

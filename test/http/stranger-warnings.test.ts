@@ -4,8 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LogFields, Logger } from '../../plugin/host.ts';
-import { GoogleCerts } from '../../plugin/gmail/google-certs.ts';
-import { startPushServer } from '../../plugin/gmail/push-server.ts';
+import { GoogleCerts } from '../../gmail/google-certs.ts';
+import { startPushServer } from '../../gmail/push-server.ts';
 import { LimitedWarnings, WARNINGS_LOGGED_PER_SECOND } from '../../plugin/observe/limited-warnings.ts';
 import { post, withGateway } from '../helpers/recording-host.ts';
 

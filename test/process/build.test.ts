@@ -36,7 +36,7 @@ test('the built gateway serves wake, agent and a TypeScript transform on bare No
       },
     });
     // No tsx: the compiled CLI on bare Node, as `npm start` runs it.
-    const gw = await spawnGateway(dir, [], [path.join(out, 'plugin', 'hosts', 'standalone', 'cli.js')]);
+    const gw = await spawnGateway(dir, [], [path.join(out, 'plugin', 'hosts', 'standalone', 'cli', 'index.js')]);
     try {
       assert.deepEqual(await gw.hook('/hooks/wake', { text: 'built' }), {
         status: 200,

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CLI = path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli.ts');
+const CLI = path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli', 'index.ts');
 
 test('config check prints the mappings as a table', async () => {
   const dir = await tempStateDir();

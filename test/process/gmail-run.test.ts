@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { writeGmailCredentials } from '../../plugin/gmail/gmail-credentials.ts';
+import { writeGmailCredentials } from '../../gmail/gmail-credentials.ts';
 import { FakeGoogle } from '../helpers/fake-google.ts';
 import { runCli, runGmail, spawnGmail, startHookProxy, type HookProxy, type RunProcess } from '../helpers/gmail-run.ts';
 import {

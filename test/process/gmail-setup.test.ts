@@ -12,7 +12,7 @@ import { FakeGoogleSetup, serviceDisabled } from '../helpers/fake-google-setup.t
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli.ts')];
+const CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli', 'index.ts')];
 const ACCOUNT = 'me@example.com';
 const PROJECT = 'my-project-123';
 const TOPIC = `projects/${PROJECT}/topics/gmail-watch`;

@@ -46,7 +46,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const [gateway] = await childrenOf(npm.pid!);
       assert.ok(gateway, 'npm has a child');
       // The launcher execs: npm's own child is the gateway's Node process, which gets npm's signal.
-      assert.match(await readFile(`/proc/${gateway}/cmdline`, 'utf8'), /cli\.js\0gateway\0/);
+      assert.match(await readFile(`/proc/${gateway}/cmdline`, 'utf8'), /cli\/index\.js\0gateway\0/);
 
       // A request in flight: headers and part of the body sent before the signal.
       const body = JSON.stringify({ text: `in flight during ${signal}` });
@@ -80,7 +80,16 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 /** A copy of what the launcher builds from, with the repository's node_modules, in a temp dir. */
 async function scratchCopy(): Promise<string> {
   const dir = await tempDir('hookgate-launcher-');
-  for (const part of ['plugin', 'schema', 'bin', 'tsconfig.json', 'tsconfig.build.json', 'package.json'])
+  for (const part of [
+    'plugin',
+    'gmail',
+    'channels',
+    'schema',
+    'bin',
+    'tsconfig.json',
+    'tsconfig.build.json',
+    'package.json',
+  ])
     await cp(path.join(ROOT, part), path.join(dir, part), { recursive: true, preserveTimestamps: true });
   await symlink(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   return dir;
@@ -93,7 +102,10 @@ test('the launcher builds dist/ when it is missing or older than the sources, an
   const help = async (): Promise<string> => (await run(launcher, ['--help'], { cwd: dir })).stdout;
 
   assert.match(await help(), /webhook ingress/);
-  assert.ok(existsSync(path.join(dir, 'dist', 'plugin', 'hosts', 'standalone', 'cli.js')), 'built on first run');
+  assert.ok(
+    existsSync(path.join(dir, 'dist', 'plugin', 'hosts', 'standalone', 'cli', 'index.js')),
+    'built on first run',
+  );
   // A second run with nothing changed leaves the build alone (a build touches the stamp).
   const before = (await stat(stamp)).mtimeMs;
   await help();

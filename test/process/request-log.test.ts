@@ -19,7 +19,7 @@ import {
 } from '../helpers/spawn-gateway.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CLI = path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli.ts');
+const CLI = path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli', 'index.ts');
 const SECRET = 'request-log-github-secret-0123';
 const PAYLOAD_CANARY = 'PAYLOAD-CANARY-7f3e9';
 const WRONG_TOKEN = 'WRONG-TOKEN-CANARY-55a1';

@@ -18,7 +18,7 @@ import {
 import { startFakeProvider } from '../helpers/fake-provider.ts';
 
 const run = promisify(execFile);
-const CLI = ['--import', 'tsx', 'plugin/hosts/standalone/cli.ts'];
+const CLI = ['--import', 'tsx', 'plugin/hosts/standalone/cli/index.ts'];
 
 /** The whole history, page after page (history is paged: the newest entries first come last). */
 async function history(gw: { admin(p: string): Promise<any> }, key = 'agent:main:main'): Promise<any[]> {

@@ -8,7 +8,7 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Logger } from '../../plugin/host.ts';
-import { SessionStore } from '../../plugin/hosts/standalone/session-store.ts';
+import { SessionStore } from '../../plugin/hosts/standalone/storage/session-store.ts';
 import { eventually, GATEWAY_TOKEN, MAIN, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 
 const MiB = 1024 * 1024;

@@ -12,7 +12,7 @@ import published from '@octokit/webhooks-examples';
 import { tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CLI = path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli.ts');
+const CLI = path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli', 'index.ts');
 const SECRET = 'github-secret-for-the-dry-run-0123';
 
 const examples = published as unknown as { name: string; examples: Record<string, unknown>[] }[];

@@ -11,8 +11,8 @@ import type mappingSchema from '../../schema/mapping.schema.json';
 import type gatewaySchema from '../../schema/gateway-config.schema.json';
 import type { HooksBlock } from '../../plugin/config/hooks-config.ts';
 import type { MappingConfig } from '../../plugin/mappings/compile-mappings.ts';
-import type { GmailBlock } from '../../plugin/gmail/gmail-settings.ts';
-import type { GatewayFile } from '../../plugin/hosts/standalone/config.ts';
+import type { GmailBlock } from '../../gmail/gmail-settings.ts';
+import type { GatewayFile } from '../../plugin/hosts/standalone/server/settings.ts';
 
 /** The keys a schema node declares: its properties, its items' or its map values'. */
 type Props<S> = S extends { properties: infer P }

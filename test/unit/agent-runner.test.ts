@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AgentRunner } from '../../plugin/hosts/standalone/agent-runner.ts';
-import type { RunnerConfig, TurnOutcome } from '../../plugin/hosts/standalone/agent-runner.ts';
+import { AgentRunner } from '../../plugin/hosts/standalone/server/agent-runner.ts';
+import type { RunnerConfig, TurnOutcome } from '../../plugin/hosts/standalone/server/agent-runner.ts';
 
 const API_KEY = 'sk-test-SECRET-0123456789abcdef';
 

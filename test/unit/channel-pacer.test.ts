@@ -2,7 +2,7 @@
 // order, a shared limit holds across recipients, and a whole queue costs one timer.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Pacer, PacerClosedError } from '../../plugin/channels/pacer.ts';
+import { Pacer, PacerClosedError } from '../../channels/pacer.ts';
 
 const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 

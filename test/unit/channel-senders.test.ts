@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { resolveChannels, type Channel } from '../../plugin/channels/index.ts';
+import { resolveChannels, type Channel } from '../../channels/index.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import { assertNoSecret, channelsConfig, SECRETS, startFakes, type Fakes } from '../helpers/fake-channels/index.ts';
 import { tooManyRequests } from '../helpers/fake-channels/telegram.ts';

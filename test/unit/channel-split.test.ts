@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { jsonUtf8Weight, splitMessage, splitRanges } from '../../plugin/channels/split.ts';
+import { jsonUtf8Weight, splitMessage, splitRanges } from '../../channels/split.ts';
 
 const graphemes = new Intl.Segmenter('und', { granularity: 'grapheme' });
 const codePoints = (s: string): number => [...s].length;

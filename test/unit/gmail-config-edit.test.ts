@@ -4,8 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import JSON5 from 'json5';
 import { ConfigError } from '../../plugin/errors.ts';
-import { defaultConfigText } from '../../plugin/hosts/standalone/config.ts';
-import { applyGmailSetup, type GmailSetupKeys } from '../../plugin/hosts/standalone/gmail-config-edit.ts';
+import { defaultConfigText } from '../../plugin/hosts/standalone/server/settings.ts';
+import { applyGmailSetup, type GmailSetupKeys } from '../../plugin/hosts/standalone/cli/support/gmail-config-edit.ts';
 
 const PULL: GmailSetupKeys = {
   account: 'me@example.com',

@@ -2,9 +2,9 @@
 // text, and clipping on a character boundary.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clipUtf8 } from '../../plugin/gmail/clip-utf8.ts';
-import { htmlToText } from '../../plugin/gmail/html-to-text.ts';
-import { messageToText, skippedLabel } from '../../plugin/gmail/message-to-text.ts';
+import { clipUtf8 } from '../../gmail/clip-utf8.ts';
+import { htmlToText } from '../../gmail/html-to-text.ts';
+import { messageToText, skippedLabel } from '../../gmail/message-to-text.ts';
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64url');
 

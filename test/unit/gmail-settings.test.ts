@@ -1,8 +1,8 @@
 // hooks.gmail: the schema's checks and the checks between keys each name the key; defaults filled in.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { resolveHooksConfig, selectStandaloneConfig } from '../../plugin/host-kit.ts';
-import { resolveGmailSettings } from '../../plugin/gmail/gmail-settings.ts';
+import { resolveHooksConfig, selectStandaloneConfig } from '../../plugin/kits/config.ts';
+import { resolveGmailSettings } from '../../gmail/gmail-settings.ts';
 
 const hooks = (gmail: unknown) => ({ enabled: true, token: 'hook-token-0123456789', presets: ['gmail'], gmail });
 const problems = (gmail: unknown): string => {

@@ -1,7 +1,7 @@
 // The heartbeat prompt stays bounded however many events piled up.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { heartbeatPrompt } from '../../plugin/hosts/standalone/heartbeat.ts';
+import { heartbeatPrompt } from '../../plugin/hosts/standalone/server/heartbeat.ts';
 
 test('heartbeat prompt lists every event when they fit', () => {
   const p = heartbeatPrompt(['one', 'two']);

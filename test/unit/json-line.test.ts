@@ -2,7 +2,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { jsonLineBytes, jsonLineText, toJsonLine, writeJsonLine } from '../../plugin/hosts/standalone/json-line.ts';
+import {
+  jsonLineBytes,
+  jsonLineText,
+  toJsonLine,
+  writeJsonLine,
+} from '../../plugin/hosts/standalone/storage/log/json-line.ts';
 
 function written(record: object): string {
   const line = toJsonLine(record);

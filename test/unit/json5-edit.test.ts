@@ -14,7 +14,7 @@ import {
   setProperty,
   setPropertySource,
   sourceAt,
-} from '../../plugin/hosts/standalone/json5-edit.ts';
+} from '../../plugin/hosts/standalone/cli/support/json5-edit.ts';
 
 const FILE = `// top
 {

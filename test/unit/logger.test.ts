@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createLineLogger, fdSink, type LogSink } from '../../plugin/hosts/standalone/logger.ts';
+import { createLineLogger, fdSink, type LogSink } from '../../plugin/hosts/standalone/io/line-logger.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 function sink(): { out: LogSink; writes: string[] } {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { appendFile, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
-import type { AcceptedRun } from '../../plugin/host-kit.ts';
+import type { AcceptedRun } from '../../plugin/host.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const fileOf = (stateDir: string): string => path.join(stateDir, 'hookgate', 'acknowledged.jsonl');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import JSON5 from 'json5';
-import { applyImport } from '../../plugin/hosts/standalone/commands/openclaw-import.ts';
+import { applyImport } from '../../plugin/hosts/standalone/cli/commands/openclaw-import.ts';
 import { runCli } from '../helpers/gmail-run.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { appendFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { Outbox } from '../../plugin/hosts/standalone/outbox.ts';
+import { Outbox } from '../../plugin/hosts/standalone/storage/outbox.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };

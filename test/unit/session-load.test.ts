@@ -6,7 +6,7 @@ import fsp from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import type { Logger } from '../../plugin/host.ts';
-import { SessionStore } from '../../plugin/hosts/standalone/session-store.ts';
+import { SessionStore } from '../../plugin/hosts/standalone/storage/session-store.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const quiet: Logger = { info() {}, warn() {}, error() {} };

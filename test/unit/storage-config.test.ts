@@ -2,8 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError } from '../../plugin/errors.ts';
-import { resolveGatewaySettings } from '../../plugin/hosts/standalone/config.ts';
-import { DEFAULT_STORAGE_LIMITS } from '../../plugin/hosts/standalone/storage-limits.ts';
+import { resolveGatewaySettings } from '../../plugin/hosts/standalone/server/settings.ts';
+import { DEFAULT_STORAGE_LIMITS } from '../../plugin/hosts/standalone/storage/storage-limits.ts';
 
 const base = { gateway: { auth: { token: 'a-gateway-token-0123456789' } } };
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync, readFileSync, read } from 'node:fs';
 import path from 'node:path';
-import { writeAll } from '../../plugin/hosts/standalone/write-all.ts';
+import { writeAll } from '../../plugin/hosts/standalone/io/write-all.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const written = (fd: number, data: Buffer): Promise<void> =>

@@ -5,7 +5,7 @@
 // the run was accepted by OpenClaw) or the run finished. At start, what is left is handed back once.
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { AcceptedRun } from '../../host-kit.ts';
+import type { AcceptedRun } from '../../host.ts';
 
 /** A system event for an OpenClaw session: a wake's text or a run's summary. */
 export interface JournaledEvent {

@@ -1,12 +1,6 @@
 // Reads OpenClaw's config layout: where the hooks block sits (plugins.entries.<id>.config), which
 // gateway keys the core checks against, and OpenClaw's agents, model allowlist and channels.
-import {
-  CHANNEL_ORDER,
-  type AgentInfo,
-  type ChannelName,
-  type HostAgents,
-  type SelectedConfig,
-} from '../../host-kit.ts';
+import { CHANNEL_ORDER, type AgentInfo, type ChannelName, type HostAgents, type SelectedConfig } from '../../host.ts';
 import { HOOKS_KEY, PLUGIN_ID } from './identity.ts';
 
 type Rec = Record<string, unknown>;

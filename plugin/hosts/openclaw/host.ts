@@ -12,7 +12,7 @@ import {
   type LogFields,
   type Logger,
   type Route,
-} from '../../host-kit.ts';
+} from '../../host.ts';
 import type { AckJournal, JournaledEvent, Pending } from './ack-journal.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';

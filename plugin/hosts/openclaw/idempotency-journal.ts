@@ -4,7 +4,8 @@
 // between scopes as in memory (one sender's flood of fresh keys cannot push out another's).
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { keepFairly, type IdempotencyRecord } from '../../host-kit.ts';
+import { keepFairly } from '../../host-kit.ts';
+import type { IdempotencyRecord } from '../../host.ts';
 
 export interface JournalLimits {
   windowMs: number;

@@ -1,7 +1,7 @@
 // The service side of agent runs and deliveries: an isolated turn through api.runtime.subagent, a
 // reply through a channel's outbound adapter. Called only from the service's context (run-queue.ts).
 import { randomUUID } from 'node:crypto';
-import type { Delivery, IsolatedTurn, TurnResult } from '../../host-kit.ts';
+import type { Delivery, IsolatedTurn, TurnResult } from '../../host.ts';
 import type { AgentWaitResult, OpenClawRuntime } from './api.ts';
 import { PLUGIN_ID } from './identity.ts';
 import { errorMessage } from '../../util/errors.ts';

@@ -1,0 +1,82 @@
+// `hookgate config init|check|get`: write a default config, check one as a start would, or print a
+// value of it for scripts.
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../../../../host-kit.ts';
+import { loadConfig, readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
+import { resolveGmailSettings } from '../../../../../gmail/index.ts';
+import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from '../../server/settings.ts';
+import { resolvePaths } from '../support/state-paths.ts';
+import { configSummary } from '../support/config-summary.ts';
+import { exists } from '../support/exists.ts';
+import { print, type Command } from '../support/command.ts';
+import { checkingHost, UsageError } from '../support/cli-common.ts';
+
+const HELP = `Usage: hookgate config <init|check|get KEY> [--config FILE] [--state-dir DIR]
+
+  init      Write a default config (hooks enabled, fresh hook and gateway tokens, mode 0600)
+            unless the file exists.
+  check     Validate the whole file; prints every problem with its key, exits 1 if any.
+  get KEY   Print the value at a dotted key (e.g. hooks.token) for use in scripts.`;
+
+async function runConfig(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { config: { type: 'string' }, 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const [sub, key] = positionals;
+  if (values.help || !sub) return print(HELP);
+  const { configPath } = resolvePaths(values);
+  if (sub === 'init') {
+    if (await exists(configPath)) return print(`${configPath} exists; left as it is.`);
+    await writeDefaultConfig(configPath);
+    return print(`Wrote ${configPath} (mode 0600).`);
+  }
+  const file = await readConfigFile(configPath);
+  if (sub === 'check') {
+    // Exactly what a start checks: the gateway's keys, the hooks block and every mapping.
+    let settings: GatewaySettings | undefined;
+    try {
+      settings = resolveGatewaySettings(file, configPath);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      const hooks: string[] = [];
+      try {
+        resolveHooksConfig(selectStandaloneConfig(file), path.dirname(configPath), configPath);
+      } catch (hooksErr) {
+        if (!(hooksErr instanceof ConfigError)) throw hooksErr;
+        hooks.push(...hooksErr.problems);
+      }
+      throw new ConfigError([...err.problems, ...hooks], configPath);
+    }
+    const { snapshot } = await loadConfig(checkingHost(configPath, settings));
+    resolveGmailSettings(file.hooks, 'hooks', configPath);
+    return print(`${configPath}: OK\n\n${configSummary(snapshot)}`);
+  }
+  if (sub === 'get') {
+    if (!key) throw new UsageError('config get needs a key, e.g. hooks.token');
+    let value: unknown = file;
+    for (const part of key.split('.')) {
+      value =
+        value !== null && typeof value === 'object' && Object.hasOwn(value, part)
+          ? (value as Record<string, unknown>)[part]
+          : undefined;
+    }
+    if (value === undefined) throw new UsageError(`${key} is not set in ${configPath}`);
+    return print(typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+  }
+  throw new UsageError(`unknown config command "${sub}"`);
+}
+
+export const configCommand: Command = {
+  name: 'config',
+  summary: [
+    '  config init     Write a default config with fresh tokens, if none exists',
+    '  config check    Validate a config file and report every problem',
+    '  config get KEY  Print one value of the config, e.g. hooks.token',
+  ].join('\n'),
+  help: HELP,
+  run: runConfig,
+};

@@ -1,0 +1,117 @@
+// `hookgate requests`: the gateway's last hook requests (GET /api/requests) as a table, filtered by
+// status and path; --follow keeps polling and prints each new request as it comes.
+import { parseArgs } from 'node:util';
+import { REQUEST_LOG_SIZE, type RequestEntry } from '../../../../host-kit.ts';
+import { localUrl } from '../../server/settings.ts';
+import { UsageError } from '../support/cli-common.ts';
+import { loadContext } from '../support/context.ts';
+import { formatTable, type Column } from '../support/table.ts';
+import { asRun } from '../support/command-name.ts';
+
+export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
+
+Shows the gateway's last hook requests (it keeps ${REQUEST_LOG_SIZE}), oldest first: time, status, error code,
+milliseconds, body bytes, path, mapping, client, idempotency key, duplicate, request id. Never payloads,
+tokens or signatures. Reads the gateway's address and token from the config.
+
+Options:
+  --status S     Only this status (404) or class (4xx).
+  --path TEXT    Only paths containing TEXT.
+  --limit N      Show at most N requests (1..${REQUEST_LOG_SIZE}, default 50).
+  --follow, -f   Keep going: print each new request as it arrives (Ctrl-C stops).
+  --url URL      The gateway's address. Default: from gateway.bind and gateway.port.
+  --config FILE  Config file. Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
+  --state-dir D  Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.`;
+
+/** How often --follow asks the gateway. */
+const FOLLOW_INTERVAL_MS = 500;
+
+const COLUMNS: readonly Column<RequestEntry>[] = [
+  { header: 'TIME', cell: (r) => r.at.slice(11, 23), min: 12 },
+  { header: 'STATUS', cell: (r) => r.status, right: true },
+  { header: 'CODE', cell: (r) => r.code, min: 16 },
+  { header: 'MS', cell: (r) => r.ms.toFixed(1), right: true, min: 7 },
+  { header: 'BYTES', cell: (r) => r.bytes, right: true, min: 7 },
+  { header: 'PATH', cell: (r) => r.path, max: 40, min: 16 },
+  { header: 'MAPPING', cell: (r) => r.mapping, max: 24, min: 8 },
+  { header: 'CLIENT', cell: (r) => r.client, max: 39, min: 15 },
+  { header: 'KEY', cell: (r) => r.idempotencyKey, max: 24, min: 8 },
+  { header: 'DUP', cell: (r) => (r.duplicate ? 'dup' : '') },
+  { header: 'REQUEST ID', cell: (r) => r.requestId },
+];
+
+interface Filter {
+  status?: string;
+  path?: string;
+}
+
+function matches(entry: RequestEntry, { status, path }: Filter): boolean {
+  if (status !== undefined) {
+    const s = String(entry.status);
+    if (status.endsWith('xx') ? s[0] !== status[0] : s !== status) return false;
+  }
+  return path === undefined || entry.path.includes(path);
+}
+
+export async function runRequests(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      follow: { type: 'boolean', short: 'f' },
+      status: { type: 'string' },
+      path: { type: 'string' },
+      limit: { type: 'string' },
+      url: { type: 'string' },
+      config: { type: 'string' },
+      'state-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(asRun(REQUESTS_HELP));
+    return 0;
+  }
+  if (values.status !== undefined && !/^[1-5]([0-9]{2}|xx)$/.test(values.status))
+    throw new UsageError(`--status must be a status (404) or a class (4xx), not "${values.status}"`);
+  let limit = 50;
+  if (values.limit !== undefined) {
+    limit = Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > REQUEST_LOG_SIZE)
+      throw new UsageError(`--limit must be 1..${REQUEST_LOG_SIZE}, not "${values.limit}"`);
+  }
+  const { settings } = await loadContext(values);
+  const base = (values.url ?? localUrl(settings.bind, settings.port)).replace(/\/+$/, '');
+  const filter: Filter = { status: values.status, path: values.path };
+  const read = async (): Promise<RequestEntry[]> =>
+    (await fetchRequests(base, settings.gatewayToken)).filter((e) => matches(e, filter));
+
+  const first = (await read()).slice(-limit);
+  console.log(first.length || values.follow ? formatTable(COLUMNS, first) : 'No hook requests yet.');
+  if (!values.follow) return 0;
+  const seen = new Set(first.map((e) => e.requestId));
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, FOLLOW_INTERVAL_MS));
+    const entries = await read();
+    const fresh = entries.filter((e) => !seen.has(e.requestId));
+    // Only ids still in the gateway's ring can come again: the set stays as small as the ring.
+    seen.clear();
+    for (const e of entries) seen.add(e.requestId);
+    if (fresh.length) console.log(formatTable(COLUMNS, fresh, { header: false }));
+  }
+}
+
+async function fetchRequests(base: string, token: string): Promise<RequestEntry[]> {
+  let res: Response;
+  try {
+    res = await fetch(`${base}/api/requests?limit=${REQUEST_LOG_SIZE}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+  } catch {
+    throw new Error(`cannot reach the gateway at ${base} (is it running? --url sets the address)`);
+  }
+  const body = (await res.json().catch(() => undefined)) as { requests?: RequestEntry[]; code?: string } | undefined;
+  if (res.status !== 200 || !Array.isArray(body?.requests))
+    throw new Error(`the gateway at ${base} answered ${res.status}${body?.code ? ` ${body.code}` : ''}`);
+  return body.requests;
+}

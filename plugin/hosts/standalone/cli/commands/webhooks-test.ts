@@ -1,0 +1,191 @@
+// `hookgate webhooks test <name> --payload FILE [--header k:v]…`: what the gateway would do with a
+// hook request, through the same resolution as the live path (the core's dryRun), with no effect:
+// no session, run, dedupe key, limiter entry or file. Exits 1 with the refusal's code when the
+// gateway would refuse the request.
+import { readFile } from 'node:fs/promises';
+import type { IncomingHttpHeaders } from 'node:http';
+import { parseArgs } from 'node:util';
+import {
+  dryRun,
+  loadForDryRun,
+  TransformRunner,
+  unwrapExternalContent,
+  type DryRunResult,
+} from '../../../../kits/config.ts';
+import { checkingHost, UsageError } from '../support/cli-common.ts';
+import { loadContext } from '../support/context.ts';
+import { formatTable, printable } from '../support/table.ts';
+import { asRun } from '../support/command-name.ts';
+
+export const WEBHOOKS_TEST_HELP = `Usage: hookgate webhooks test <name> --payload FILE [--header k:v]... [--query Q] [--json] [--config FILE]
+
+Resolves POST <hooks.path>/<name> with the body in FILE exactly as the gateway would: the mapping that
+owns it, the signature check (when the mapping is signed and its signature headers are given), the
+transform's output, the action with every policy applied, every rendered text in full (the
+untrusted-content wrapper shown once), and the idempotency key it would be deduplicated by. Nothing is
+carried out: no session, run, dedupe key or file is written, and the hook token is not asked for.
+Exits 1 and prints the error code when the gateway would refuse it. A mapping whose "\${NAME}" is unset
+in this shell fails its own dry run, naming the variable; the others can still be tried.
+
+Options:
+  --payload FILE   The request body, as the sender sends it (the signature covers these bytes).
+  --header k:v     A request header; repeat for more (e.g. x-hub-signature-256:sha256=...).
+  --query Q        The query string, without '?'.
+  --json           One JSON object on stdout, for scripts.
+  --config FILE    Config file. Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
+  --state-dir D    Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.`;
+
+/** `webhooks test …`, given what follows `test`. */
+export async function runWebhooksTest(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      payload: { type: 'string' },
+      header: { type: 'string', multiple: true },
+      query: { type: 'string' },
+      json: { type: 'boolean' },
+      config: { type: 'string' },
+      'state-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const [name, ...extra] = positionals;
+  if (values.help) {
+    console.log(asRun(WEBHOOKS_TEST_HELP));
+    return 0;
+  }
+  if (!name || extra.length) throw new UsageError('webhooks test needs exactly one hook name, e.g. github');
+  if (!values.payload) throw new UsageError('webhooks test needs --payload FILE');
+  const headers = parseHeaders(values.header ?? []);
+  const body = await readFile(values.payload);
+
+  const { configPath, settings } = await loadContext(values);
+  const host = checkingHost(configPath, settings);
+  const { snapshot, unavailable } = await loadForDryRun(host);
+  // One worker, stopped at once when the call is done: the transform runs as it would in the gateway.
+  const transforms = new TransformRunner({ timeoutMs: snapshot.transformTimeoutMs, workers: 1 });
+  let result: DryRunResult;
+  try {
+    result = await dryRun({ name, headers, body, query: values.query }, snapshot, host, transforms, unavailable);
+  } finally {
+    await transforms.close();
+  }
+  console.log(values.json ? JSON.stringify(asJson(result), null, 2) : report(result));
+  return result.refusal || result.unavailable ? 1 : 0;
+}
+
+/** "k:v" pairs as Node would hand them to the gateway: names in lower case, repeats joined. */
+function parseHeaders(pairs: readonly string[]): IncomingHttpHeaders {
+  const headers: Record<string, string> = {};
+  for (const pair of pairs) {
+    const colon = pair.indexOf(':');
+    const key = colon > 0 ? pair.slice(0, colon).trim().toLowerCase() : '';
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key)) throw new UsageError(`--header needs name:value, not "${pair}"`);
+    const value = pair.slice(colon + 1).trim();
+    headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
+  }
+  return headers;
+}
+
+const json = (value: unknown): string => JSON.stringify(value, null, 2);
+
+/** A rendered text: the content inside the untrusted-content wrapper (when it has one) and the wrapper. */
+interface Shown {
+  content: string;
+  wrapper?: { start: string; end: string };
+}
+
+function shown(text: string): Shown {
+  const parts = unwrapExternalContent(text);
+  if (!parts) return { content: text };
+  return { content: parts.before + parts.content + parts.after, wrapper: { start: parts.start, end: parts.end } };
+}
+
+/** The result for scripts: every text in full, inside the wrapper and with it. */
+function asJson(r: DryRunResult): unknown {
+  return {
+    target: r.target ?? null,
+    verification: r.verification ?? null,
+    transforms: r.transforms,
+    wakes: r.wakes.map((w) => ({ ...w, content: shown(w.text).content })),
+    runs: r.jobs.map((j) => ({ ...j, content: shown(j.prompt).content })),
+    dedupeKeys: r.dedupeKeys,
+    answer: r.answer ?? null,
+    refusal: r.refusal ? { status: r.refusal.status, code: r.refusal.code, error: r.refusal.message } : null,
+    unavailable: r.unavailable ?? null,
+    effect: 'none (dry run)',
+  };
+}
+
+function report(r: DryRunResult): string {
+  const out: string[] = [];
+  const row = (label: string, value: string): void => {
+    out.push(`${label.padEnd(14)}${value}`);
+  };
+  if (r.unavailable) {
+    row('unavailable', r.unavailable.join('\n' + ' '.repeat(14)));
+    return out.join('\n');
+  }
+  row('target', r.target ?? '(none)');
+  if (r.verification) row('verification', r.verification);
+  for (const t of r.transforms) {
+    if (t.ok) row('transform', t.value === null ? 'returned null: the request is skipped (204)' : json(t.value));
+    else row('transform', `failed: ${t.reason}${t.detail ? ` (${printable(t.detail)})` : ''}`);
+  }
+  let wrapper: Shown['wrapper'];
+  const texts: [string, Shown][] = [];
+  if (r.wakes.length) {
+    out.push('', 'wake events');
+    out.push(
+      formatTable(
+        [
+          { header: 'HOOK', cell: (w: DryRunResult['wakes'][number]) => w.hook },
+          { header: 'MODE', cell: (w) => w.mode },
+        ],
+        r.wakes,
+      ),
+    );
+    r.wakes.forEach((w, i) => texts.push([`text of wake event ${i + 1} (${w.hook})`, shown(w.text)]));
+  }
+  if (r.jobs.length) {
+    out.push('', 'agent runs');
+    out.push(
+      formatTable(
+        [
+          { header: 'NAME', cell: (j: DryRunResult['jobs'][number]) => j.name },
+          { header: 'AGENT', cell: (j) => j.agentId },
+          { header: 'SESSION', cell: (j) => j.sessionKey },
+          { header: 'MODEL', cell: (j) => j.model ?? '(default)' },
+          { header: 'DELIVER', cell: (j) => (j.deliver ? `${j.channel}${j.to ? ` ${j.to}` : ''}` : 'no') },
+          { header: 'WAKE', cell: (j) => j.wakeMode },
+          { header: 'TIMEOUT', cell: (j) => `${j.timeoutMs / 1000} s`, right: true },
+        ],
+        r.jobs,
+      ),
+    );
+    r.jobs.forEach((j, i) => texts.push([`message of agent run ${i + 1} (${j.name})`, shown(j.prompt)]));
+  }
+  for (const [label, text] of texts) {
+    wrapper ??= text.wrapper;
+    out.push('', `${label}${text.wrapper ? ', inside the wrapper' : ''}:`, text.content);
+  }
+  if (wrapper) {
+    out.push('', 'each text above reaches the agent wrapped as untrusted content (a fresh id each time):');
+    out.push(`${wrapper.start}<the text>\n${wrapper.end}`);
+  }
+  if (r.refusal) {
+    out.push('');
+    row('refused', `${r.refusal.status} ${r.refusal.code}: ${r.refusal.message}`);
+    return out.join('\n');
+  }
+  out.push('');
+  row(
+    'dedupe key',
+    r.dedupeKeys.length ? r.dedupeKeys.map((k) => `${k.scope} ${k.key}`).join('\n' + ' '.repeat(14)) : '(none)',
+  );
+  row('answer', `${r.answer!.status}${r.answer!.body ? ` ${JSON.stringify(r.answer!.body)}` : ''}`);
+  row('effect', 'none (dry run)');
+  return out.join('\n');
+}

@@ -1,0 +1,70 @@
+// The `hookgate` command line: a table of commands; this file only routes argv to one of them and
+// turns what it throws into an exit code (1 failed, 2 wrong usage).
+import { ConfigError } from '../../../host-kit.ts';
+import { errorMessage } from '../../../util/errors.ts';
+import { gatewayCommand } from './commands/gateway-command.ts';
+import { configCommand } from './commands/config-command.ts';
+import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
+import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
+import { webhooksCommand } from './commands/webhooks-command.ts';
+import { OPENCLAW_IMPORT_HELP, openClawCommand } from './commands/openclaw-import.ts';
+import { UsageError } from './support/cli-common.ts';
+import { commandName } from './support/command-name.ts';
+import { print, type Command } from './support/command.ts';
+
+const COMMANDS: readonly Command[] = [
+  gatewayCommand,
+  configCommand,
+  {
+    name: 'requests',
+    summary: '  requests        The last hook requests as a table (--follow for new ones)',
+    help: REQUESTS_HELP,
+    run: runRequests,
+  },
+  {
+    name: 'channels',
+    summary: [
+      '  channels check  Verify every channel credential with the platform',
+      '  channels send   Send one message through a channel',
+    ].join('\n'),
+    help: CHANNELS_HELP,
+    run: runChannels,
+  },
+  webhooksCommand,
+  {
+    name: 'openclaw',
+    summary: "  openclaw import  Move OpenClaw's built-in hooks settings into hookgate's plugin config",
+    help: OPENCLAW_IMPORT_HELP,
+    run: openClawCommand,
+  },
+];
+
+const MAIN_HELP = `hookgate — webhook ingress for an assistant gateway
+
+Usage: hookgate <command> [options]
+
+Commands:
+${COMMANDS.map((c) => c.summary).join('\n')}
+  help [command]  Show help for a command
+
+Run \`hookgate help <command>\` or \`hookgate <command> --help\` for its options.`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  try {
+    if (!name || name === '--help' || name === '-h') return print(MAIN_HELP);
+    if (name === 'help') return print(COMMANDS.find((c) => c.name === rest[0])?.help ?? MAIN_HELP);
+    const command = COMMANDS.find((c) => c.name === name);
+    if (!command) throw new UsageError(`unknown command "${name}"`);
+    return await command.run(rest);
+  } catch (err) {
+    if (err instanceof ConfigError) console.error(err.message);
+    else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`hookgate: ${(err as Error).message}\nRun \`${commandName()} --help\` for usage.`);
+      return 2;
+    } else console.error(`hookgate: ${errorMessage(err)}`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,194 @@
+// Admin API of the standalone gateway, on the same port: read-only views of sessions, runs and the
+// outbox, behind the gateway token (never the hook token).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  AuthFailureLimiter,
+  clientAddress,
+  digestToken,
+  extractToken,
+  tokenMatches,
+  type TokenDigest,
+  type TrustedProxies,
+} from '../../../kits/node-http.ts';
+import { DEFAULTS } from '../../../kits/config.ts';
+import {
+  HookError,
+  refuse,
+  recentRequests,
+  REQUEST_LOG_SIZE,
+  validRequestsLimit,
+  writeError,
+  writeJson,
+  type HookMetrics,
+  type RequestLog,
+} from '../../../host-kit.ts';
+import { BadCursorError, type SessionStore, type Outbox, type RunRegistry } from '../storage/index.ts';
+
+export interface AdminDeps {
+  gatewayToken: () => string;
+  /** gateway.trustedProxies as in force: behind a proxy, lockouts apply to the real client. */
+  trustedProxies: () => TrustedProxies | undefined;
+  store: SessionStore;
+  outbox: Outbox;
+  runs: RunRegistry;
+  /** The Gmail watcher's state (this process's, or a `webhooks gmail run`'s); undefined: none. */
+  gmail?: () => Promise<unknown>;
+  /** The hooks plugin's request log (GET /api/requests). */
+  requests: RequestLog;
+  /** The hooks plugin's metrics (GET /metrics), and whether they are shown without the gateway token. */
+  metrics: HookMetrics;
+  metricsPublic: () => boolean;
+}
+
+const PREFIX = '/api/';
+const METRICS_PATH = '/metrics';
+/** Entries per page of history or outbox when the request names no limit, and at most. */
+export const DEFAULT_PAGE_LIMIT = 200;
+export const MAX_PAGE_LIMIT = 1000;
+
+interface PageQuery {
+  limit: number;
+  before?: string;
+}
+
+/** ?limit=N (1..1000, default 200) and ?before=<cursor>; anything else wrong is a 400. */
+function pageQuery(url: string): PageQuery {
+  const q = url.indexOf('?');
+  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  const limits = params.getAll('limit');
+  const befores = params.getAll('before');
+  if (limits.length > 1 || befores.length > 1) throw refuse.badRequest('give limit and before at most once each');
+  let limit = DEFAULT_PAGE_LIMIT;
+  if (limits.length === 1) {
+    const text = limits[0]!;
+    if (!/^[1-9][0-9]{0,6}$/.test(text) || Number(text) > MAX_PAGE_LIMIT) {
+      throw refuse.badRequest(`limit must be a whole number from 1 to ${MAX_PAGE_LIMIT}`);
+    }
+    limit = Number(text);
+  }
+  const before = befores[0];
+  if (before !== undefined && (before === '' || before.length > 200))
+    throw refuse.badRequest('before is not a valid cursor');
+  return before === undefined ? { limit } : { limit, before };
+}
+
+/** A cursor the store refuses is the client's mistake. */
+async function paged<R>(read: () => Promise<R>): Promise<R> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof BadCursorError) throw refuse.badRequest('before is not a cursor of this list');
+    throw err;
+  }
+}
+
+export class AdminApi {
+  private readonly limiter = new AuthFailureLimiter();
+  private digest: { token: string; digest: TokenDigest } | undefined;
+
+  constructor(private readonly deps: AdminDeps) {}
+
+  /** True when the request was for the admin API (and has been answered). */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const url = req.url ?? '/';
+    if (url.split('?', 1)[0] === METRICS_PATH) {
+      await this.answer(res, () => this.metrics(req, res));
+      return true;
+    }
+    if (!url.startsWith(PREFIX)) return false;
+    await this.answer(res, async () => writeJson(res, 200, await this.route(req, url)));
+    return true;
+  }
+
+  private async answer(res: ServerResponse, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (err) {
+      writeError(res, err instanceof HookError ? err : refuse.internal());
+    }
+  }
+
+  /** The Prometheus exposition: the gateway token, unless gateway.metrics.public. */
+  private async metrics(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'metrics are read with GET');
+    if (!this.deps.metricsPublic()) this.authorize(req);
+    const { contentType, text } = await this.deps.metrics.exposition();
+    res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
+    res.end(text);
+  }
+
+  /** The gateway token, with the admin API's own lockout of addresses that keep guessing. */
+  private authorize(req: IncomingMessage): void {
+    const client = clientAddress(req, this.deps.trustedProxies());
+    const locked = this.limiter.lockedFor(client);
+    if (locked > 0) {
+      throw refuse.rateLimited(locked);
+    }
+    const token = extractToken(req.headers);
+    if (!tokenMatches(token, this.tokenDigest())) {
+      this.limiter.recordFailure(client, DEFAULTS.authRateLimit);
+      throw refuse.unauthorized('missing or wrong gateway token');
+    }
+  }
+
+  private async route(req: IncomingMessage, url: string): Promise<unknown> {
+    if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'the admin API is read-only: use GET');
+    this.authorize(req);
+    const pathname = url.split('?', 1)[0]!;
+    const parts = pathname.slice(PREFIX.length).split('/');
+    const { store, outbox, runs } = this.deps;
+    if (parts.length === 1 && parts[0] === 'sessions') return { sessions: store.list() };
+    if (parts.length === 3 && parts[0] === 'sessions' && parts[2] === 'history') {
+      const key = decode(parts[1]!);
+      const { limit, before } = pageQuery(url);
+      return paged(() => store.historyPage(key, limit, before));
+    }
+    if (parts.length === 2 && parts[0] === 'runs') {
+      const run = await runs.find(decode(parts[1]!));
+      if (!run) throw refuse.notFound('no such run');
+      const { name: _name, ...view } = run;
+      return view;
+    }
+    if (parts.length === 1 && parts[0] === 'outbox') {
+      const { limit, before } = pageQuery(url);
+      return paged(() => outbox.page(limit, before));
+    }
+    if (parts.length === 1 && parts[0] === 'gmail') {
+      const state = await this.deps.gmail?.();
+      if (state === undefined)
+        throw refuse.notFound('no Gmail watcher state: hooks.gmail.account is not set, or its watcher has not run yet');
+      return state;
+    }
+    if (parts.length === 1 && parts[0] === 'requests') {
+      return { requests: recentRequests(this.deps.requests, { limit: requestsLimit(url) }) };
+    }
+    throw refuse.notFound('no such admin endpoint');
+  }
+
+  private tokenDigest(): TokenDigest {
+    const token = this.deps.gatewayToken();
+    if (this.digest?.token !== token) this.digest = { token, digest: digestToken(token) };
+    return this.digest.digest;
+  }
+}
+
+/** ?limit=N for /api/requests: 1..1000, default 100; anything else is a 400 naming limit. */
+function requestsLimit(url: string): number | undefined {
+  const q = url.indexOf('?');
+  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  const limits = params.getAll('limit');
+  if (limits.length === 0) return undefined;
+  const text = limits[0]!;
+  if (limits.length > 1 || !/^[1-9][0-9]{0,3}$/.test(text) || !validRequestsLimit(Number(text))) {
+    throw refuse.badRequest(`limit must be a whole number from 1 to ${REQUEST_LOG_SIZE}, given once`);
+  }
+  return Number(text);
+}
+
+function decode(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw refuse.badRequest('the path is not valid percent-encoding');
+  }
+}

@@ -1,0 +1,12 @@
+// For config tools and CLIs: reading and checking a config file as the plugin does (the same
+// schemas, defaults and secret rules), and the dry run of `webhooks test`.
+export { readConfigFile } from '../config/load.ts';
+export { loadConfig } from '../config/load-snapshot.ts';
+export { DEFAULTS } from '../config/defaults.ts';
+export { resolveHooksConfig, selectStandaloneConfig } from '../config/hooks-config.ts';
+export { readSecretFile, resolveSecret } from '../config/secret-values.ts';
+export { compileSchema, formatErrors } from '../config/schemas.ts';
+export { dryRun, loadForDryRun, type DryRunResult } from '../http/dry-run.ts';
+export { TransformRunner } from '../transforms/index.ts';
+export { unwrapExternalContent } from '../safety/index.ts';
+export { GMAIL_PRESET } from '../mappings/gmail.ts';
