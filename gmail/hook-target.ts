@@ -1,7 +1,7 @@
 // Where the watcher posts: <base URL><hooks.path>/gmail, with the first hook token in force, under the
 // body limit of whatever owns the gmail hook (a user mapping for "gmail" wins over the preset).
 import { ConfigError } from '../plugin/host-kit.ts';
-import { DEFAULTS, GMAIL_PRESET, readSecretFile, resolveSecret } from '../plugin/kits/config.ts';
+import { DEFAULTS, PRESETS, readSecretFile, resolveSecret } from '../plugin/kits/config.ts';
 import type { HookTarget } from './hook-poster.ts';
 
 interface HooksBlock {
@@ -30,6 +30,6 @@ export function gmailHookTarget(
   const own = h.mappings?.find((m) => m?.match?.path === 'gmail');
   const bodyLimit = own
     ? (own.maxBodyBytes ?? h.maxBodyBytes ?? DEFAULTS.maxBodyBytes)
-    : (GMAIL_PRESET.mapping.maxBodyBytes ?? DEFAULTS.maxBodyBytes);
+    : (PRESETS.get('gmail')?.mapping.maxBodyBytes ?? DEFAULTS.maxBodyBytes);
   return { url: `${options.baseUrl.replace(/\/+$/, '')}${options.hooksPath}/gmail`, token, bodyLimit };
 }

@@ -46,7 +46,7 @@ export interface HooksPlugin {
   close(graceMs?: number): Promise<void>;
   readonly runs: { readonly queued: number; readonly running: number };
   readonly limiter: AuthFailureLimiter;
-  /** This instance's metrics: /metrics shows them; hosts add their own events (outbox, Gmail, shared state). */
+  /** This instance's metrics: /metrics shows them; hosts add their own events (their outbox, a watcher, shared state). */
   readonly metrics: HookMetrics;
   /** The last hook requests (GET /api/requests). */
   readonly requests: RequestLog;

@@ -22,7 +22,7 @@ export interface RunOptions {
   timeoutSeconds?: number;
 }
 
-/** What an agent action asks for, from a request body, a mapping or the gmail preset. */
+/** What an agent action asks for, from a request body, a mapping or a preset. */
 export interface AgentSpec extends RunOptions {
   message: string;
   name?: string;
@@ -33,7 +33,7 @@ export interface AgentSpec extends RunOptions {
   mappingSessionKey?: string;
   /** Only a mapping can set this; a request body never can. */
   allowUnsafeExternalContent?: boolean;
-  /** The message is already wrapped (the gmail preset wraps it as email). */
+  /** The message is already wrapped (a preset may wrap it as what it is, e.g. email). */
   alreadyWrapped?: boolean;
   source: string;
 }

@@ -1,6 +1,6 @@
-import { hash, randomBytes } from 'node:crypto';
 import { DEFAULTS } from '../config/defaults.ts';
 import { positive } from '../util/text.ts';
+import { CredentialPrints, Prints } from './credential-prints.ts';
 
 /**
  * Auth-failure limiter keyed by client address key (see clientAddress()).
@@ -28,7 +28,7 @@ import { positive } from '../util/text.ts';
  * extend the lock (callers check lockedFor() before evaluating the token).
  *
  * Memory: at most `maxEntries` entries, each a small fixed-shape object with
- * at most 2 * MAX_PRINTS fingerprints, and at most MAX_RETIRED retired ones.
+ * at most 2 * MAX_PRINTS fingerprints, and at most MAX_RETIRED retired ones (credential-prints.ts).
  * Entries sit in a Map (lookup) and on an intrusive doubly-linked list kept
  * in "last failure" order: every failure moves its entry to the tail, so the
  * head is the least recently failing address. (The list is used instead of
@@ -60,43 +60,6 @@ const MAX_ENTRIES = 65536;
 const EVICTION_SCAN = 8;
 /** Expired head entries dropped per recordFailure(). */
 const PRUNE_PER_CALL = 2;
-/** Distinct credentials an entry keeps the fingerprints of: a rotating sender uses one or two. */
-export const MAX_PRINTS = 4;
-/** Retired credentials remembered at once (hook tokens and mapping secrets of recent reloads). */
-const MAX_RETIRED = 1024;
-
-/** Failures by credential fingerprint: parallel arrays, at most MAX_PRINTS long. */
-class Prints {
-  readonly prints: number[] = [];
-  readonly times: number[] = [];
-
-  add(print: number): void {
-    const i = this.prints.indexOf(print);
-    if (i >= 0) this.times[i]!++;
-    else if (this.prints.length < MAX_PRINTS) {
-      this.prints.push(print);
-      this.times.push(1);
-    }
-  }
-
-  /** Drops the fingerprints in `valid`; returns how many failures they were. */
-  forgive(valid: ReadonlySet<number>): number {
-    let removed = 0;
-    for (let i = this.prints.length - 1; i >= 0; i--) {
-      if (!valid.has(this.prints[i]!)) continue;
-      removed += this.times[i]!;
-      this.prints.splice(i, 1);
-      this.times.splice(i, 1);
-    }
-    return removed;
-  }
-
-  clear(): void {
-    this.prints.length = 0;
-    this.times.length = 0;
-  }
-}
-
 class Entry {
   key: string;
   /** Failures in the current window; 0 means no open window. */
@@ -164,9 +127,7 @@ export class AuthFailureLimiter {
   readonly #maxEntries: number;
   readonly #now: () => number;
 
-  readonly #salt = randomBytes(16).toString('hex');
-  /** Fingerprints of credentials a reload retired -> ms until which they are refused uncounted. */
-  readonly #retired = new Map<number, number>();
+  readonly #prints = new CredentialPrints();
   #lastCounted = false;
 
   constructor(opts?: { maxEntries?: number; now?: () => number }) {
@@ -205,7 +166,7 @@ export class AuthFailureLimiter {
     const entries = this.#entries;
     this.#lastCounted = false;
     const print = credential === undefined ? undefined : this.fingerprint(credential);
-    if (print !== undefined && this.#isRetired(print, now)) return 0;
+    if (print !== undefined && this.#prints.isRetired(print, now)) return 0;
 
     let entry = entries.get(key);
     if (entry !== undefined) {
@@ -258,20 +219,7 @@ export class AuthFailureLimiter {
     const now = this.#now();
     const { maxFailures, windowMs } = effective(limits);
     const graceMs = Math.max(0, limits.rotationGraceSeconds ?? DEFAULTS.authRateLimit.rotationGraceSeconds) * 1000;
-    const validPrints = new Set<number>();
-    for (const c of valid) validPrints.add(this.fingerprint(c));
-    for (const [print, until] of this.#retired) {
-      if (until <= now || validPrints.has(print)) this.#retired.delete(print);
-    }
-    if (graceMs > 0) {
-      for (const c of retired) {
-        const print = this.fingerprint(c);
-        if (validPrints.has(print)) continue;
-        // Oldest first out: a Map iterates in insertion order.
-        if (this.#retired.size >= MAX_RETIRED) this.#retired.delete(this.#retired.keys().next().value!);
-        this.#retired.set(print, now + graceMs);
-      }
-    }
+    const validPrints = this.#prints.rotate(valid, retired, graceMs, now);
     const lifted: string[] = [];
     if (validPrints.size === 0) return lifted;
     for (let entry = this.#head; entry !== undefined; entry = entry.next) {
@@ -336,17 +284,9 @@ export class AuthFailureLimiter {
     entry.expiresAt = now;
   }
 
-  /** 48 bits of a salted hash: the salt keeps a guesser from choosing credentials that collide. */
+  /** A credential's salted fingerprint in this limiter. */
   fingerprint(credential: string): number {
-    return hash('sha256', this.#salt + credential, 'buffer').readUIntBE(0, 6);
-  }
-
-  #isRetired(print: number, now: number): boolean {
-    const until = this.#retired.get(print);
-    if (until === undefined) return false;
-    if (until > now) return true;
-    this.#retired.delete(print);
-    return false;
+    return this.#prints.fingerprint(credential);
   }
 
   #openWindow(entry: Entry, now: number): void {

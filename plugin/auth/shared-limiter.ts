@@ -11,7 +11,8 @@ import { hash, randomBytes } from 'node:crypto';
 import type { Logger } from '../host.ts';
 import { script } from '../shared/redis-script.ts';
 import type { SharedRedis } from '../shared/shared-redis.ts';
-import { MAX_PRINTS, type AuthFailureLimiter, type AuthLimiter, type AuthRateLimit } from './limiter.ts';
+import type { AuthFailureLimiter, AuthLimiter, AuthRateLimit } from './limiter.ts';
+import { MAX_PRINTS } from './credential-prints.ts';
 import { DEFAULTS } from '../config/defaults.ts';
 
 /**

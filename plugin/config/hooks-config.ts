@@ -12,8 +12,12 @@ import { formatErrors, validateHooksConfig } from './schemas.ts';
 import { DEFAULTS } from './defaults.ts';
 import { matchesSessionPrefix } from './session-prefixes.ts';
 import type { HooksSnapshot, SharedStateConfig } from './snapshot.ts';
+import { PRESETS, type PresetBlocks } from '../mappings/presets.ts';
 
-export interface HooksBlock {
+/** The hooks block: the core's keys and each preset's own block (presets.ts). */
+export type HooksBlock = CoreHooksBlock & PresetBlocks;
+
+interface CoreHooksBlock {
   enabled?: boolean;
   token?: string | string[];
   tokenFile?: string;
@@ -32,7 +36,6 @@ export interface HooksBlock {
   maxConcurrentRuns?: number;
   maxQueuedRuns?: number;
   dedupe?: { windowSeconds?: number; maxKeys?: number };
-  gmail?: { model?: string; thinking?: string; allowUnsafeExternalContent?: boolean };
   sharedState?: { redis: string; keyPrefix?: string };
 }
 
@@ -125,13 +128,17 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
       maxKeys: h.dedupe?.maxKeys ?? DEFAULTS.dedupe.maxKeys,
     }),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
-    gmailRuns: Object.freeze({
-      model: h.gmail?.model,
-      thinking: h.gmail?.thinking,
-      allowUnsafeExternalContent: h.gmail?.allowUnsafeExternalContent === true,
-    }),
+    presetSettings: presetSettingsOf(h),
     sharedState,
   });
+}
+
+/** Each registered preset's block under its name, as the schema admitted it: the preset checks its own. */
+function presetSettingsOf(h: HooksBlock): ReadonlyMap<string, unknown> {
+  const blocks = h as Readonly<Record<string, unknown>>;
+  const out = new Map<string, unknown>();
+  for (const name of PRESETS.keys()) if (Object.hasOwn(blocks, name)) out.set(name, blocks[name]);
+  return out;
 }
 
 /** hooks.sharedState: the Redis URL (maybe "${NAME}"), checked for its scheme without quoting it. */

@@ -8,7 +8,6 @@ import hooksConfigSchema from '../../schema/hooks-config.schema.json' with { typ
 import mappingSchema from '../../schema/mapping.schema.json' with { type: 'json' };
 import wakePayloadSchema from '../../schema/wake-payload.schema.json' with { type: 'json' };
 import agentPayloadSchema from '../../schema/agent-payload.schema.json' with { type: 'json' };
-import gmailPayloadSchema from '../../schema/gmail-payload.schema.json' with { type: 'json' };
 import transformResultSchema from '../../schema/transform-result.schema.json' with { type: 'json' };
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
@@ -20,8 +19,12 @@ firstErrorOnly.addSchema(channelSchema);
 export const validateHooksConfig = ajv.compile(hooksConfigSchema);
 export const validateWakePayload = firstErrorOnly.compile(wakePayloadSchema);
 export const validateAgentPayload = firstErrorOnly.compile(agentPayloadSchema);
-export const validateGmailPayload = firstErrorOnly.compile(gmailPayloadSchema);
 export const validateTransformResult = firstErrorOnly.compile(transformResultSchema);
+
+/** Compiles a request body's schema (a preset's payload) to stop at its first error, as the bodies above. */
+export function compileFirstError<T = unknown>(schema: object): ValidateFunction<T> {
+  return firstErrorOnly.compile<T>(schema);
+}
 
 /** Compiles another schema with the shared instance (the standalone gateway's own config). */
 export function compileSchema<T = unknown>(schema: object): ValidateFunction<T> {

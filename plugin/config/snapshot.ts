@@ -6,12 +6,6 @@ import type { AuthRateLimit } from '../auth/limiter.ts';
 import type { TrustedProxies } from '../http/trusted-proxies.ts';
 import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
 
-export interface GmailRunOptions {
-  readonly model?: string;
-  readonly thinking?: string;
-  readonly allowUnsafeExternalContent: boolean;
-}
-
 export interface HooksSnapshot {
   readonly enabled: boolean;
   /** Normalised prefix without trailing slash, e.g. "/hooks". */
@@ -38,8 +32,8 @@ export interface HooksSnapshot {
   readonly transformTimeoutMs: number;
   readonly presets: readonly string[];
   readonly dedupe: { readonly windowMs: number; readonly maxKeys: number };
-  /** hooks.gmail's options for the gmail preset's runs. */
-  readonly gmailRuns: GmailRunOptions;
+  /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */
+  readonly presetSettings: ReadonlyMap<string, unknown>;
   /** As configured; compileMappings turns them into `mappings`. */
   readonly mappingConfigs: readonly unknown[];
   readonly mappings: readonly CompiledMapping[];

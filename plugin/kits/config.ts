@@ -9,4 +9,4 @@ export { compileSchema, formatErrors } from '../config/schemas.ts';
 export { dryRun, loadForDryRun, type DryRunResult } from '../http/dry-run.ts';
 export { TransformRunner } from '../transforms/index.ts';
 export { unwrapExternalContent } from '../safety/index.ts';
-export { GMAIL_PRESET } from '../mappings/gmail.ts';
+export { PRESETS } from '../mappings/presets.ts';

@@ -6,7 +6,6 @@ import type { RunOptions } from '../actions/action.ts';
 import { compilePath, compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from '../transforms/index.ts';
 import { PRESETS } from './presets.ts';
-import type { GmailRunOptions } from '../config/snapshot.ts';
 import type { BodyFormat, CompiledMapping } from './mapping.ts';
 import { compileHandshake, type HandshakeConfig } from './handshake.ts';
 import { compileRespond, type RespondConfig } from './respond.ts';
@@ -46,8 +45,8 @@ export interface MappingPolicies {
   configDir: string;
   /** No verify secret may equal it. */
   gatewayToken: string | undefined;
-  /** hooks.gmail's model, thinking and allowUnsafeExternalContent for the gmail preset. */
-  gmailRuns?: GmailRunOptions;
+  /** Each preset's own block under its name (hooks.<name>). */
+  presetSettings?: ReadonlyMap<string, unknown>;
 }
 
 const RESERVED = new Set(['wake', 'agent']);
@@ -198,7 +197,7 @@ export async function compileMappings(
   const context = {
     root,
     allowedSessionKeyPrefixes: policies.allowedSessionKeyPrefixes,
-    gmailRuns: policies.gmailRuns,
+    presetSettings: policies.presetSettings ?? new Map<string, unknown>(),
     host,
   };
   for (const name of presets) {

@@ -3,14 +3,29 @@
 // delivery keyed by its Gmail id (forEach with a per-item dedupe key), so a batch sent again, or one
 // overlapping an earlier batch, runs only the messages not seen before.
 import { refuse } from '../errors.ts';
-import { formatErrors, validateGmailPayload } from '../config/schemas.ts';
+import { compileFirstError, formatErrors } from '../config/schemas.ts';
+import gmailPayloadSchema from '../../schema/gmail-payload.schema.json' with { type: 'json' };
 import type { AgentSpec } from '../actions/action.ts';
 import { wrapExternalContent } from '../safety/index.ts';
 import type { CompiledMapping, Preset, PresetContext, Producer } from './mapping.ts';
 import { matchesSessionPrefix } from '../config/session-prefixes.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import { compileTemplate } from './template.ts';
-import type { GmailRunOptions } from '../config/snapshot.ts';
+
+const validateGmailPayload = compileFirstError(gmailPayloadSchema);
+
+/** hooks.gmail as the preset reads it (the watcher's own keys there are gmail/'s). */
+export interface GmailPresetBlock {
+  model?: string;
+  thinking?: string;
+  allowUnsafeExternalContent?: boolean;
+}
+
+interface GmailRunOptions {
+  readonly model?: string;
+  readonly thinking?: string;
+  readonly allowUnsafeExternalContent: boolean;
+}
 
 interface GmailMessage {
   id?: string;
@@ -66,7 +81,12 @@ export const GMAIL_PRESET = {
 /** hooks.presets "gmail": its session keys must be allowed, and hooks.gmail.model must be a known model. */
 export const GMAIL: Preset = Object.freeze({
   name: 'gmail',
-  compile({ root, allowedSessionKeyPrefixes, gmailRuns, host }: PresetContext, problems: string[]): CompiledMapping {
+  mapping: GMAIL_PRESET.mapping,
+  compile(
+    { root, allowedSessionKeyPrefixes, presetSettings, host }: PresetContext,
+    problems: string[],
+  ): CompiledMapping {
+    const gmailRuns = runOptions(presetSettings.get('gmail'));
     const prefix = GMAIL_PRESET.sessionKeyPrefix;
     if (!matchesSessionPrefix(prefix, allowedSessionKeyPrefixes)) {
       problems.push(
@@ -79,6 +99,13 @@ export const GMAIL: Preset = Object.freeze({
     return gmailRuns ? gmailPresetMapping(gmailRuns) : GMAIL_PRESET.mapping;
   },
 });
+
+/** hooks.gmail's keys for the runs (the schema has checked their types); undefined when there is no block. */
+function runOptions(block: unknown): GmailRunOptions | undefined {
+  if (typeof block !== 'object' || block === null) return undefined;
+  const b = block as GmailPresetBlock;
+  return { model: b.model, thinking: b.thinking, allowUnsafeExternalContent: b.allowUnsafeExternalContent === true };
+}
 
 /** The preset with hooks.gmail's model, thinking and allowUnsafeExternalContent for its runs. */
 function gmailPresetMapping(runs: GmailRunOptions): CompiledMapping {

@@ -1,6 +1,5 @@
 // A mapping as the request path uses it: templates compiled, policies checked, transform confined.
 import type { ChannelName, GatewayHost } from '../host.ts';
-import type { GmailRunOptions } from '../config/snapshot.ts';
 import type { Action, WakeMode } from '../actions/action.ts';
 import type { Template } from './template.ts';
 import type { Verifier } from '../verify/verifier.ts';
@@ -76,6 +75,8 @@ export interface Producer {
 /** A preset of hooks.presets: a mapping that ships with the plugin, registered by name (presets.ts). */
 export interface Preset {
   readonly name: string;
+  /** Its mapping when its block sets nothing (a sender's tools read its limits). */
+  readonly mapping: CompiledMapping;
   /** The preset's mapping under this config; what the config gets wrong goes to `problems`, naming the key. */
   compile(context: PresetContext, problems: string[]): CompiledMapping;
 }
@@ -84,7 +85,7 @@ export interface PresetContext {
   /** The hooks block's key, for messages. */
   readonly root: string;
   readonly allowedSessionKeyPrefixes: readonly string[] | null;
-  /** hooks.gmail's model, thinking and allowUnsafeExternalContent. */
-  readonly gmailRuns: GmailRunOptions | undefined;
+  /** Each preset's own block under its name (hooks.<name>), unchecked beyond the schema: the preset checks it. */
+  readonly presetSettings: ReadonlyMap<string, unknown>;
   readonly host: GatewayHost;
 }

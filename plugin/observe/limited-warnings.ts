@@ -1,4 +1,4 @@
-// Warnings that anyone can cause as fast as they can send (a refused Gmail push, an address locked
+// Warnings that anyone can cause as fast as they can send (a refused push from a watcher, an address locked
 // after failed proofs from many addresses): one line each would let a flood fill the disk. Each
 // message gets its first few lines each second; the rest are counted and reported in one line per
 // message when the second is over. Info and error lines pass through: only the warnings a stranger

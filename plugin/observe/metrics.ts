@@ -2,7 +2,7 @@
 // default, so two instances in one process count apart). Every label value comes from the config
 // or from a fixed set (a mapping id, a status code, a scheme name), never from the request path,
 // so an attacker cannot grow the series. Event sites call the small methods below; metrics off
-// gives NO_METRICS, whose methods do nothing. A host's own events (its outbox, Gmail watcher,
+// gives NO_METRICS, whose methods do nothing. A host's own events (its outbox, a watcher,
 // channel deliveries) are its own series, registered on `registry`.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 

@@ -53,3 +53,13 @@ test('no core file imports gmail/ or channels/, and the Gmail watcher metrics ar
     assert.doesNotMatch(text, /hookgate_gmail_|hookgate_outbox_/, path.relative(ROOT, file));
   }
 });
+
+test('no core file names Gmail except the gmail preset and the presets registry', async () => {
+  const preset = new Set(['plugin/mappings/gmail.ts', 'plugin/mappings/presets.ts']);
+  const naming: string[] = [];
+  for (const file of await coreFiles(path.join(ROOT, 'plugin'))) {
+    const rel = path.relative(ROOT, file).split(path.sep).join('/');
+    if (!preset.has(rel) && /gmail/i.test(await readFile(file, 'utf8'))) naming.push(rel);
+  }
+  assert.deepEqual(naming, []);
+});
