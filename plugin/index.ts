@@ -23,6 +23,8 @@ import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
+import type { AdminCall } from './after/admin-call.ts';
+import { adminRoutes } from './after/routes.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -52,6 +54,11 @@ export interface HooksPlugin {
   readonly requests: RequestLog;
   /** Whether state shared with other instances (hooks.sharedState) is in use; undefined when not configured. */
   readonly sharedStateUp: boolean | undefined;
+  /**
+   * The core's admin routes (failures, replay, pause): the host authenticates the caller, then asks
+   * here before its own routes. Undefined: not a path of the core's.
+   */
+  admin(call: AdminCall): Promise<unknown> | undefined;
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -187,6 +194,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   }
 
   if (restored) runs.resume(restored.rerun, restored.interrupted);
+  const admin = adminRoutes([]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -210,5 +218,6 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     get sharedStateUp() {
       return shared?.up;
     },
+    admin,
   };
 }

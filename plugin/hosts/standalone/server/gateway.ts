@@ -87,6 +87,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     logger,
     configPath: opts.configPath,
     configDir: path.dirname(opts.configPath),
+    stateDir: path.join(dataDir, 'after'),
     agents: hostAgents(settings),
     channels: settings.channels,
     sessions: {
@@ -170,6 +171,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     requests: plugin.requests,
     metrics: plugin.metrics,
     metricsPublic: () => settings.metrics.public,
+    core: (call) => plugin.admin(call),
   });
   let gmail: GatewayGmail | undefined;
 
