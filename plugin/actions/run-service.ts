@@ -6,6 +6,7 @@ import type { AgentJob } from './action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
 import { errorMessage } from '../util/errors.ts';
+import type { ReplyKind, RunFinal, RunFinalListener } from '../after/run-final.ts';
 
 export interface RunLimits {
   maxConcurrentRuns: number;
@@ -86,6 +87,7 @@ export class RunService {
   /** Jobs accepted but waiting for the host to record it: they hold their places in the queue. */
   private admitting = 0;
   private closing = false;
+  private readonly finalListeners: RunFinalListener[] = [];
 
   constructor(
     private readonly host: GatewayHost,
@@ -93,6 +95,11 @@ export class RunService {
     /** Told each status a run reaches (metrics). */
     private readonly onStatus: (status: RunStatus) => void = () => {},
   ) {}
+
+  /** Told each run's final outcome, once (failures, waiters). */
+  onFinal(listener: RunFinalListener): void {
+    this.finalListeners.push(listener);
+  }
 
   get queued(): number {
     return this.waiting.length;
@@ -231,15 +238,29 @@ export class RunService {
     let status = result.status;
     let error = result.error;
     const reply = result.reply;
+    const replyKind: ReplyKind =
+      status !== 'ok' ? 'none' : reply && !isHeartbeatAck(reply) && reply.trim() ? 'visible' : 'silent';
+    let delivery: RunFinal['delivery'] = 'skipped';
     if (status === 'ok' && job.deliver && reply && !isHeartbeatAck(reply)) {
       try {
         const route = resolveRoute(job.channel, job.to, job.agentId, this.host);
-        await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
+        const receipt = await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
+        delivery = receipt
+          ? receipt.outcome
+          : { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'sent' };
       } catch (err) {
         status = 'error';
         error = `delivery failed: ${reasonOf(err)}`;
       }
     }
+    this.tellFinal({
+      run: job,
+      status,
+      reply: replyKind,
+      attempts: [{ at: new Date().toISOString(), status, ...(error !== undefined ? { error } : {}) }],
+      ...(error !== undefined ? { error } : {}),
+      delivery,
+    });
     // The reply may echo untrusted content into the main session: no forged markers there either.
     const summary = sanitizeMarkers(
       status === 'ok'
@@ -255,6 +276,16 @@ export class RunService {
       this.host.logger.error('posting a hook run summary failed', { runId: job.runId, reason: reasonOf(err) });
     }
     void this.report(job, status, reply, error);
+  }
+
+  private tellFinal(final: RunFinal): void {
+    for (const listener of this.finalListeners) {
+      try {
+        listener(final);
+      } catch (err) {
+        this.host.logger.error('a run outcome listener failed', { runId: final.run.runId, reason: reasonOf(err) });
+      }
+    }
   }
 
   /**
