@@ -4,3 +4,4 @@ export type { AdminCall } from '../after/admin-call.ts';
 export { mayRetry, retryDelayMs, type RetryPolicy } from '../after/retry-policy.ts';
 export { DueQueue } from '../after/due-queue.ts';
 export { StateFile } from '../after/state-file.ts';
+export { adminCallOf, decodePart, readAdminBody, requestsLimit } from '../after/admin-http.ts';
