@@ -17,6 +17,7 @@ import type { AckJournal, JournaledEvent, Pending } from './ack-journal.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
 import { openClawAgents, openClawChannels, selectOpenClawConfig } from './config.ts';
+import type { RecentRuns } from './recent-runs.ts';
 import type { ServiceQueue } from './run-queue.ts';
 import { deliverReply, runTurn } from './turns.ts';
 
@@ -60,12 +61,14 @@ export interface OpenClawHostOptions {
   pending: Pending;
   /** The plugin's own durable state (retries, failures, held actions, pauses). */
   stateDir: string;
+  /** What GET /hookgate/api/runs/<id> shows. */
+  recentRuns: RecentRuns;
 }
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
 export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
-  const { api, configPath, queue, journal, acks, events, pending, stateDir } = options;
+  const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns } = options;
   const { runtime } = api;
   // Mapped once per config object: OpenClaw replaces the object when its config changes.
   let seen: unknown;
@@ -148,6 +151,7 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
         ),
       // An accepted run and its key are on disk before its 202; its end is noted when it comes.
       onRunUpdate(record) {
+        recentRuns.note(record);
         if (record.status === 'queued') {
           const writes: Promise<void>[] = [];
           if (record.idempotency) writes.push(journal.append(record.idempotency));

@@ -18,12 +18,14 @@ import {
   type RequestsQuery,
 } from '../../host-kit.ts';
 import { AckJournal } from './ack-journal.ts';
+import { answerAdmin, openClawAdmin, type AdminAsk } from './admin-api.ts';
 import type { OpenClawPluginApi, ServiceContext } from './api.ts';
 import { EventHandover, type EventQueue } from './event-handover.ts';
 import { builtInHooksWarning } from './builtin-hooks.ts';
 import { createOpenClawHost } from './host.ts';
 import { routePath } from './identity.ts';
 import { IdempotencyJournal } from './idempotency-journal.ts';
+import { RecentRuns } from './recent-runs.ts';
 import { ServiceQueue, type ContextRunner } from './run-queue.ts';
 
 /** OpenClaw gives a plugin service this long to stop when it replaces or disables the plugin. */
@@ -33,6 +35,10 @@ export const STOP_GRACE_MS = OPENCLAW_STOP_BUDGET_MS - 2_000;
 
 export interface RunningHookgate {
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** Everything under /hookgate/api/ (behind OpenClaw's gateway auth). */
+  adminHttp(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** One admin call, as the HTTP API makes it: what the agent tools ask. */
+  admin: AdminAsk;
   /** GET /hookgate/metrics (behind OpenClaw's gateway auth). */
   metrics(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   status(): HooksStatus;
@@ -75,6 +81,7 @@ export async function startHookgate(
   await idempotency.open(ctx.stateDir);
   const pending = await acks.open(ctx.stateDir);
   let handover: EventHandover | undefined;
+  const recentRuns = new RecentRuns();
   const host = createOpenClawHost({
     api,
     configPath,
@@ -84,6 +91,7 @@ export async function startHookgate(
     events: (event) => handover!.accept(event),
     pending,
     stateDir: path.join(ctx.stateDir, 'hookgate', 'after'),
+    recentRuns,
   });
   handover = new EventHandover(acks, openClawEvents(api), host.logger);
   const clash = builtInHooksWarning(api.config, routePath(api.pluginConfig));
@@ -100,6 +108,7 @@ export async function startHookgate(
       runs: pending.runs.length,
       interrupted: pending.interrupted.length,
     });
+  const admin = openClawAdmin(plugin, recentRuns);
   const ready = setTimeout(() => {
     queue.attach(context);
     handover.open();
@@ -107,6 +116,8 @@ export async function startHookgate(
 
   return {
     handle: (req, res) => plugin.handle(req, res),
+    adminHttp: (req, res) => answerAdmin(admin, req, res, host.logger),
+    admin,
     async metrics(req, res) {
       if (req.method !== 'GET') {
         writeError(res, refuse.methodNotAllowed('GET', 'metrics are read with GET'));
