@@ -1,29 +1,18 @@
 // Agent tools: the assistant asks hookgate itself what its hooks are and what came in, answered by the
-// same functions as the standalone gateway's admin API (hooksStatus, recentRequests, see service.ts).
+// same functions as the standalone gateway's admin API (hooksStatus, recentRequests, see service.ts);
+// the tools of "After the 200" (failures, replay, pause) are in admin-tools.ts.
 // The request log holds no payloads, tokens or signatures, so nothing secret reaches the model.
 import type { RequestsQuery } from '../../host-kit.ts';
-import type { AgentTool, OpenClawPluginApi, ToolResult } from './api.ts';
-import type { RunningHookgate } from './service.ts';
+import { ADMIN_TOOL_NAMES, adminTools } from './admin-tools.ts';
+import type { AgentTool, OpenClawPluginApi } from './api.ts';
+import { answer, notRunning, type ToolState } from './tool-result.ts';
+
+export type { ToolState };
 
 /** The tool names, as declared under contracts.tools in openclaw.plugin.json. */
-export const TOOL_NAMES = ['hookgate_status', 'hookgate_recent'] as const;
+export const TOOL_NAMES = ['hookgate_status', 'hookgate_recent', ...ADMIN_TOOL_NAMES] as const;
 /** Requests hookgate_recent answers when asked for no limit: enough for a morning, small for a model. */
 const RECENT_DEFAULT = 20;
-
-export interface ToolState {
-  running(): RunningHookgate | undefined;
-  /** Why the plugin is not running, when it failed to start. */
-  failure(): string | undefined;
-}
-
-function answer(details: Record<string, unknown>): ToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(details) }], details };
-}
-
-function notRunning(state: ToolState): ToolResult {
-  const failure = state.failure();
-  return answer({ running: false, reason: failure ? `hookgate failed to start: ${failure}` : 'hookgate is starting' });
-}
 
 /** The arguments of hookgate_recent, checked: a model may send anything (the limit is checked with the log). */
 function recentQuery(params: unknown): RequestsQuery {
@@ -82,6 +71,7 @@ export function hookgateTools(state: ToolState): AgentTool[] {
           return answer({ running: true, requests: running.recent(recentQuery(params)) });
         }),
     },
+    ...adminTools(state),
   ];
 }
 
