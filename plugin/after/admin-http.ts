@@ -34,30 +34,30 @@ export function adminCallOf(req: IncomingMessage, rest: string): AdminCall {
 }
 
 /** The request's JSON body (undefined when empty): too large is a 413, too slow a 408, not JSON a 400. */
-export async function readAdminBody(req: IncomingMessage): Promise<unknown> {
-  const declared = Number(req.headers['content-length']);
-  if (declared > MAX_ADMIN_BODY) throw refuse.payloadTooLarge(MAX_ADMIN_BODY);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let late = false;
-  const timer = setTimeout(() => {
-    late = true;
-    req.destroy();
-  }, ADMIN_BODY_TIMEOUT_MS);
-  try {
+export async function readAdminBody(req: IncomingMessage, timeoutMs = ADMIN_BODY_TIMEOUT_MS): Promise<unknown> {
+  if (Number(req.headers['content-length']) > MAX_ADMIN_BODY) throw refuse.payloadTooLarge(MAX_ADMIN_BODY);
+  const read = (async () => {
+    const chunks: Buffer[] = [];
+    let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > MAX_ADMIN_BODY) throw refuse.payloadTooLarge(MAX_ADMIN_BODY);
       chunks.push(chunk);
     }
-  } catch (err) {
-    if (late) throw refuse.bodyTimeout(ADMIN_BODY_TIMEOUT_MS);
-    throw err;
+    return Buffer.concat(chunks).toString('utf8').trim();
+  })();
+  // A late body is answered (the 408 closes the connection); its read ends with the socket.
+  read.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(refuse.bodyTimeout(timeoutMs)), timeoutMs);
+  });
+  let text: string;
+  try {
+    text = await Promise.race([read, late]);
   } finally {
     clearTimeout(timer);
   }
-  if (late) throw refuse.bodyTimeout(ADMIN_BODY_TIMEOUT_MS);
-  const text = Buffer.concat(chunks).toString('utf8').trim();
   if (text === '') return undefined;
   try {
     return JSON.parse(text) as unknown;
