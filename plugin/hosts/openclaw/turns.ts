@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Delivery, IsolatedTurn, TurnResult } from '../../host.ts';
 import type { AgentWaitResult, OpenClawRuntime } from './api.ts';
 import { PLUGIN_ID } from './identity.ts';
+import { classifyRunError } from './passing-failure.ts';
 import { errorMessage } from '../../util/errors.ts';
 
 /** Extra time given to agent.wait beyond the run's own timeout; the core enforces the timeout itself. */
@@ -29,7 +30,7 @@ function untilAborted(signal: AbortSignal): { promise: Promise<never>; dispose()
   return { promise, dispose: () => onAbort && signal.removeEventListener('abort', onAbort) };
 }
 
-function toTurnResult(wait: AgentWaitResult): TurnResult {
+export function toTurnResult(wait: AgentWaitResult): TurnResult {
   switch (wait.status) {
     case 'ok': {
       const reply = wait.terminalReply;
@@ -38,8 +39,16 @@ function toTurnResult(wait: AgentWaitResult): TurnResult {
     case 'timeout':
     case 'pending':
       return { status: 'timeout', error: wait.error ?? 'the agent run did not finish in time' };
-    default:
-      return { status: 'error', error: wait.error ?? 'the agent run failed' };
+    default: {
+      // A provider that was overloaded, rate limited or unreachable: the core may try the run again.
+      const { retryable, retryAfterMs } = classifyRunError(wait.error);
+      return {
+        status: 'error',
+        error: wait.error ?? 'the agent run failed',
+        ...(retryable ? { retryable } : {}),
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      };
+    }
   }
 }
 
