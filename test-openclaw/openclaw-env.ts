@@ -128,6 +128,37 @@ export function gatewayConfig(files: GatewayFiles, hooks: HooksBlock): Record<st
   };
 }
 
+/** The config with a fake OpenAI-compatible provider (model fake/m1) as the default agent's model. */
+export function withFakeModel(config: Record<string, unknown>, baseUrl: string): Record<string, unknown> {
+  const agents = config.agents as { defaults: Record<string, unknown> };
+  return {
+    ...config,
+    models: {
+      ...(config.models as object),
+      providers: {
+        fake: {
+          baseUrl,
+          apiKey: 'fake-key',
+          api: 'openai-completions',
+          models: [
+            {
+              id: 'm1',
+              name: 'm1',
+              reasoning: true,
+              // The fake reads reasoning_effort: OpenClaw sends it only to a route that says it takes it.
+              compat: { supportsReasoningEffort: true },
+              input: ['text'],
+              contextWindow: 128000,
+              maxTokens: 4096,
+            },
+          ],
+        },
+      },
+    },
+    agents: { ...agents, defaults: { ...agents.defaults, model: { primary: 'fake/m1' } } },
+  };
+}
+
 let packed: Promise<string> | undefined;
 
 /** `npm pack` of this checkout (its `prepare` builds dist/), once per run; the tarball's path. */

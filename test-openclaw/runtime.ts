@@ -19,9 +19,10 @@ import {
   type GatewayFiles,
   type HooksBlock,
   type RunningGateway,
+  withFakeModel,
 } from './openclaw-env.ts';
 import { parseLines, pendingOf, type Pending } from '../plugin/hosts/openclaw/ack-journal.ts';
-import { startFakeProvider, type FakeProvider } from '../test/helpers/fake-provider.ts';
+import { startFakeProvider, streamReply, type FakeProvider } from '../test/helpers/fake-provider.ts';
 
 const nonce = Math.random().toString(36).slice(2, 8);
 /** A prompt with this word gets no answer from the fake model until OpenClaw gives up the request. */
@@ -51,12 +52,7 @@ let holding = true;
 const asked = (): string[] => model.requests.map((r) => JSON.stringify(r.body.messages ?? ''));
 
 function answer(res: ServerResponse): void {
-  const chunk = (delta: object, finish: string | null): string =>
-    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.write(chunk({ role: 'assistant', content: 'HEARTBEAT_OK' }, null));
-  res.write(chunk({}, 'stop'));
-  res.end('data: [DONE]\n\n');
+  streamReply(res, 'HEARTBEAT_OK');
 }
 
 function answerAsModel(req: { body: any }, res: ServerResponse): void {
@@ -77,35 +73,7 @@ function release(stop = false): void {
 }
 
 /** OpenClaw's config with the fake model as the default agent's model. */
-function withModel(config: Record<string, unknown>): Record<string, unknown> {
-  const agents = config.agents as { defaults: Record<string, unknown> };
-  return {
-    ...config,
-    models: {
-      ...(config.models as object),
-      providers: {
-        fake: {
-          baseUrl: model.baseUrl,
-          apiKey: 'fake-key',
-          api: 'openai-completions',
-          models: [
-            {
-              id: 'm1',
-              name: 'm1',
-              reasoning: true,
-              // The fake reads reasoning_effort: OpenClaw sends it only to a route that says it takes it.
-              compat: { supportsReasoningEffort: true },
-              input: ['text'],
-              contextWindow: 128000,
-              maxTokens: 4096,
-            },
-          ],
-        },
-      },
-    },
-    agents: { ...agents, defaults: { ...agents.defaults, model: { primary: 'fake/m1' } } },
-  };
-}
+const withModel = (config: Record<string, unknown>): Record<string, unknown> => withFakeModel(config, model.baseUrl);
 
 function configWith(hooks: HooksBlock, entry: Record<string, unknown> = {}, plugins: Record<string, unknown> = {}) {
   const config = withModel(gatewayConfig(files, hooks));

@@ -1,0 +1,161 @@
+// "After the 200" inside a real OpenClaw: the admin API under /hookgate/api/ behind OpenClaw's gateway
+// auth, the agent tools over it, and how OpenClaw reports a model provider's failure to the plugin (a
+// 503 is a failure that may pass, a 400 is not). Registered by run.ts; its gateway and model are its own.
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import {
+  installPlugin,
+  prepareFiles,
+  removeFiles,
+  startGateway,
+  withFakeModel,
+  type GatewayFiles,
+  type HooksBlock,
+  type RunningGateway,
+} from './openclaw-env.ts';
+import { classifyRunError } from '../plugin/hosts/openclaw/passing-failure.ts';
+import {
+  startFakeProvider,
+  streamReply,
+  type FakeProvider,
+  type ProviderRequest,
+} from '../test/helpers/fake-provider.ts';
+
+const nonce = Math.random().toString(36).slice(2, 8);
+
+const HOOKS: HooksBlock = {
+  enabled: true,
+  token: `hook-after-${nonce}-0123456789`,
+  path: '/hooks',
+  defaultSessionKey: 'hook:ingress',
+  allowRequestSessionKey: true,
+  allowedSessionKeyPrefixes: ['hook:'],
+};
+
+/** The fake model: a prompt naming FAIL-<status> is answered with that status, others with a reply. */
+function answerAsModel(req: ProviderRequest, res: ServerResponse): void {
+  const failing = /FAIL-(\d{3})/.exec(JSON.stringify(req.body.messages ?? ''));
+  if (!failing) return streamReply(res, `done ${nonce}`);
+  res.writeHead(Number(failing[1]), { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: { message: `fake failure ${failing[1]}`, type: 'server_error' } }));
+}
+
+let files: GatewayFiles;
+let gw: RunningGateway;
+let model: FakeProvider;
+
+interface Answer {
+  status: number;
+  text: string;
+  json: any;
+}
+
+async function send(pathname: string, opts: { token?: string; method?: string; body?: unknown } = {}): Promise<Answer> {
+  const res = await fetch(`${gw.url}${pathname}`, {
+    method: opts.method ?? 'GET',
+    headers: {
+      ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+      ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {}
+  return { status: res.status, text, json };
+}
+
+const admin = (rest: string, opts: { method?: string; body?: unknown } = {}): Promise<Answer> =>
+  send(`/hookgate/api/${rest}`, { ...opts, token: files.gatewayToken });
+
+/** Posts an agent run in its own session and resolves with its summary on the main session. */
+async function runToSummary(name: string, message: string): Promise<{ runId: string; summary: string }> {
+  const r = await send('/hooks/agent', {
+    method: 'POST',
+    token: HOOKS.token,
+    body: { message, name, sessionKey: `hook:${name}`, deliver: false, wakeMode: 'next-heartbeat' },
+  });
+  assert.equal(r.status, 202, r.text);
+  // OpenClaw tries a failing provider again itself for up to 90 s before it gives the run up.
+  const summary = await gw.until(`the summary of ${name}`, 240_000, async () =>
+    ((await gw.call('status')).queuedSystemEvents as string[] | undefined)?.find((e) => e.startsWith(`Hook ${name}`)),
+  );
+  return { runId: r.json.runId as string, summary };
+}
+
+describe('after the 200, inside OpenClaw', { timeout: 10 * 60_000 }, () => {
+  before(
+    async () => {
+      model = await startFakeProvider(answerAsModel);
+      files = await prepareFiles();
+      await installPlugin(files);
+      gw = await startGateway(files, HOOKS, (config) => withFakeModel(config, model.baseUrl));
+      await gw.waitForLine(/hookgate ready/, 120_000);
+    },
+    { timeout: 5 * 60_000 },
+  );
+
+  after(async () => {
+    await gw?.stop();
+    await model?.close();
+    if (files) await removeFiles(files);
+  });
+
+  test('the admin API answers under /hookgate/api/ only behind the gateway token', async () => {
+    const wake = await send('/hooks/wake', { method: 'POST', token: HOOKS.token, body: { text: `admin ${nonce}` } });
+    assert.equal(wake.status, 200, wake.text);
+    // OpenClaw refuses before the plugin: no token, or the hook token.
+    assert.equal((await send('/hookgate/api/requests')).status, 401);
+    assert.equal((await send('/hookgate/api/requests', { token: HOOKS.token })).status, 401);
+    const r = await admin('requests?limit=10');
+    assert.equal(r.status, 200, r.text);
+    assert.ok(
+      r.json.requests.some((e: { path: string; status: number }) => e.path === '/hooks/wake' && e.status === 200),
+      r.text,
+    );
+    assert.ok(!r.text.includes(`admin ${nonce}`), 'no payload in the request log');
+    // The project's error bodies, from the plugin.
+    const missing = await admin('no-such-thing');
+    assert.equal(missing.status, 404, missing.text);
+    assert.deepEqual([missing.json.ok, missing.json.code], [false, 'not_found']);
+    const limit = await admin('requests?limit=0');
+    assert.deepEqual([limit.status, limit.json.code], [400, 'bad_request']);
+  });
+
+  test('GET runs/<id> and hookgate_replay without confirm show a run; nothing is replayed', async () => {
+    const { runId, summary } = await runToSummary(`ok-${nonce}`, `hello ${nonce}`);
+    assert.equal(summary, `Hook ok-${nonce}: done ${nonce}`);
+    const run = await admin(`runs/${runId}`);
+    assert.equal(run.status, 200, run.text);
+    assert.deepEqual([run.json.runId, run.json.status], [runId, 'ok']);
+    assert.ok(!run.text.includes(`done ${nonce}`), 'the reply text is not shown');
+
+    const catalog = JSON.stringify(await gw.call('tools.catalog', { includePlugins: true }));
+    for (const name of ['hookgate_failures', 'hookgate_replay', 'hookgate_pause', 'hookgate_resume'])
+      assert.ok(catalog.includes(`"${name}"`), `${name} is not in OpenClaw's tool catalog`);
+    const asked = model.requests.length;
+    const preview = await gw.call('tools.invoke', { name: 'hookgate_replay', args: { runId } });
+    assert.equal(preview.ok, true, JSON.stringify(preview));
+    const details = (preview.output as any).details;
+    assert.equal(details.replayed, false);
+    assert.equal(details.wouldCall, `POST /hookgate/api/runs/${runId}/replay`);
+    assert.deepEqual([details.run.runId, details.run.status], [runId, 'ok']);
+    assert.equal(model.requests.length, asked, 'no run was started');
+  });
+
+  test("OpenClaw's report of a failed provider: a 503 may pass (retryable), a 400 does not", async () => {
+    const overloaded = await runToSummary(`p503-${nonce}`, `FAIL-503 ${nonce}`);
+    const refused = await runToSummary(`p400-${nonce}`, `FAIL-400 ${nonce}`);
+    const reason = (summary: string, name: string): string => summary.slice(`Hook ${name} (error): `.length);
+    assert.ok(overloaded.summary.startsWith(`Hook p503-${nonce} (error): `), overloaded.summary);
+    assert.ok(refused.summary.startsWith(`Hook p400-${nonce} (error): `), refused.summary);
+    assert.equal(classifyRunError(reason(overloaded.summary, `p503-${nonce}`)).retryable, true, overloaded.summary);
+    assert.equal(classifyRunError(reason(refused.summary, `p400-${nonce}`)).retryable, false, refused.summary);
+    const run = await admin(`runs/${overloaded.runId}`);
+    assert.deepEqual([run.json.status, run.json.error], ['error', reason(overloaded.summary, `p503-${nonce}`)]);
+  });
+});
