@@ -7,6 +7,8 @@ import path from 'node:path';
 import {
   CHANNEL_ORDER,
   type ChannelName,
+  type Delivery,
+  type DeliveryReceipt,
   type GatewayHost,
   type HostAgents,
   type LogFields,
@@ -63,12 +65,19 @@ export interface OpenClawHostOptions {
   stateDir: string;
   /** What GET /hookgate/api/runs/<id> shows. */
   recentRuns: RecentRuns;
+  /** A reply's delivery, tried again while the channel's failure may pass (deliveries.ts). */
+  deliver(delivery: Delivery): Promise<DeliveryReceipt>;
 }
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
+/** One send of a reply through its channel's outbound adapter, in the service's context. */
+export function sendReply(api: OpenClawPluginApi, queue: ServiceQueue): (delivery: Delivery) => Promise<void> {
+  return (d) => queue.run(() => deliverReply(api.runtime, liveConfig(api), d));
+}
+
 export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
-  const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns } = options;
+  const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns, deliver } = options;
   const { runtime } = api;
   // Mapped once per config object: OpenClaw replaces the object when its config changes.
   let seen: unknown;
@@ -163,6 +172,6 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       restore: () => Promise.resolve({ rerun: pending.runs, interrupted: pending.interrupted }),
     },
     idempotency: { restore: (limits) => journal.restore(limits) },
-    deliver: (d) => queue.run(() => deliverReply(runtime, liveConfig(api), d)),
+    deliver,
   };
 }
