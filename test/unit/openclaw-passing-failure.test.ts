@@ -17,6 +17,9 @@ test("OpenClaw's sentences for an overloaded, rate-limited, failing or unreachab
     'LLM request failed: provider returned an internal error.',
     'LLM request failed: network connection error.',
     'LLM request timed out.',
+    '⚠️ fake/m1 request failed (provider internal error, HTTP 503). This is usually temporary — try again shortly.',
+    '⚠️ fake/m1 request failed (rate limited, HTTP 429). This is usually temporary — try again shortly.',
+    '⚠️ LLM request failed (HTTP 502).',
   ])
     assert.deepEqual(classifyRunError(sentence), { retryable: true }, sentence);
 });
@@ -39,6 +42,8 @@ test('a refused request, a billing or auth problem, or no error at all does not 
     '⚠️ API provider returned a billing error — your API key has run out of credits',
     'The selected model was not found by the provider. Check the model id or choose a different model.',
     'Context overflow: prompt too large for the model.',
+    '⚠️ fake/m1 request failed (authentication failed, HTTP 401). Re-authenticate the provider and try again.',
+    '⚠️ fake/m1 request failed (request format rejected, HTTP 400).',
     undefined,
     '',
   ])

@@ -13,6 +13,9 @@ export interface ProviderFailure {
 
 /** OpenClaw's sentences for a failure that may pass. */
 const PASSING = [
+  // "⚠️ fake/m1 request failed (provider internal error, HTTP 503). This is usually temporary — try again shortly."
+  /\bThis is usually temporary\b/i,
+  /\brequest failed \((?:[^)]*, )?HTTP (?:429|5\d\d)\)/i,
   /\btemporarily overloaded\b/i,
   /\bmodel is at capacity\b/i,
   /\brate limit reached\b/i,
