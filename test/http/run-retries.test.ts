@@ -1,0 +1,203 @@
+// Retries of agent runs (hooks.retry) through the standalone gateway's real HTTP server and a fake
+// model provider on loopback: what is tried again (503, 429 with Retry-After), what is not (400, a
+// timeout), the attempts and the next try shown by GET /api/runs/<id>, one summary for the final
+// outcome, and the retries counted in /metrics.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { startGateway, type RunningGateway } from '../../plugin/hosts/standalone/server/gateway.ts';
+import type { Logger } from '../../plugin/host.ts';
+import { startFakeProvider, type FakeProvider, type ProviderRequest } from '../helpers/fake-provider.ts';
+import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
+
+const quiet: Logger = { info() {}, warn() {}, error() {} };
+
+interface Fixture {
+  gw: RunningGateway;
+  provider: FakeProvider;
+  admin(p: string): Promise<any>;
+  agent(body: Record<string, unknown>): Promise<string>;
+  /** The run once it reached a final status. */
+  final(runId: string): Promise<any>;
+  summaries(runId: string): Promise<string[]>;
+}
+
+function completion(res: ServerResponse, content: string): void {
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ choices: [{ message: { content } }] }));
+}
+
+function failWith(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ error: { message: `provider says ${status}` } }));
+}
+
+async function withRetries(
+  retry: Record<string, number>,
+  answer: (req: ProviderRequest, res: ServerResponse) => void,
+  body: (f: Fixture) => Promise<void>,
+): Promise<void> {
+  const provider = await startFakeProvider(answer);
+  const stateDir = await tempStateDir();
+  const configPath = await writeConfig(stateDir, {
+    hooks: { retry },
+    models: { providers: { fake: { baseUrl: provider.baseUrl } } },
+    agents: { defaults: { models: ['fake/m'] }, list: [{ id: 'main', default: true }] },
+  });
+  const gw = await startGateway({ configPath, stateDir, port: 0, host: '127.0.0.1', logger: quiet, gmail: false });
+  const admin = async (p: string): Promise<any> => {
+    const res = await fetch(gw.url + p, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
+    return res.headers.get('content-type')?.includes('json') ? res.json() : res.text();
+  };
+  const fixture: Fixture = {
+    gw,
+    provider,
+    admin,
+    async agent(b) {
+      const res = await fetch(`${gw.url}/hooks/agent`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${HOOK_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'fake/m', ...b }),
+      });
+      const answer = (await res.json()) as { runId: string };
+      assert.equal(res.status, 202, JSON.stringify(answer));
+      return answer.runId;
+    },
+    final: (runId) =>
+      eventually(async () => {
+        const run = await admin(`/api/runs/${runId}`);
+        return ['ok', 'error', 'timeout'].includes(run.status) && run;
+      }),
+    async summaries(runId) {
+      const page = await admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000`);
+      return (page.entries as { runId?: string; text: string }[]).filter((e) => e.runId === runId).map((e) => e.text);
+    },
+  };
+  try {
+    await body(fixture);
+  } finally {
+    await gw.close();
+    await provider.close();
+  }
+}
+
+function retriesCounted(metrics: string): number {
+  const line = metrics.split('\n').find((l) => l.startsWith('hookgate_retries_total{kind="run"}'));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+const gapMs = (a: { at: string }, b: { at: string }): number => Date.parse(b.at) - Date.parse(a.at);
+
+test('a provider answering 503 twice: tried again with the same runId, the third try ends ok, one summary', async () => {
+  let calls = 0;
+  const answer = (_req: ProviderRequest, res: ServerResponse): void =>
+    ++calls <= 2 ? failWith(res, 503) : completion(res, 'third time lucky');
+  await withRetries({ attempts: 5, initialDelaySeconds: 0.1, maxDelaySeconds: 0.2 }, answer, async (f) => {
+    const runId = await f.agent({ message: 'flaky', name: 'Flaky' });
+    const run = await f.final(runId);
+    assert.equal(run.status, 'ok');
+    assert.equal(run.reply, 'third time lucky');
+    assert.equal(f.provider.requests.length, 3);
+    assert.deepEqual(
+      run.attempts.map((a: { status: string }) => a.status),
+      ['error', 'error', 'ok'],
+    );
+    assert.match(run.attempts[0].error, /HTTP 503/);
+    assert.equal(run.attempts[2].error, undefined);
+    assert.equal(run.nextAttemptAt, undefined);
+    // Each wait is drawn from the upper half of the backoff: 100 ms then 200 ms, at least half of each.
+    assert.ok(gapMs(run.attempts[0], run.attempts[1]) >= 50, JSON.stringify(run.attempts));
+    assert.ok(gapMs(run.attempts[1], run.attempts[2]) >= 100, JSON.stringify(run.attempts));
+    assert.deepEqual(await f.summaries(runId), ['Hook Flaky: third time lucky']);
+    assert.equal(retriesCounted(await f.admin('/metrics')), 2);
+  });
+});
+
+test('429 with Retry-After: the announced wait is honoured; GET /api/runs shows retrying, attempts and nextAttemptAt', async () => {
+  let calls = 0;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const answer = (_req: ProviderRequest, res: ServerResponse): void => {
+    if (++calls === 1) return failWith(res, 429, { 'retry-after': '1' });
+    // The second try waits until the test has seen the run retrying.
+    void released.then(() => completion(res, 'after the wait'));
+  };
+  await withRetries({ attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
+    const runId = await f.agent({ message: 'busy provider', name: 'Busy' });
+    const retrying = await eventually(async () => {
+      const run = await f.admin(`/api/runs/${runId}`);
+      return run.status === 'retrying' && run;
+    });
+    assert.equal(retrying.attempts.length, 1);
+    assert.equal(retrying.attempts[0].status, 'error');
+    assert.match(retrying.attempts[0].error, /HTTP 429/);
+    assert.match(retrying.error, /HTTP 429/);
+    // Retry-After (1 s) is longer than the policy's cap (0.1 s): it wins.
+    assert.ok(Date.parse(retrying.nextAttemptAt) - Date.parse(retrying.attempts[0].at) >= 1000, JSON.stringify(retrying));
+    assert.deepEqual(await f.summaries(runId), [], 'no summary while the run is retrying');
+    await eventually(async () => f.provider.requests.length === 2);
+    release();
+    const run = await f.final(runId);
+    assert.equal(run.status, 'ok');
+    assert.ok(gapMs(run.attempts[0], run.attempts[1]) >= 1000, JSON.stringify(run.attempts));
+    assert.deepEqual(await f.summaries(runId), ['Hook Busy: after the wait']);
+  });
+});
+
+test('a Retry-After given as an HTTP date is honoured too', async () => {
+  let calls = 0;
+  const answer = (_req: ProviderRequest, res: ServerResponse): void =>
+    ++calls === 1
+      ? failWith(res, 503, { 'retry-after': new Date(Date.now() + 3000).toUTCString() })
+      : completion(res, 'back');
+  await withRetries({ attempts: 2, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
+    const runId = await f.agent({ message: 'later', name: 'Dated' });
+    const run = await f.final(runId);
+    assert.equal(run.status, 'ok');
+    // The date has a resolution of one second: more than two seconds after the first try.
+    assert.ok(gapMs(run.attempts[0], run.attempts[1]) >= 1900, JSON.stringify(run.attempts));
+  });
+});
+
+test('every try failing with 503: the run ends as an error after hooks.retry.attempts tries, one summary', async () => {
+  const answer = (_req: ProviderRequest, res: ServerResponse): void => failWith(res, 503);
+  await withRetries({ attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
+    const runId = await f.agent({ message: 'down', name: 'Down' });
+    const run = await f.final(runId);
+    assert.equal(run.status, 'error');
+    assert.match(run.error, /HTTP 503/);
+    assert.equal(run.attempts.length, 3);
+    assert.equal(f.provider.requests.length, 3);
+    const summaries = await f.summaries(runId);
+    assert.equal(summaries.length, 1);
+    assert.match(summaries[0]!, /^Hook Down \(error\): .*HTTP 503/);
+    assert.equal(retriesCounted(await f.admin('/metrics')), 2);
+  });
+});
+
+test('a 400 is not tried again: the same request would be refused again', async () => {
+  const answer = (_req: ProviderRequest, res: ServerResponse): void => failWith(res, 400);
+  await withRetries({ attempts: 5, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
+    const runId = await f.agent({ message: 'malformed', name: 'Bad' });
+    const run = await f.final(runId);
+    assert.equal(run.status, 'error');
+    assert.match(run.error, /HTTP 400/);
+    assert.equal(run.attempts, undefined, 'a run tried once has no attempts list');
+    assert.equal(f.provider.requests.length, 1);
+    assert.equal((await f.summaries(runId)).length, 1);
+    assert.equal(retriesCounted(await f.admin('/metrics')), 0);
+  });
+});
+
+test('a provider hanging past the timeout is not tried again: the model may still be working', async () => {
+  const answer = (): void => {}; // never answers
+  await withRetries({ attempts: 5, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
+    const runId = await f.agent({ message: 'slow', name: 'Slow', timeoutSeconds: 1 });
+    const run = await f.final(runId);
+    assert.equal(run.status, 'timeout');
+    assert.equal(run.attempts, undefined);
+    assert.equal(f.provider.requests.length, 1);
+    assert.deepEqual((await f.summaries(runId)).length, 1);
+    assert.equal(retriesCounted(await f.admin('/metrics')), 0);
+  });
+});
