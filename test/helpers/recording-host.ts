@@ -47,6 +47,8 @@ export interface TestHostOptions {
   files?: Record<string, string>;
   /** Runs an earlier process accepted, handed back at start (runs.restore). */
   restoreRuns?: { rerun: AcceptedRun[]; interrupted: AcceptedRun[] };
+  /** host.stateDir: where the core keeps what must outlive the process (retry schedules). */
+  stateDir?: string;
 }
 
 export interface TestGateway {
@@ -88,6 +90,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
     },
     configPath,
     configDir: dir,
+    ...(opts.stateDir ? { stateDir: opts.stateDir } : {}),
     agents: {
       list: agents,
       defaultId: agents.find((a) => a.default)?.id ?? agents[0]!.id,

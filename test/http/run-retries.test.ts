@@ -5,10 +5,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
+import path from 'node:path';
 import { startGateway, type RunningGateway } from '../../plugin/hosts/standalone/server/gateway.ts';
 import type { Logger } from '../../plugin/host.ts';
 import { startFakeProvider, type FakeProvider, type ProviderRequest } from '../helpers/fake-provider.ts';
 import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
+import { withGateway } from '../helpers/recording-host.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
+import { RunRetries } from '../../plugin/after/run-retries.ts';
+import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
+import type { AcceptedRun } from '../../plugin/host.ts';
 
 const quiet: Logger = { info() {}, warn() {}, error() {} };
 
@@ -199,5 +205,59 @@ test('a provider hanging past the timeout is not tried again: the model may stil
     assert.equal(f.provider.requests.length, 1);
     assert.deepEqual((await f.summaries(runId)).length, 1);
     assert.equal(retriesCounted(await f.admin('/metrics')), 0);
+  });
+});
+
+test("a host's restore (OpenClaw's ack journal) never runs or ends twice a run the core resumes from retries.jsonl", async () => {
+  const accepted = (runId: string, name: string): AcceptedRun => ({
+    runId,
+    name,
+    agentId: 'main',
+    sessionKey: 'agent:main:hook:ingress',
+    prompt: `prompt of ${name}`,
+    timeoutMs: 30_000,
+    wakeMode: 'next-heartbeat',
+    deliver: false,
+    channel: 'last',
+  });
+  const waiting = accepted('r-waiting', 'waiting');
+  const cut = accepted('r-cut', 'cut');
+  // The last process: both runs taken by OpenClaw and failed once; one waits, one's retry had started.
+  const openclawState = await tempDir('hookgate-openclaw-');
+  const stateDir = path.join(openclawState, 'hookgate', 'after');
+  const journal = new AckJournal();
+  await journal.open(openclawState);
+  const retries = await RunRetries.open(stateDir, quiet);
+  const firstTry = [{ at: new Date(Date.now() - 1000).toISOString(), status: 'error' as const, error: 'HTTP 503' }];
+  for (const run of [waiting, cut]) {
+    await journal.run(run);
+    await journal.taken(run.runId);
+    await retries.schedule(run, firstTry, Date.now() - 10);
+  }
+  await retries.starting(cut.runId);
+  await retries.close();
+  const pending = await new AckJournal().open(openclawState);
+  assert.deepEqual(
+    pending.interrupted.map((r) => r.runId),
+    ['r-waiting', 'r-cut'],
+    'the journal alone would call both interrupted',
+  );
+
+  await withGateway({ stateDir, restoreRuns: { rerun: pending.runs, interrupted: pending.interrupted } }, async (gw) => {
+    const [done, ended] = await Promise.all([gw.finalRun('r-waiting'), gw.finalRun('r-cut')]);
+    assert.equal(done.status, 'ok');
+    assert.equal(done.attempts?.length, 2);
+    assert.deepEqual(
+      gw.rec.turns.map((t) => t.runId),
+      ['r-waiting'],
+      'the due retry ran once; the cut-off one not again',
+    );
+    assert.equal(ended.status, 'error');
+    assert.match(ended.error ?? '', /during a retry/);
+    assert.deepEqual(gw.rec.events.map((e) => e.text).sort(), [
+      'Hook cut (error): interrupted: the gateway restarted during a retry, which is not tried again',
+      'Hook waiting: reply to: 17 chars',
+    ]);
+    assert.ok(gw.plugin.runs.tookBack('r-waiting') && gw.plugin.runs.tookBack('r-cut'));
   });
 });
