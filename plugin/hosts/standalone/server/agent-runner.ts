@@ -60,6 +60,8 @@ export function retryAfterMs(value: string | null, now: number = Date.now()): nu
   if (value === null) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // Every HTTP-date form opens with the day's name; Date.parse alone takes "-5" for a year.
+  if (!/^[A-Za-z]{3}/.test(text)) return undefined;
   const at = Date.parse(text);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
