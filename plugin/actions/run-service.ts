@@ -214,8 +214,8 @@ export class RunService {
     this.closing = true;
     this.retries.stop();
     for (const job of this.waiting.splice(0)) {
-      if (this.retries.durable && this.retries.attemptsOf(job.runId)) continue;
-      this.track(this.finish(job, { status: 'error', error: SHUTDOWN }, this.retries.attemptsOf(job.runId) ?? []));
+      // A due retry not yet started is one of the schedule's, ended below or left on disk.
+      if (!this.retries.attemptsOf(job.runId)) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }, []));
     }
     if (!this.retries.durable) {
       for (const { run, attempts } of this.retries.waiting())
@@ -267,9 +267,12 @@ export class RunService {
 
   /** A failure that may pass, with tries left, is scheduled again; anything else is the final outcome. */
   private async afterTry(job: AgentJob, result: TurnResult): Promise<void> {
+    const earlier = this.retries.attemptsOf(job.runId);
+    // The common case, a first try that is final, builds no attempt list here.
+    if (!earlier && !(result.status === 'error' && result.retryable)) return this.finish(job, result, []);
     const attempt: RunAttempt = { at: new Date().toISOString(), status: result.status };
     if (result.error !== undefined) attempt.error = result.error;
-    const attempts = [...(this.retries.attemptsOf(job.runId) ?? []), attempt];
+    const attempts = [...(earlier ?? []), attempt];
     const policy = this.limits().retry;
     // Kept in memory only, a retry would not outlive the shutdown under way.
     const retry =

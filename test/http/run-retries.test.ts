@@ -10,7 +10,7 @@ import { startGateway, type RunningGateway } from '../../plugin/hosts/standalone
 import type { Logger } from '../../plugin/host.ts';
 import { startFakeProvider, type FakeProvider, type ProviderRequest } from '../helpers/fake-provider.ts';
 import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
-import { withGateway } from '../helpers/recording-host.ts';
+import { HOOK_TOKEN as RECORDING_HOOK_TOKEN, startTestGateway, withGateway } from '../helpers/recording-host.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import { RunRetries } from '../../plugin/after/run-retries.ts';
 import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
@@ -260,4 +260,74 @@ test("a host's restore (OpenClaw's ack journal) never runs or ends twice a run t
     ]);
     assert.ok(gw.plugin.runs.tookBack('r-waiting') && gw.plugin.runs.tookBack('r-cut'));
   });
+});
+
+test('due retries queue past maxQueuedRuns and run within maxConcurrentRuns', async () => {
+  let active = 0;
+  let most = 0;
+  const tries = new Map<string, number>();
+  await withGateway(
+    {
+      hooks: { maxConcurrentRuns: 1, maxQueuedRuns: 1, retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 } },
+      turn: async (turn) => {
+        most = Math.max(most, ++active);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        active--;
+        const n = (tries.get(turn.runId) ?? 0) + 1;
+        tries.set(turn.runId, n);
+        return n === 1 ? { status: 'error', error: 'HTTP 503', retryable: true } : { status: 'ok', reply: 'fine' };
+      },
+    },
+    async (gw) => {
+      const ids = await Promise.all(
+        ['one', 'two'].map(async (name) => {
+          const res = await fetch(`${gw.url}/hooks/agent`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${RECORDING_HOOK_TOKEN}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ message: name, name }),
+          });
+          assert.equal(res.status, 202);
+          return ((await res.json()) as { runId: string }).runId;
+        }),
+      );
+      const finals = await Promise.all(ids.map((id) => gw.finalRun(id)));
+      assert.deepEqual(
+        finals.map((f) => [f.status, f.attempts?.length]),
+        [
+          ['ok', 2],
+          ['ok', 2],
+        ],
+      );
+      assert.equal(most, 1, 'never more than maxConcurrentRuns at once');
+      assert.equal(gw.rec.events.length, 2, 'one summary each');
+    },
+  );
+});
+
+test('without a stateDir the schedule lives in memory: a stop ends the waiting retries as errors, each with its summary', async () => {
+  const gw = await startTestGateway({
+    hooks: { retry: { attempts: 3, initialDelaySeconds: 3600, maxDelaySeconds: 3600 } },
+    turn: async () => ({ status: 'error', error: 'HTTP 502', retryable: true }),
+  });
+  let closed = false;
+  try {
+    const res = await fetch(`${gw.url}/hooks/agent`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${RECORDING_HOOK_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'm', name: 'Memory' }),
+    });
+    const { runId } = (await res.json()) as { runId: string };
+    await eventually(async () => gw.rec.runUpdates.some((u) => u.runId === runId && u.status === 'retrying'));
+    await gw.close();
+    closed = true;
+    const final = gw.rec.runUpdates.find((u) => u.runId === runId && u.status === 'error');
+    assert.match(final?.error ?? '', /shut down/);
+    assert.equal(final?.attempts?.length, 1);
+    assert.deepEqual(
+      gw.rec.events.map((e) => e.text),
+      ['Hook Memory (error): interrupted: the gateway shut down before the run finished'],
+    );
+  } finally {
+    if (!closed) await gw.close();
+  }
 });
