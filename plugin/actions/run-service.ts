@@ -286,10 +286,17 @@ export class RunService {
         await this.retries.schedule(job, attempts, dueAt);
         this.metrics.retryScheduled('run');
         const nextAttemptAt = new Date(dueAt).toISOString();
-        void this.report(job, 'retrying', { ...(result.error ? { error: result.error } : {}), attempts, nextAttemptAt });
+        void this.report(job, 'retrying', {
+          ...(result.error ? { error: result.error } : {}),
+          attempts,
+          nextAttemptAt,
+        });
         return;
       } catch (err) {
-        this.host.logger.error('a retry could not be scheduled; the run ends', { runId: job.runId, reason: reasonOf(err) });
+        this.host.logger.error('a retry could not be scheduled; the run ends', {
+          runId: job.runId,
+          reason: reasonOf(err),
+        });
       }
     }
     await this.finish(job, result, attempts);

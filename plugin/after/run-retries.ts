@@ -41,7 +41,10 @@ export class RunRetries {
   readonly #tookBack: ReadonlySet<string>;
   #onDue: (run: AcceptedRun) => void = () => {};
 
-  private constructor(file: StateFile<RunRetry>, readonly durable: boolean) {
+  private constructor(
+    file: StateFile<RunRetry>,
+    readonly durable: boolean,
+  ) {
     this.#file = file;
     this.#tookBack = new Set(file.records.keys());
     this.#queue = new DueQueue((run) => this.#onDue(run));

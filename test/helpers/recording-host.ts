@@ -66,6 +66,21 @@ export interface TestGateway {
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
+/** An accepted run as a host hands it back at start (runs.restore). */
+export function acceptedRun(runId: string, name: string): AcceptedRun {
+  return {
+    runId,
+    name,
+    agentId: 'main',
+    sessionKey: 'agent:main:hook:ingress',
+    prompt: `prompt of ${name}`,
+    timeoutMs: 30_000,
+    wakeMode: 'next-heartbeat',
+    deliver: false,
+    channel: 'last',
+  };
+}
+
 export async function startTestGateway(opts: TestHostOptions = {}): Promise<TestGateway> {
   const dir = await tempDir('hookgate-test-');
   const configPath = path.join(dir, 'gateway.json5');

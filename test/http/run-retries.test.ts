@@ -10,11 +10,10 @@ import { startGateway, type RunningGateway } from '../../plugin/hosts/standalone
 import type { Logger } from '../../plugin/host.ts';
 import { startFakeProvider, type FakeProvider, type ProviderRequest } from '../helpers/fake-provider.ts';
 import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
-import { HOOK_TOKEN as RECORDING_HOOK_TOKEN, startTestGateway, withGateway } from '../helpers/recording-host.ts';
+import { acceptedRun, post, startTestGateway, withGateway } from '../helpers/recording-host.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import { RunRetries } from '../../plugin/after/run-retries.ts';
 import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
-import type { AcceptedRun } from '../../plugin/host.ts';
 
 const quiet: Logger = { info() {}, warn() {}, error() {} };
 
@@ -139,7 +138,10 @@ test('429 with Retry-After: the announced wait is honoured; GET /api/runs shows 
     assert.match(retrying.attempts[0].error, /HTTP 429/);
     assert.match(retrying.error, /HTTP 429/);
     // Retry-After (1 s) is longer than the policy's cap (0.1 s): it wins.
-    assert.ok(Date.parse(retrying.nextAttemptAt) - Date.parse(retrying.attempts[0].at) >= 1000, JSON.stringify(retrying));
+    assert.ok(
+      Date.parse(retrying.nextAttemptAt) - Date.parse(retrying.attempts[0].at) >= 1000,
+      JSON.stringify(retrying),
+    );
     assert.deepEqual(await f.summaries(runId), [], 'no summary while the run is retrying');
     await eventually(async () => f.provider.requests.length === 2);
     release();
@@ -181,47 +183,33 @@ test('every try failing with 503: the run ends as an error after hooks.retry.att
   });
 });
 
-test('a 400 is not tried again: the same request would be refused again', async () => {
-  const answer = (_req: ProviderRequest, res: ServerResponse): void => failWith(res, 400);
-  await withRetries({ attempts: 5, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
-    const runId = await f.agent({ message: 'malformed', name: 'Bad' });
-    const run = await f.final(runId);
-    assert.equal(run.status, 'error');
-    assert.match(run.error, /HTTP 400/);
-    assert.equal(run.attempts, undefined, 'a run tried once has no attempts list');
-    assert.equal(f.provider.requests.length, 1);
-    assert.equal((await f.summaries(runId)).length, 1);
-    assert.equal(retriesCounted(await f.admin('/metrics')), 0);
+const notRetried: [string, (req: ProviderRequest, res: ServerResponse) => void, Record<string, unknown>, string][] = [
+  ['a 400 is not tried again: the same request would be refused again', (_req, res) => failWith(res, 400), {}, 'error'],
+  [
+    'a provider hanging past the timeout is not tried again: the model may still be working',
+    () => {}, // never answers
+    { timeoutSeconds: 1 },
+    'timeout',
+  ],
+];
+for (const [title, answer, extra, status] of notRetried) {
+  test(title, async () => {
+    await withRetries({ attempts: 5, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
+      const runId = await f.agent({ message: 'once', name: 'Once', ...extra });
+      const run = await f.final(runId);
+      assert.equal(run.status, status);
+      if (status === 'error') assert.match(run.error, /HTTP 400/);
+      assert.equal(run.attempts, undefined, 'a run tried once has no attempts list');
+      assert.equal(f.provider.requests.length, 1);
+      assert.equal((await f.summaries(runId)).length, 1);
+      assert.equal(retriesCounted(await f.admin('/metrics')), 0);
+    });
   });
-});
-
-test('a provider hanging past the timeout is not tried again: the model may still be working', async () => {
-  const answer = (): void => {}; // never answers
-  await withRetries({ attempts: 5, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
-    const runId = await f.agent({ message: 'slow', name: 'Slow', timeoutSeconds: 1 });
-    const run = await f.final(runId);
-    assert.equal(run.status, 'timeout');
-    assert.equal(run.attempts, undefined);
-    assert.equal(f.provider.requests.length, 1);
-    assert.deepEqual((await f.summaries(runId)).length, 1);
-    assert.equal(retriesCounted(await f.admin('/metrics')), 0);
-  });
-});
+}
 
 test("a host's restore (OpenClaw's ack journal) never runs or ends twice a run the core resumes from retries.jsonl", async () => {
-  const accepted = (runId: string, name: string): AcceptedRun => ({
-    runId,
-    name,
-    agentId: 'main',
-    sessionKey: 'agent:main:hook:ingress',
-    prompt: `prompt of ${name}`,
-    timeoutMs: 30_000,
-    wakeMode: 'next-heartbeat',
-    deliver: false,
-    channel: 'last',
-  });
-  const waiting = accepted('r-waiting', 'waiting');
-  const cut = accepted('r-cut', 'cut');
+  const waiting = acceptedRun('r-waiting', 'waiting');
+  const cut = acceptedRun('r-cut', 'cut');
   // The last process: both runs taken by OpenClaw and failed once; one waits, one's retry had started.
   const openclawState = await tempDir('hookgate-openclaw-');
   const stateDir = path.join(openclawState, 'hookgate', 'after');
@@ -243,23 +231,26 @@ test("a host's restore (OpenClaw's ack journal) never runs or ends twice a run t
     'the journal alone would call both interrupted',
   );
 
-  await withGateway({ stateDir, restoreRuns: { rerun: pending.runs, interrupted: pending.interrupted } }, async (gw) => {
-    const [done, ended] = await Promise.all([gw.finalRun('r-waiting'), gw.finalRun('r-cut')]);
-    assert.equal(done.status, 'ok');
-    assert.equal(done.attempts?.length, 2);
-    assert.deepEqual(
-      gw.rec.turns.map((t) => t.runId),
-      ['r-waiting'],
-      'the due retry ran once; the cut-off one not again',
-    );
-    assert.equal(ended.status, 'error');
-    assert.match(ended.error ?? '', /during a retry/);
-    assert.deepEqual(gw.rec.events.map((e) => e.text).sort(), [
-      'Hook cut (error): interrupted: the gateway restarted during a retry, which is not tried again',
-      'Hook waiting: reply to: 17 chars',
-    ]);
-    assert.ok(gw.plugin.runs.tookBack('r-waiting') && gw.plugin.runs.tookBack('r-cut'));
-  });
+  await withGateway(
+    { stateDir, restoreRuns: { rerun: pending.runs, interrupted: pending.interrupted } },
+    async (gw) => {
+      const [done, ended] = await Promise.all([gw.finalRun('r-waiting'), gw.finalRun('r-cut')]);
+      assert.equal(done.status, 'ok');
+      assert.equal(done.attempts?.length, 2);
+      assert.deepEqual(
+        gw.rec.turns.map((t) => t.runId),
+        ['r-waiting'],
+        'the due retry ran once; the cut-off one not again',
+      );
+      assert.equal(ended.status, 'error');
+      assert.match(ended.error ?? '', /during a retry/);
+      assert.deepEqual(gw.rec.events.map((e) => e.text).sort(), [
+        'Hook cut (error): interrupted: the gateway restarted during a retry, which is not tried again',
+        'Hook waiting: reply to: 17 chars',
+      ]);
+      assert.ok(gw.plugin.runs.tookBack('r-waiting') && gw.plugin.runs.tookBack('r-cut'));
+    },
+  );
 });
 
 test('due retries queue past maxQueuedRuns and run within maxConcurrentRuns', async () => {
@@ -268,7 +259,11 @@ test('due retries queue past maxQueuedRuns and run within maxConcurrentRuns', as
   const tries = new Map<string, number>();
   await withGateway(
     {
-      hooks: { maxConcurrentRuns: 1, maxQueuedRuns: 1, retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 } },
+      hooks: {
+        maxConcurrentRuns: 1,
+        maxQueuedRuns: 1,
+        retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 },
+      },
       turn: async (turn) => {
         most = Math.max(most, ++active);
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -281,13 +276,9 @@ test('due retries queue past maxQueuedRuns and run within maxConcurrentRuns', as
     async (gw) => {
       const ids = await Promise.all(
         ['one', 'two'].map(async (name) => {
-          const res = await fetch(`${gw.url}/hooks/agent`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${RECORDING_HOOK_TOKEN}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ message: name, name }),
-          });
+          const res = await post(gw.url, '/hooks/agent', { message: name, name });
           assert.equal(res.status, 202);
-          return ((await res.json()) as { runId: string }).runId;
+          return res.body.runId as string;
         }),
       );
       const finals = await Promise.all(ids.map((id) => gw.finalRun(id)));
@@ -311,12 +302,7 @@ test('without a stateDir the schedule lives in memory: a stop ends the waiting r
   });
   let closed = false;
   try {
-    const res = await fetch(`${gw.url}/hooks/agent`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${RECORDING_HOOK_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ message: 'm', name: 'Memory' }),
-    });
-    const { runId } = (await res.json()) as { runId: string };
+    const runId = (await post(gw.url, '/hooks/agent', { message: 'm', name: 'Memory' })).body.runId as string;
     await eventually(async () => gw.rec.runUpdates.some((u) => u.runId === runId && u.status === 'retrying'));
     await gw.close();
     closed = true;

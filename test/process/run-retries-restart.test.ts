@@ -39,38 +39,47 @@ function unavailable(res: ServerResponse, retryAfterSeconds: number): void {
   res.end('{"error":{"message":"overloaded"}}');
 }
 
-test('kill -9 while a run waits for its next try: after the restart it runs once, with one summary', async () => {
-  let up = false;
-  const provider = await startFakeProvider((_req, res) => {
-    if (!up) return unavailable(res, 2);
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ choices: [{ message: { content: 'made it' } }] }));
+/** A run waits for its next try; the gateway is stopped with `signal`, the provider comes back, a restart runs it once. */
+function waitingRetrySurvives(title: string, signal: NodeJS.Signals): void {
+  test(title, async () => {
+    let up = false;
+    const provider = await startFakeProvider((_req, res) => {
+      if (!up) return unavailable(res, 2);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ choices: [{ message: { content: 'made it' } }] }));
+    });
+    const dir = await tempStateDir();
+    await config(dir, provider.baseUrl);
+    const first = await spawnGateway(dir);
+    let second: SpawnedGateway | undefined;
+    try {
+      const r = await first.hook('/hooks/agent', { message: 'x', model: 'fake/m', name: 'Survivor' });
+      assert.equal(r.status, 202);
+      const waiting = await retrying(first, r.body.runId);
+      await first.stop(signal);
+      up = true;
+      second = await spawnGateway(dir);
+      const run = await finalRun(second, r.body.runId);
+      assert.equal(run.status, 'ok');
+      assert.equal(run.reply, 'made it');
+      assert.equal(provider.requests.length, 2, 'the first try and one retry');
+      assert.equal(run.attempts.length, 2);
+      // The due time set before the stop held: the retry did not start before it.
+      assert.ok(Date.parse(run.attempts[1].at) >= Date.parse(waiting.nextAttemptAt), JSON.stringify(run));
+      assert.deepEqual(await summaries(second, r.body.runId), ['Hook Survivor: made it']);
+    } finally {
+      await first.stop();
+      await second?.stop();
+      await provider.close();
+    }
   });
-  const dir = await tempStateDir();
-  await config(dir, provider.baseUrl);
-  const first = await spawnGateway(dir);
-  let second: SpawnedGateway | undefined;
-  try {
-    const r = await first.hook('/hooks/agent', { message: 'x', model: 'fake/m', name: 'Survivor' });
-    assert.equal(r.status, 202);
-    const waiting = await retrying(first, r.body.runId);
-    await first.stop('SIGKILL');
-    up = true;
-    second = await spawnGateway(dir);
-    const run = await finalRun(second, r.body.runId);
-    assert.equal(run.status, 'ok');
-    assert.equal(run.reply, 'made it');
-    assert.equal(provider.requests.length, 2, 'the first try and one retry');
-    assert.equal(run.attempts.length, 2);
-    // The due time set before the kill held: the retry did not start before it.
-    assert.ok(Date.parse(run.attempts[1].at) >= Date.parse(waiting.nextAttemptAt), JSON.stringify(run));
-    assert.deepEqual(await summaries(second, r.body.runId), ['Hook Survivor: made it']);
-  } finally {
-    await first.stop();
-    await second?.stop();
-    await provider.close();
-  }
-});
+}
+
+waitingRetrySurvives(
+  'kill -9 while a run waits for its next try: after the restart it runs once, with one summary',
+  'SIGKILL',
+);
+waitingRetrySurvives('a clean stop keeps a waiting retry on disk: the next start runs it once', 'SIGTERM');
 
 test('kill -9 during a retry: after the restart the run ends as interrupted and is not tried again', async () => {
   const provider = await startFakeProvider((_req, res) => {
@@ -102,33 +111,6 @@ test('kill -9 during a retry: after the restart the run ends as interrupted and 
     assert.equal((await second.admin(`/api/runs/${r.body.runId}`)).status, 'error');
     assert.equal((await summaries(second, r.body.runId)).length, 1);
     assert.equal(provider.requests.length, 2, 'never tried a third time');
-  } finally {
-    await first.stop();
-    await second?.stop();
-    await provider.close();
-  }
-});
-
-test('a clean stop keeps a waiting retry on disk: the next start runs it', async () => {
-  let up = false;
-  const provider = await startFakeProvider((_req, res) => {
-    if (!up) return unavailable(res, 1);
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ choices: [{ message: { content: 'after the stop' } }] }));
-  });
-  const dir = await tempStateDir();
-  await config(dir, provider.baseUrl);
-  const first = await spawnGateway(dir);
-  let second: SpawnedGateway | undefined;
-  try {
-    const r = await first.hook('/hooks/agent', { message: 'x', model: 'fake/m', name: 'Stopped' });
-    await retrying(first, r.body.runId);
-    assert.equal(await first.stop(), 0);
-    up = true;
-    second = await spawnGateway(dir);
-    const run = await finalRun(second, r.body.runId);
-    assert.equal(run.status, 'ok');
-    assert.deepEqual(await summaries(second, r.body.runId), ['Hook Stopped: after the stop']);
   } finally {
     await first.stop();
     await second?.stop();
