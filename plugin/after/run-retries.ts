@@ -61,11 +61,6 @@ export class RunRetries {
     return new RunRetries(file, stateDir !== undefined);
   }
 
-  /** Runs scheduled now (waiting, or trying again). */
-  get size(): number {
-    return this.#file.size;
-  }
-
   /** Whether the run was in the schedule when the process started (the core finishes it). */
   tookBack(runId: string): boolean {
     return this.#tookBack.has(runId);
