@@ -13,6 +13,8 @@ import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, tempStateDir, writeConfig } from
 import { acceptedRun, post, startTestGateway, withGateway } from '../helpers/recording-host.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import { RunRetries } from '../../plugin/after/run-retries.ts';
+import type { RunFinal } from '../../plugin/after/run-final.ts';
+import type { RunService } from '../../plugin/actions/run-service.ts';
 import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
 
 const quiet: Logger = { info() {}, warn() {}, error() {} };
@@ -274,6 +276,8 @@ test('due retries queue past maxQueuedRuns and run within maxConcurrentRuns', as
       },
     },
     async (gw) => {
+      const told: RunFinal[] = [];
+      (gw.plugin.runs as RunService).onFinal((final) => told.push(final));
       const ids = await Promise.all(
         ['one', 'two'].map(async (name) => {
           const res = await post(gw.url, '/hooks/agent', { message: name, name });
@@ -291,6 +295,14 @@ test('due retries queue past maxQueuedRuns and run within maxConcurrentRuns', as
       );
       assert.equal(most, 1, 'never more than maxConcurrentRuns at once');
       assert.equal(gw.rec.events.length, 2, 'one summary each');
+      // Final-outcome listeners are told once per run, after its last try, with every try.
+      assert.deepEqual(
+        told.map((f) => [f.run.runId, f.status, f.reply, f.attempts.map((a) => a.status)]).sort(),
+        [
+          [ids[0], 'ok', 'visible', ['error', 'ok']],
+          [ids[1], 'ok', 'visible', ['error', 'ok']],
+        ].sort(),
+      );
     },
   );
 });
