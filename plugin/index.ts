@@ -25,6 +25,7 @@ import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './after/admin-call.ts';
 import { adminRoutes } from './after/routes.ts';
+import { RunRetries } from './after/run-retries.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -46,7 +47,12 @@ export interface HooksPlugin {
   watching(): Promise<void>;
   /** Stops watching and taking runs, lets running ones finish for up to graceMs, interrupts the rest. */
   close(graceMs?: number): Promise<void>;
-  readonly runs: { readonly queued: number; readonly running: number };
+  readonly runs: {
+    readonly queued: number;
+    readonly running: number;
+    /** Whether the run was in the core's retry schedule at start: the core finishes it, the host must not. */
+    tookBack(runId: string): boolean;
+  };
   readonly limiter: AuthFailureLimiter;
   /** This instance's metrics: /metrics shows them; hosts add their own events (their outbox, a watcher, shared state). */
   readonly metrics: HookMetrics;
@@ -69,11 +75,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const metrics = createMetrics(options.metrics ?? true);
   const requests = new RequestLog();
   const limiter = new AuthFailureLimiter();
-  const runs = new RunService(
-    host,
-    () => current,
-    (status) => metrics.runStatus(status),
-  );
+  const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), metrics);
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
   const transforms = new TransformRunner({
@@ -193,7 +195,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     });
   }
 
-  if (restored) runs.resume(restored.rerun, restored.interrupted);
+  runs.resume(restored?.rerun ?? [], restored?.interrupted ?? []);
   const admin = adminRoutes([]);
 
   return {

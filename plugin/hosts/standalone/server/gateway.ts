@@ -119,9 +119,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
             ? { kind: 'reply' as const, text: outcome.reply, runId: turn.runId }
             : { kind: 'reply' as const, text: '', runId: turn.runId, error: outcome.error };
         store.write(turn.sessionKey, reply);
-        return outcome.status === 'ok'
-          ? { status: 'ok', reply: outcome.reply }
-          : { status: outcome.status, error: outcome.error };
+        // A failure says whether it may pass (retryable, Retry-After): the core decides on a retry.
+        return outcome;
       },
       onRunUpdate: (record) => registry.update(record),
     },
@@ -160,7 +159,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const deliveries = new ChannelDeliveries(outbox, logger, metrics, settings.senders);
   started = true;
   await plugin.watching();
-  await reportInterrupted(interrupted, host, registry);
+  // A run in the core's retry schedule is the core's to finish (its retry, or its cut-off try).
+  await reportInterrupted(
+    interrupted.filter((run) => !plugin.runs.tookBack(run.runId)),
+    host,
+    registry,
+  );
   const admin = new AdminApi({
     gatewayToken: () => settings.gatewayToken,
     trustedProxies: () => plugin.snapshot().trustedProxies,
