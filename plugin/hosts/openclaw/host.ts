@@ -106,6 +106,8 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
     return { channel: channel as ChannelName, ...(to ? { to } : {}) };
   };
 
+  // Tries so far of a run the core tries again (hooks.retry): each try is a new OpenClaw run.
+  const triesSoFar = new Map<string, number>();
   const logger = lineLogger(api.logger);
   return {
     logger,
@@ -153,6 +155,7 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
             runTurn(
               runtime,
               turn,
+              (triesSoFar.get(turn.runId) ?? 0) + 1,
               () => acks.taken(turn.runId),
               (reason) => logger.warn('OpenClaw did not stop a timed-out run', { runId: turn.runId, reason }),
             ),
@@ -161,6 +164,8 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       // An accepted run and its key are on disk before its 202; its end is noted when it comes.
       onRunUpdate(record) {
         recentRuns.note(record);
+        if (record.attempts) triesSoFar.set(record.runId, record.attempts.length);
+        if (FINAL.has(record.status)) triesSoFar.delete(record.runId);
         if (record.status === 'queued') {
           const writes: Promise<void>[] = [];
           if (record.idempotency) writes.push(journal.append(record.idempotency));

@@ -56,18 +56,21 @@ export function toTurnResult(wait: AgentWaitResult): TurnResult {
 async function startRun(
   runtime: OpenClawRuntime,
   turn: IsolatedTurn,
+  attempt: number,
   stop: Promise<never>,
 ): Promise<{ runId: string }> {
+  const try1 = attempt <= 1;
   for (let retryMs = 250; ; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
     try {
-      // The core's runId keys the run, so a retried dispatch cannot start it twice.
+      // The core's runId (and the try) keys the run, so a dispatch asked again cannot start it twice;
+      // a try after a failed one is a new run (OpenClaw answers a known key with its first result).
       return await Promise.race([
         runtime.subagent.run({
           sessionKey: turn.sessionKey,
           message: turn.prompt,
           ...(turn.model ? { model: turn.model } : {}),
           deliver: false,
-          idempotencyKey: `hookgate:${turn.runId}`,
+          idempotencyKey: try1 ? `hookgate:${turn.runId}` : `hookgate:${turn.runId}:try-${attempt}`,
         }),
         stop,
       ]);
@@ -106,6 +109,8 @@ function stopOpenClawRun(runtime: OpenClawRuntime, sessionKey: string, log: (rea
 export async function runTurn(
   runtime: OpenClawRuntime,
   turn: IsolatedTurn,
+  /** Which try of the run this is (1 the first; hooks.retry makes more). */
+  attempt: number,
   accepted: () => Promise<void>,
   /** Told why OpenClaw's run could not be stopped at the timeout. */
   notStopped: (reason: string) => void,
@@ -113,7 +118,7 @@ export async function runTurn(
   const stop = untilAborted(turn.signal);
   try {
     await setThinking(runtime, turn);
-    const started = await startRun(runtime, turn, stop.promise);
+    const started = await startRun(runtime, turn, attempt, stop.promise);
     await accepted();
     const wait = await Promise.race([
       runtime.subagent.waitForRun({ runId: started.runId, timeoutMs: turn.timeoutMs + WAIT_MARGIN_MS }),
