@@ -56,16 +56,18 @@ const serverError = { status: 502, body: { ok: false, error_code: 502, descripti
 
 async function open(over: Partial<DeliveryOptions> & { policy?: RetryPolicy } = {}) {
   const letters: DeliveryDeadLetter[] = [];
+  const scheduled = { count: 0 };
   const policy = over.policy ?? { attempts: 3, initialDelaySeconds: 0.05, maxDelaySeconds: 0.2 };
   const deliveries = await OpenClawDeliveries.open({
     send,
     retry: () => policy,
     deadLetter: (l) => letters.push(l),
+    retryScheduled: () => scheduled.count++,
     logger: quiet,
     stateDir: undefined,
     ...over,
   });
-  return { deliveries, letters };
+  return { deliveries, letters, scheduled };
 }
 
 test('sent at the first try: the receipt says sent, nothing waits', async () => {
@@ -78,7 +80,7 @@ test('sent at the first try: the receipt says sent, nothing waits', async () => 
 });
 
 test('a 5xx, then a 429 with retry_after: tried again, the wait honoured, then sent', async () => {
-  const { deliveries, letters } = await open();
+  const { deliveries, letters, scheduled } = await open();
   const d = delivery();
   telegram.scripted.push(serverError, tooManyRequests(1));
   const receipt = await deliveries.deliver(d);
@@ -88,6 +90,7 @@ test('a 5xx, then a 429 with retry_after: tried again, the wait honoured, then s
   assert.equal(tries.length, 3);
   assert.ok(tries[2]!.at - tries[1]!.at >= 1000, `retried ${tries[2]!.at - tries[1]!.at} ms after a 1 s retry_after`);
   assert.deepEqual(letters, []);
+  assert.equal(scheduled.count, 2, 'two retries counted');
   await deliveries.close();
 });
 

@@ -42,6 +42,8 @@ export interface DeliveryOptions {
   send(delivery: Delivery): Promise<void>;
   retry(): Readonly<RetryPolicy>;
   deadLetter(letter: DeliveryDeadLetter): void;
+  /** Told of each next try scheduled (hookgate_retries_total{kind="delivery"}). */
+  retryScheduled(): void;
   logger: Logger;
   /** The plugin's state dir; undefined: waiting deliveries live in memory only. */
   stateDir: string | undefined;
@@ -128,6 +130,7 @@ export class OpenClawDeliveries {
   async #schedule(id: string, waiting: WaitingDelivery): Promise<void> {
     await this.file.put(id, waiting);
     this.#queue.add(id, waiting.nextAt, id);
+    this.options.retryScheduled();
     this.options.logger.warn('a reply delivery failed; trying again later', {
       runId: id,
       channel: waiting.delivery.channel,

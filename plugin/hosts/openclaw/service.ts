@@ -115,6 +115,7 @@ export async function startHookgate(
       (runId) => recentRuns.find(runId)?.name,
       host.logger,
     ),
+    retryScheduled: () => plugin?.metrics.retryScheduled('delivery'),
     logger: host.logger,
     stateDir,
   });
