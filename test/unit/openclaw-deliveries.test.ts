@@ -61,6 +61,7 @@ async function open(over: Partial<DeliveryOptions> & { policy?: RetryPolicy } = 
   const deliveries = await OpenClawDeliveries.open({
     send,
     retry: () => policy,
+    hookOf: (runId) => `hook of ${runId}`,
     deadLetter: (l) => letters.push(l),
     retryScheduled: () => scheduled.count++,
     logger: quiet,
@@ -107,6 +108,7 @@ test('failing at every try: one dead letter with the attempts and the last error
   assert.deepEqual(letter, {
     kind: 'delivery',
     runId: d.runId,
+    hook: `hook of ${d.runId}`,
     agentId: 'main',
     channel: 'telegram',
     to: d.to,
@@ -158,10 +160,11 @@ test('a restart resumes a waiting delivery from the state dir, once', async () =
   await third.deliveries.close();
 });
 
-test("a dead letter goes to the core's failure book with its hook once there is one, else to the log", async () => {
+test("a dead letter goes to the core's failure book once there is one, else to the log", async () => {
   const letter: DeliveryDeadLetter = {
     kind: 'delivery',
     runId: 'run-x',
+    hook: 'github',
     agentId: 'main',
     channel: 'telegram',
     to: '7',
@@ -173,18 +176,17 @@ test("a dead letter goes to the core's failure book with its hook once there is 
   };
   const logged: { msg: string; fields?: object }[] = [];
   const logger: Logger = { info() {}, warn() {}, error: (msg, fields) => logged.push({ msg, fields }) };
-  const hookOf = (runId: string) => (runId === 'run-x' ? 'github' : undefined);
-  deliveryDeadLetters(() => ({}) as HooksPlugin, hookOf, logger)(letter);
+  deliveryDeadLetters(() => ({}) as HooksPlugin, logger)(letter);
   assert.deepEqual(logged, [
     {
       msg: 'a reply delivery failed for good',
-      fields: { runId: 'run-x', channel: 'telegram', attempts: 5, reason: 'Bad Gateway' },
+      fields: { runId: 'run-x', hook: 'github', channel: 'telegram', attempts: 5, reason: 'Bad Gateway' },
     },
   ]);
   assert.ok(!JSON.stringify(logged).includes('the reply'), 'the reply text is not logged');
   const recorded: unknown[] = [];
   const withBook = { after: { recordFailure: (input: unknown) => recorded.push(input) } } as unknown as HooksPlugin;
-  deliveryDeadLetters(() => withBook, hookOf, logger)(letter);
+  deliveryDeadLetters(() => withBook, logger)(letter);
   await new Promise((r) => setImmediate(r));
-  assert.deepEqual(recorded, [{ ...letter, hook: 'github' }]);
+  assert.deepEqual(recorded, [letter]);
 });

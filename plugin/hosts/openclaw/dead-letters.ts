@@ -7,18 +7,18 @@ import { errorMessage } from '../../util/errors.ts';
 import type { DeliveryDeadLetter } from './deliveries.ts';
 
 interface FailureBook {
-  recordFailure(input: DeliveryDeadLetter & { hook?: string }): unknown;
+  recordFailure(input: DeliveryDeadLetter): unknown;
 }
 
 export function deliveryDeadLetters(
   plugin: () => HooksPlugin | undefined,
-  hookOf: (runId: string) => string | undefined,
   logger: Logger,
 ): (letter: DeliveryDeadLetter) => void {
   return (letter) => {
     const book = (plugin() as { after?: Partial<FailureBook> } | undefined)?.after;
     const fields = {
       runId: letter.runId,
+      hook: letter.hook,
       channel: letter.channel,
       attempts: letter.attempts,
       reason: letter.lastError,
@@ -27,9 +27,8 @@ export function deliveryDeadLetters(
       logger.error('a reply delivery failed for good', fields);
       return;
     }
-    const hook = hookOf(letter.runId);
     Promise.resolve()
-      .then(() => book.recordFailure!({ ...letter, ...(hook ? { hook } : {}) }))
+      .then(() => book.recordFailure!(letter))
       .catch((err: unknown) =>
         logger.error('a failed delivery could not be recorded', { ...fields, why: errorMessage(err) }),
       );

@@ -14,6 +14,8 @@ import { classifyDeliveryError } from './passing-failure.ts';
 /** A delivery waiting for its next try, as kept on disk. */
 export interface WaitingDelivery {
   delivery: Delivery;
+  /** The run's hook, as the failure book names it. */
+  hook: string;
   /** Tries so far. */
   tries: number;
   firstAt: string;
@@ -26,6 +28,7 @@ export interface WaitingDelivery {
 export interface DeliveryDeadLetter {
   kind: 'delivery';
   runId: string;
+  hook: string;
   agentId: string;
   channel: Delivery['channel'];
   to?: string;
@@ -41,6 +44,8 @@ export interface DeliveryOptions {
   /** One send through the channel's adapter (in the service's context); throws what the channel threw. */
   send(delivery: Delivery): Promise<void>;
   retry(): Readonly<RetryPolicy>;
+  /** The hook (run name) of a run, while the run is known. */
+  hookOf(runId: string): string | undefined;
   deadLetter(letter: DeliveryDeadLetter): void;
   /** Told of each next try scheduled (hookgate_retries_total{kind="delivery"}). */
   retryScheduled(): void;
@@ -55,6 +60,7 @@ function isWaiting(value: unknown): value is WaitingDelivery {
     typeof v === 'object' &&
     v !== null &&
     typeof v.tries === 'number' &&
+    typeof v.hook === 'string' &&
     typeof v.nextAt === 'number' &&
     typeof v.firstAt === 'string' &&
     typeof v.lastError === 'string' &&
@@ -63,6 +69,9 @@ function isWaiting(value: unknown): value is WaitingDelivery {
     typeof v.delivery.text === 'string'
   );
 }
+
+/** A delivery whose run is no longer known (not expected: it fails first while its run is). */
+const UNKNOWN_HOOK = 'unknown';
 
 /** One reason line, without the platform's echo of what was sent. */
 const reasonOf = (err: unknown): string => errorMessage(err).split('\n', 1)[0]!.slice(0, 300);
@@ -118,6 +127,7 @@ export class OpenClawDeliveries {
       const outcome = new Promise<DeliveryFact>((resolve) => this.#outcomes.set(id, (status) => resolve(fact(status))));
       await this.#schedule(id, {
         delivery,
+        hook: this.options.hookOf(id) ?? UNKNOWN_HOOK,
         tries: 1,
         firstAt: new Date().toISOString(),
         lastError: reasonOf(err),
@@ -159,6 +169,7 @@ export class OpenClawDeliveries {
       this.options.deadLetter({
         kind: 'delivery',
         runId: delivery.runId,
+        hook: waiting.hook,
         agentId: delivery.agentId,
         channel: delivery.channel,
         ...(delivery.to ? { to: delivery.to } : {}),

@@ -110,11 +110,8 @@ export async function startHookgate(
   deliveries = await OpenClawDeliveries.open({
     send: sendReply(api, queue),
     retry: () => plugin?.snapshot().retry ?? DEFAULTS.retry,
-    deadLetter: deliveryDeadLetters(
-      () => plugin,
-      (runId) => recentRuns.find(runId)?.name,
-      host.logger,
-    ),
+    deadLetter: deliveryDeadLetters(() => plugin, host.logger),
+    hookOf: (runId) => recentRuns.find(runId)?.name,
     retryScheduled: () => plugin?.metrics.retryScheduled('delivery'),
     logger: host.logger,
     stateDir,
