@@ -26,7 +26,7 @@ function toolsOver(answer: (call: AdminCall) => unknown) {
   const running = {
     admin: async (call: AdminCall) => {
       seen.push({ method: call.method, parts: call.parts, query: call.query.toString(), body: await call.body() });
-      return answer(call);
+      return { status: 200, body: answer(call) };
     },
   } as unknown as RunningHookgate;
   const tools = new Map<string, AgentTool>(

@@ -12,8 +12,19 @@ import { RECENT_RUNS, type RecentRuns } from './recent-runs.ts';
 
 const PREFIX = `${ADMIN_PATH}/`;
 
-/** Answers one admin call (the JSON body of a 200) or throws a HookError. */
-export type AdminAsk = (call: AdminCall) => Promise<unknown>;
+/** An admin call's answer: its HTTP status (200, or a replay's 202) and its JSON body. */
+export interface AdminReply {
+  status: number;
+  body: unknown;
+}
+
+/** Answers one admin call, or throws a HookError. */
+export type AdminAsk = (call: AdminCall) => Promise<AdminReply>;
+
+/** What a core route answered: a body (200), or one with its own status. */
+function replyOf(answer: unknown): AdminReply {
+  return { status: 200, body: answer };
+}
 
 /** The views this host serves itself, after the core's routes: each with the method it takes. */
 function hostView(call: AdminCall, plugin: HooksPlugin, runs: RecentRuns): (() => unknown) | undefined {
@@ -32,11 +43,11 @@ function hostView(call: AdminCall, plugin: HooksPlugin, runs: RecentRuns): (() =
 export function openClawAdmin(plugin: HooksPlugin, runs: RecentRuns): AdminAsk {
   return async (call) => {
     const core = plugin.admin(call);
-    if (core !== undefined) return core;
+    if (core !== undefined) return replyOf(await core);
     const view = hostView(call, plugin, runs);
     if (!view) throw refuse.notFound('no such admin endpoint');
     if (call.method !== 'GET') throw refuse.methodNotAllowed('GET', 'this admin endpoint is read-only: use GET');
-    return view();
+    return { status: 200, body: view() };
   };
 }
 
@@ -50,7 +61,8 @@ export async function answerAdmin(
   const url = req.url ?? '/';
   try {
     if (!url.startsWith(PREFIX)) throw refuse.notFound('no such admin endpoint');
-    writeJson(res, 200, await ask(adminCallOf(req, url.slice(PREFIX.length))));
+    const { status, body } = await ask(adminCallOf(req, url.slice(PREFIX.length)));
+    writeJson(res, status, body);
   } catch (err) {
     if (!(err instanceof HookError)) logger.error('an admin call failed', { reason: errorMessage(err) });
     writeError(res, err instanceof HookError ? err : refuse.internal());

@@ -40,7 +40,7 @@ async function ask(state: ToolState, tool: string, call: AdminCall): Promise<unk
   const running = state.running();
   if (!running) throw new Error(`${tool}: ${notRunning(state).details.reason as string}`);
   try {
-    return await running.admin(call);
+    return (await running.admin(call)).body;
   } catch (err) {
     if (!isRefusal(err)) throw err;
     if (err.code === 'not_found' && err.message === 'no such admin endpoint')
