@@ -1,6 +1,7 @@
 // "After the 200" inside a real OpenClaw: the admin API under /hookgate/api/ behind OpenClaw's gateway
-// auth, the agent tools over it, and how OpenClaw reports a model provider's failure to the plugin (a
-// 503 is a failure that may pass, a 400 is not). Registered by run.ts; its gateway and model are its own.
+// auth, the agent tools over it, and retries of runs: OpenClaw reports a model provider's failure to
+// the plugin by a sentence; a 503 may pass (hookgate tries the run again), a 400 does not.
+// Registered by run.ts; its gateway and model are its own.
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
@@ -31,11 +32,17 @@ const HOOKS: HooksBlock = {
   defaultSessionKey: 'hook:ingress',
   allowRequestSessionKey: true,
   allowedSessionKeyPrefixes: ['hook:'],
+  // A failed try waits 2.5 to 5 s for the next: long enough to see the run retrying.
+  retry: { attempts: 3, initialDelaySeconds: 5, maxDelaySeconds: 5 },
 };
+
+/** While on, a prompt naming FLAKY is answered 503. */
+let flaky = false;
 
 /** The fake model: a prompt naming FAIL-<status> is answered with that status, others with a reply. */
 function answerAsModel(req: ProviderRequest, res: ServerResponse): void {
-  const failing = /FAIL-(\d{3})/.exec(JSON.stringify(req.body.messages ?? ''));
+  const text = JSON.stringify(req.body.messages ?? '');
+  const failing = flaky && text.includes('FLAKY') ? ['', '503'] : /FAIL-(\d{3})/.exec(text);
   if (!failing) return streamReply(res, `done ${nonce}`);
   res.writeHead(Number(failing[1]), { 'content-type': 'application/json' });
   res.end(JSON.stringify({ error: { message: `fake failure ${failing[1]}`, type: 'server_error' } }));
@@ -147,15 +154,48 @@ describe('after the 200, inside OpenClaw', { timeout: 10 * 60_000 }, () => {
     assert.equal(model.requests.length, asked, 'no run was started');
   });
 
-  test("OpenClaw's report of a failed provider: a 503 may pass (retryable), a 400 does not", async () => {
-    const overloaded = await runToSummary(`p503-${nonce}`, `FAIL-503 ${nonce}`);
-    const refused = await runToSummary(`p400-${nonce}`, `FAIL-400 ${nonce}`);
-    const reason = (summary: string, name: string): string => summary.slice(`Hook ${name} (error): `.length);
-    assert.ok(overloaded.summary.startsWith(`Hook p503-${nonce} (error): `), overloaded.summary);
-    assert.ok(refused.summary.startsWith(`Hook p400-${nonce} (error): `), refused.summary);
-    assert.equal(classifyRunError(reason(overloaded.summary, `p503-${nonce}`)).retryable, true, overloaded.summary);
-    assert.equal(classifyRunError(reason(refused.summary, `p400-${nonce}`)).retryable, false, refused.summary);
-    const run = await admin(`runs/${overloaded.runId}`);
-    assert.deepEqual([run.json.status, run.json.error], ['error', reason(overloaded.summary, `p503-${nonce}`)]);
+  test('a run whose model answered 503 is tried again by hookgate (a new OpenClaw run) and ends ok: one summary, every try', async () => {
+    const name = `flaky-${nonce}`;
+    flaky = true;
+    const r = await send('/hooks/agent', {
+      method: 'POST',
+      token: HOOKS.token,
+      body: { message: `FLAKY ${nonce}`, name, sessionKey: `hook:${name}`, deliver: false, wakeMode: 'next-heartbeat' },
+    });
+    assert.equal(r.status, 202, r.text);
+    const runId = r.json.runId as string;
+    // OpenClaw tries the model again itself for up to 90 s, then reports the run failed; hookgate schedules its next try.
+    const retrying = await gw.until('the run retrying', 240_000, async () => {
+      const run = await admin(`runs/${runId}`);
+      return run.json?.attempts?.length >= 1 ? run.json : undefined;
+    });
+    flaky = false;
+    assert.equal(retrying.attempts[0].status, 'error');
+    assert.equal(classifyRunError(retrying.attempts[0].error).retryable, true, retrying.attempts[0].error);
+    const summary = await gw.until(`the summary of ${name}`, 240_000, async () =>
+      ((await gw.call('status')).queuedSystemEvents as string[] | undefined)?.find((e) => e.startsWith(`Hook ${name}`)),
+    );
+    assert.equal(summary, `Hook ${name}: done ${nonce}`);
+    const run = await admin(`runs/${runId}`);
+    assert.equal(run.json.status, 'ok', run.text);
+    assert.deepEqual(
+      run.json.attempts.map((a: { status: string }) => a.status),
+      ['error', 'ok'],
+    );
+    const summaries = ((await gw.call('status')).queuedSystemEvents as string[]).filter((e) =>
+      e.startsWith(`Hook ${name}`),
+    );
+    assert.equal(summaries.length, 1, JSON.stringify(summaries));
+  });
+
+  test('a run whose model refused the request (400) is not tried again', async () => {
+    const name = `p400-${nonce}`;
+    const refused = await runToSummary(name, `FAIL-400 ${nonce}`);
+    assert.ok(refused.summary.startsWith(`Hook ${name} (error): `), refused.summary);
+    const reason = refused.summary.slice(`Hook ${name} (error): `.length);
+    assert.equal(classifyRunError(reason).retryable, false, refused.summary);
+    const run = await admin(`runs/${refused.runId}`);
+    assert.equal(run.json.status, 'error', run.text);
+    assert.equal(run.json.attempts, undefined, 'tried once');
   });
 });
