@@ -25,6 +25,9 @@ import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './after/admin-call.ts';
 import { adminRoutes } from './after/routes.ts';
+import { HookPauses } from './after/hook-pauses.ts';
+import { SharedPauses } from './after/shared-pauses.ts';
+import { hooksRoute } from './after/hooks-route.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -76,6 +79,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   );
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
+  const pauses = await HookPauses.open(host, runs, () => current);
+  metrics.observeGauge('held_actions', () => pauses.held.size);
   const transforms = new TransformRunner({
     timeoutMs: current.transformTimeoutMs,
     logger: host.logger,
@@ -87,6 +92,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe, host.logger);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
+  // A held request's key is kept with its held action until the resume hands it to the host.
+  dedupe.restore(pauses.held.keys());
   const restored = await host.runs.restore?.();
   // Lockouts and dedupe keys shared with other instances; read at start only.
   const sharedState = current.sharedState;
@@ -98,10 +105,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
+  const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
   await shared?.connect();
   const deliverer = new Deliverer({
     dedupe,
-    executor: new ActionExecutor(host, runs),
+    executor: new ActionExecutor(host, runs, pauses),
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
@@ -194,7 +202,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   }
 
   if (restored) runs.resume(restored.rerun, restored.interrupted);
-  const admin = adminRoutes([]);
+  pauses.start();
+  const setPaused = async (hook: string, paused: boolean): Promise<void> => {
+    if (sharedPauses) await sharedPauses.set(hook, paused);
+    else await pauses.pauses.set(hook, paused);
+  };
+  const admin = adminRoutes([hooksRoute(pauses, setPaused)]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -204,6 +217,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     watching: () => watcher?.ready ?? Promise.resolve(),
     async close(graceMs = 5000) {
       await watcher?.close();
+      await pauses.close();
       await runs.close(graceMs);
       await transforms.close();
       bodies.close();

@@ -79,6 +79,8 @@ interface Trace {
   code?: string;
   /** The idempotency key the plan was carried out under. */
   key?: string;
+  /** Its hook was paused: the action was held. */
+  held?: boolean;
 }
 
 type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
@@ -157,11 +159,13 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      const outcome = await this.parts.deliverer.deliver(plan, snap, body);
+      const outcome = await this.parts.deliverer.deliver(plan, snap, body, request.id);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
+      trace.held = outcome.held;
       const headers = trace.duplicate ? DUPLICATE : undefined;
-      const reply = replyOf(plan, outcome);
+      // A held request is answered as held, whatever its mapping's `respond` says for an accepted one.
+      const reply = outcome.body?.held === true ? undefined : replyOf(plan, outcome);
       if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, request.id, headers);
       else
         answers.send(
@@ -222,6 +226,7 @@ export class HookLifecycle {
       bytes: trace.bytes,
       ...(key ? { idempotencyKey: loggableKey(key) } : {}),
       ...(trace.duplicate ? { duplicate: true } : {}),
+      ...(trace.held ? { held: true } : {}),
     });
     return true;
   }
