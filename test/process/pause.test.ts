@@ -11,6 +11,8 @@ import {
   spawnGateway,
   tempStateDir,
   writeConfig,
+  SOURCE_CLI,
+  spawnCapturing,
   type SpawnedGateway,
 } from '../helpers/spawn-gateway.ts';
 import { assertError } from '../helpers/common.ts';
@@ -88,7 +90,7 @@ test('a paused hook: checked as always, held (202 held), carried out on resume i
     // Under load: many at once; the order they were held in is the order the request log recorded.
     const n = 120;
     const answers = await Promise.all(Array.from({ length: n }, (_, i) => send(gw, '/hooks/wake', wake(`order ${i}`))));
-    const textOf = new Map<string, string>([[keyed.body.requestId, 'keyed']]);
+    const textOf = new Map<string, string>([[keyed.body.requestId as string, 'keyed']]);
     answers.forEach((a, i) => {
       assert.equal(a.status, 202, JSON.stringify(a.body));
       assert.equal(a.body.held, true);
@@ -128,17 +130,27 @@ test('a paused hook: checked as always, held (202 held), carried out on resume i
   }
 });
 
-test('hooks.maxHeld: beyond it 503 paused_full with Retry-After, nothing held', async () => {
+test('hookgate pause|resume, and hooks.maxHeld: beyond it 503 paused_full with Retry-After, nothing held', async () => {
   const dir = await tempStateDir();
   await writeConfig(dir, { hooks: { maxHeld: 3 } });
   const gw = await spawnGateway(dir);
   try {
-    await adminPost(gw, '/api/hooks/agent/pause');
+    const cli = async (...args: string[]): Promise<{ code: number | null; out: string }> => {
+      const run = spawnCapturing(process.execPath, [...SOURCE_CLI, ...args, '--state-dir', dir, '--url', gw.url]);
+      return { code: await run.exited, out: run.output() };
+    };
+    const unknown = await cli('pause', 'nope');
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.out, /answered 404: no hook named "nope"/);
+    assert.deepEqual(await cli('pause', 'agent'), { code: 0, out: 'Hook agent is paused (0 actions held).\n' });
     for (let i = 0; i < 3; i++) assert.equal((await send(gw, '/hooks/agent', { message: `m${i}` })).status, 202);
     const full = await send(gw, '/hooks/agent', { message: 'one too many' });
     assertError(full, 503, 'paused_full', /3 actions are already held/);
     assert.match(full.headers.get('retry-after') ?? '', /^\d+$/);
     assert.equal((await hookState(gw, 'agent')).held, 3);
+    const resumed = await cli('resume', 'agent');
+    assert.equal(resumed.code, 0);
+    assert.match(resumed.out, /^Hook agent is resumed \(3 actions held, being carried out in arrival order\)\.\n$/);
   } finally {
     await gw.stop();
   }
