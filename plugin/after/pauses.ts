@@ -1,7 +1,7 @@
 // Which hooks are paused (<stateDir>/pauses.jsonl): read on every request, changed by the admin API
 // here or, with hooks.sharedState, by another instance (shared-pauses.ts tells this one).
 import type { Logger } from '../host.ts';
-import { StateFile } from './state-file.ts';
+import { readStateRecords, StateFile } from './state-file.ts';
 
 export interface PauseRecord {
   /** ms since the epoch. */
@@ -59,4 +59,9 @@ export class Pauses {
   close(): Promise<void> {
     return this.#file.close();
   }
+}
+
+/** The hooks paused in a pauses file, read without writing anything (the dry run's view). */
+export async function readPausedHooks(path: string): Promise<Set<string>> {
+  return new Set((await readStateRecords(path, isPauseRecord)).records.keys());
 }

@@ -3,6 +3,8 @@
 // the pause and the held actions through a kill -9; the admin API's answers, /metrics and the request log.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import {
   eventually,
   GATEWAY_TOKEN,
@@ -156,7 +158,7 @@ test('hookgate pause|resume, and hooks.maxHeld: beyond it 503 paused_full with R
   }
 });
 
-test('kill -9 with actions held: the pause and the held actions come back; resume carries each out once', async () => {
+test('kill -9 with actions held: the pause and the held actions come back (webhooks test says paused); resume carries each out once', async () => {
   const dir = await tempStateDir();
   await writeConfig(dir);
   let gw = await spawnGateway(dir);
@@ -171,6 +173,25 @@ test('kill -9 with actions held: the pause and the held actions come back; resum
   } finally {
     await gw.stop('SIGKILL');
   }
+  const dryRun = async (): Promise<string> => {
+    const run = spawnCapturing(process.execPath, [
+      ...SOURCE_CLI,
+      'webhooks',
+      'test',
+      'wake',
+      '--payload',
+      payload,
+      '--state-dir',
+      dir,
+    ]);
+    assert.equal(await run.exited, 0, run.output());
+    return run.output();
+  };
+  const payload = path.join(dir, 'wake.json');
+  await writeFile(payload, JSON.stringify(wake('tried')));
+  const whilePaused = await dryRun();
+  assert.match(whilePaused, /^paused +yes: hook wake's action would be held until it is resumed$/m);
+  assert.match(whilePaused, /^answer +202 \{"ok":true,"held":true,"requestId":"<its request id>"\}$/m);
   gw = await spawnGateway(dir);
   try {
     assert.deepEqual(await hookState(gw, 'wake'), { name: 'wake', paused: true, held: 5 });
@@ -180,6 +201,9 @@ test('kill -9 with actions held: the pause and the held actions come back; resum
     await eventually(async () => (await hookState(gw, 'wake')).held === 0);
     const texts = (await eventTexts(gw)).filter((t) => t.startsWith('kept'));
     assert.deepEqual(texts, ['kept 0', 'kept 1', 'kept 2', 'kept 3', 'kept 4']);
+    const resumed = await dryRun();
+    assert.doesNotMatch(resumed, /^paused/m);
+    assert.match(resumed, /^answer +200 \{"ok":true,"mode":"next-heartbeat"\}$/m);
   } finally {
     await gw.stop('SIGKILL');
   }
