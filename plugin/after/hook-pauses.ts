@@ -35,7 +35,8 @@ export class HookPauses {
   readonly #closing = new AbortController();
   /** The resume under way for each hook. */
   readonly #draining = new Map<string, Promise<void>>();
-  #slotFreed: (() => void) | undefined;
+  /** Resumes waiting for a run slot (one per hook at most). */
+  readonly #slotWaiters = new Set<() => void>();
 
   private constructor(
     readonly pauses: Pauses,
@@ -47,7 +48,7 @@ export class HookPauses {
     pauses.onChange((hook, paused) => {
       if (!paused) void this.#drain(hook);
     });
-    runs.onFinal(() => this.#slotFreed?.());
+    runs.onFinal(() => this.#wakeSlotWaiters());
   }
 
   /** Opens <host.stateDir>/pauses.jsonl and held.jsonl (memory only without a state dir). */
@@ -103,7 +104,7 @@ export class HookPauses {
   /** Stops carrying out held actions (those left stay held), then closes the files. */
   async close(): Promise<void> {
     this.#closing.abort();
-    this.#slotFreed?.();
+    this.#wakeSlotWaiters();
     await Promise.allSettled(this.#draining.values());
     await Promise.all([this.pauses.close(), this.held.close()]);
   }
@@ -203,12 +204,18 @@ export class HookPauses {
     while (!this.#closing.signal.aborted) {
       if (this.runs.running + this.runs.queued < this.snapshot().maxConcurrentRuns) return;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, SLOT_POLL_MS);
-        this.#slotFreed = () => {
+        const wake = (): void => {
           clearTimeout(timer);
+          this.#slotWaiters.delete(wake);
           resolve();
         };
+        const timer = setTimeout(wake, SLOT_POLL_MS);
+        this.#slotWaiters.add(wake);
       });
     }
+  }
+
+  #wakeSlotWaiters(): void {
+    for (const wake of [...this.#slotWaiters]) wake();
   }
 }
