@@ -17,7 +17,8 @@
 //                one per item for a forEach whose key reads the item)
 //   deliver      once per key (actions/deliver.ts): a key seen before gets the first answer again;
 //                otherwise the mapping builds its action (templates, preset, transform; every forEach
-//                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts)
+//                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts),
+//                or held when its hook is paused (after/hook-pauses.ts)
 //   answer       the outcome (or the mapping's `respond`), or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
