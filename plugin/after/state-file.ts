@@ -46,34 +46,8 @@ export class StateFile<T> {
     isRecord: (value: unknown) => value is T,
     logger: Logger,
   ): Promise<StateFile<T>> {
-    const records = new Map<string, T>();
-    if (path === undefined) return new StateFile(undefined, records, 0, logger);
-    let text = '';
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    }
-    let lines = 0;
-    let refused = 0;
-    for (const raw of text.split('\n')) {
-      if (raw === '') continue;
-      lines++;
-      let line: Partial<Line> & { r?: unknown; del?: unknown };
-      try {
-        line = JSON.parse(raw) as typeof line;
-      } catch {
-        refused++;
-        continue;
-      }
-      if (typeof line !== 'object' || line === null || typeof line.id !== 'string') {
-        refused++;
-      } else if (line.del === true) {
-        records.delete(line.id);
-      } else if (isRecord(line.r)) {
-        records.set(line.id, line.r);
-      } else refused++;
-    }
+    if (path === undefined) return new StateFile(undefined, new Map<string, T>(), 0, logger);
+    const { records, lines, refused } = await readStateRecords(path, isRecord);
     // A last line cut by a crash never resolved its write: it is one of these, dropped by the rewrite.
     if (refused) logger.warn('state file lines unreadable, dropped', { file: path, count: refused });
     const file = new StateFile(path, records, lines, logger);
@@ -168,4 +142,42 @@ export class StateFile<T> {
     await writeFileAtomic(this.#path!, out.join(''));
     this.#lines = out.length;
   }
+}
+
+/**
+ * The live records of a state file as it is on disk, nothing written (a missing file has none);
+ * `refused` counts the lines `isRecord` or JSON refused.
+ */
+export async function readStateRecords<T>(
+  path: string,
+  isRecord: (value: unknown) => value is T,
+): Promise<{ records: Map<string, T>; lines: number; refused: number }> {
+  const records = new Map<string, T>();
+  let text = '';
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+  }
+  let lines = 0;
+  let refused = 0;
+  for (const raw of text.split('\n')) {
+    if (raw === '') continue;
+    lines++;
+    let line: Partial<Line> & { r?: unknown; del?: unknown };
+    try {
+      line = JSON.parse(raw) as typeof line;
+    } catch {
+      refused++;
+      continue;
+    }
+    if (typeof line !== 'object' || line === null || typeof line.id !== 'string') {
+      refused++;
+    } else if (line.del === true) {
+      records.delete(line.id);
+    } else if (isRecord(line.r)) {
+      records.set(line.id, line.r);
+    } else refused++;
+  }
+  return { records, lines, refused };
 }
