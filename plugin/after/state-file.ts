@@ -1,6 +1,6 @@
 // A durable keyed record file: the live records of one kind (retry schedules, failures, held actions,
 // pauses), kept in memory and on disk as JSON lines of upserts and removals. Writes made in the same
-// turn of the event loop (or while a write is under way) go out together with one fsync; the file is
+// turn of the event loop (or while a write is under way) go out together in one write; the file is
 // rewritten with the live records only, atomically, when removed or replaced lines outweigh them. A
 // torn last line (a crash mid-write) is dropped at open. Without a path it lives in memory only.
 import { open, readFile, type FileHandle } from 'node:fs/promises';
@@ -103,7 +103,11 @@ export class StateFile<T> {
     return done;
   }
 
-  /** Writes what is batched, one write and one fsync; then the next batch, if one gathered meanwhile. */
+  /**
+   * Writes what is batched in one write; then the next batch, if one gathered meanwhile. No fsync: the
+   * promise is the storage's (plugin/hosts/standalone/storage/README.md), surviving a killed process,
+   * not power loss; a sync per batch bounded how fast a paused hook holds (docs/performance.md).
+   */
   #flush(): Promise<void> {
     if (this.#writing || this.#batch.length === 0) return this.#writing ?? Promise.resolve();
     const lines = this.#batch;
@@ -118,7 +122,6 @@ export class StateFile<T> {
         } else {
           this.#handle ??= await open(this.#path!, 'a', 0o600);
           await this.#handle.write(lines.join(''));
-          await this.#handle.datasync();
           this.#lines += lines.length;
         }
         for (const w of waiters) w.resolve();
