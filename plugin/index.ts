@@ -25,6 +25,8 @@ import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './after/admin-call.ts';
 import { adminRoutes } from './after/routes.ts';
+import { openFailures } from './after/failure-setup.ts';
+import type { DeliveryFailureInput } from './after/failures.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -59,6 +61,11 @@ export interface HooksPlugin {
    * here before its own routes. Undefined: not a path of the core's.
    */
   admin(call: AdminCall): Promise<unknown> | undefined;
+  /** What hosts tell the core of the work after the 200. */
+  readonly after: {
+    /** A delivery the host gave up on (a dead letter); resolves once it is on disk. */
+    recordFailure(input: DeliveryFailureInput): Promise<void>;
+  };
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -193,8 +200,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     });
   }
 
+  // Before the restored runs resume: their outcomes are followed too.
+  const failures = await openFailures(host, runs, () => current, metrics);
   if (restored) runs.resume(restored.rerun, restored.interrupted);
-  const admin = adminRoutes([]);
+  const admin = adminRoutes([failures.route]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -205,6 +214,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     async close(graceMs = 5000) {
       await watcher?.close();
       await runs.close(graceMs);
+      await failures.close();
       await transforms.close();
       bodies.close();
       refusals.flush();
@@ -219,5 +229,6 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       return shared?.up;
     },
     admin,
+    after: { recordFailure: (input) => failures.record(input) },
   };
 }
