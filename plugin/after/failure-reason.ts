@@ -12,7 +12,7 @@ const MASKS: readonly [RegExp, string][] = [
   [/\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}/gi, '$1 [redacted]'],
   // key=value and "key": "value" pairs whose name says secret.
   [
-    /\b([\w-]*(?:token|secret|password|passwd|api[_-]?key|signature|sig)[\w-]*)(["']?\s*[:=]\s*["']?)[^\s"'&,;]+/gi,
+    /\b([\w-]*(?:token|secret|password|passwd|api[_-]?key|signature|sig)[\w-]*)(["']?\s*[:=]\s*["']?)[^\s"'&,;)\]}]+/gi,
     '$1$2[redacted]',
   ],
   // Credentials in URLs.
