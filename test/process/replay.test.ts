@@ -5,12 +5,15 @@
 // reaching the state dir.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.ts';
 import {
   eventually,
   GATEWAY_TOKEN,
+  ROOT,
+  SOURCE_CLI,
   spawnGateway,
   tempStateDir,
   writeConfig,
@@ -260,6 +263,72 @@ test('bulk replay since a time and by hook; a policy changed since refuses the r
     const all = await post(gw.url, '/api/replay', { failed: true });
     assert.equal(all.body.replayed, before);
     assert.equal((await post(gw.url, '/api/replay', { failed: true })).body.replayed, 0);
+  } finally {
+    await gw.stop();
+    await provider.close();
+  }
+});
+
+function cli(gw: SpawnedGateway, args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [...SOURCE_CLI, ...args, '--config', gw.configPath, '--url', gw.url],
+      { cwd: ROOT },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+    );
+  });
+}
+
+test('hookgate failures and hookgate replay call the admin API', async () => {
+  const provider = await switchableProvider();
+  const dir = await tempStateDir();
+  await writeConfig(dir, config(provider, { mapping: false }));
+  const gw = await spawnGateway(dir);
+  const agent = (name: string) => gw.hook('/hooks/agent', { message: `from ${name}`, name, model: 'fake/m2' });
+  const rows = (out: string) => out.trimEnd().split('\n').slice(1);
+  try {
+    const alpha = await agent('Alpha');
+    const beta = await agent('Beta');
+    const betaFailure = await failureOf(gw, beta.body.runId);
+    await failureOf(gw, alpha.body.runId);
+    provider.state.refusing = false;
+
+    const listed = await cli(gw, ['failures']);
+    assert.equal(listed.code, 0, listed.out);
+    assert.match(listed.out.split('\n')[0]!, /^ID\s+KIND\s+HOOK\s+RUN\s+TRIES\s+LAST TRIED\s+STATE\s+REASON$/);
+    assert.equal(rows(listed.out).length, 2, listed.out);
+    const onlyBeta = rows((await cli(gw, ['failures', '--hook', 'Beta'])).out);
+    assert.equal(onlyBeta.length, 1);
+    assert.match(
+      onlyBeta[0]!,
+      new RegExp(`^${betaFailure.id}\\s+run\\s+Beta\\s+${beta.body.runId}\\s+1\\s.*open.*refused for now`),
+    );
+
+    const replayed = await cli(gw, ['replay', betaFailure.id]);
+    assert.equal(replayed.code, 0, replayed.out);
+    const newRun = /Replayed as run (\S+)\./.exec(replayed.out)?.[1];
+    assert.ok(newRun, replayed.out);
+    assert.equal((await finalRun(gw, newRun)).status, 'ok');
+    const twice = await cli(gw, ['replay', beta.body.runId]);
+    assert.match(twice.out, new RegExp(`Already replayed as run ${newRun} `));
+    assert.equal(rows((await cli(gw, ['failures'])).out).length, 1);
+    const all = rows((await cli(gw, ['failures', '--all'])).out);
+    assert.equal(all.length, 2);
+    assert.ok(all.some((r) => r.includes(`replayed → ${newRun}`)));
+
+    const bulk = await cli(gw, ['replay', '--failed', '--since', '1h', '--hook', 'Alpha']);
+    assert.match(bulk.out, /^Replayed 1: \S+\n$/);
+    assert.equal((await cli(gw, ['replay', '--failed'])).out, 'Nothing to replay.\n');
+    assert.equal((await cli(gw, ['failures'])).out, 'No open failures.\n');
+
+    for (const bad of [['replay'], ['replay', '--failed', '--since', 'yesterday'], ['replay', 'x', '--hook', 'A']]) {
+      assert.equal((await cli(gw, bad)).code, 2, bad.join(' '));
+    }
+    const unknown = await cli(gw, ['replay', 'fail_0000000000000000']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.out, /404 not_found/);
   } finally {
     await gw.stop();
     await provider.close();
