@@ -84,10 +84,10 @@ export class Deliverer {
   /**
    * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
-   * the raw body, whose hash is kept beside the key.
+   * the raw body, whose hash is kept beside the key; `requestId` goes with the runs it starts.
    */
-  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer): Promise<Delivered> {
-    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap);
+  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer, requestId?: string): Promise<Delivered> {
+    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, requestId);
     const { key } = plan;
     const hash = key && bodyHashOf(body);
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
@@ -95,7 +95,12 @@ export class Deliverer {
     const claim = acquired ? acquired.claim : undefined;
     try {
       const action = plan.kind === 'endpoint' ? plan.action : await this.#build(plan);
-      const outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex });
+      const outcome = await this.parts.executor.execute(
+        action,
+        snap,
+        key && { ...key, bodyHash: hash!.hex },
+        requestId,
+      );
       claim?.settle(outcome.record!);
       return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
     } catch (err) {
@@ -118,6 +123,7 @@ export class Deliverer {
   async #eachItemOnce(
     { mapping, request, payload, scope, items }: Extract<ActingPlan, { kind: 'each' }>,
     snap: HooksSnapshot,
+    requestId: string | undefined,
   ): Promise<Delivered> {
     const { executor, transforms, logger } = this.parts;
     const built: { key: string | undefined; action: Action }[] = [];
@@ -142,7 +148,12 @@ export class Deliverer {
       } else {
         const claim = acquired?.claim;
         try {
-          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
+          const outcome = await executor.execute(
+            action,
+            snap,
+            key === undefined ? undefined : { scope, key },
+            requestId,
+          );
           claim?.settle(outcome.record!);
           body = outcome.body;
         } catch (err) {

@@ -25,9 +25,11 @@ export class ActionExecutor {
     action: Action,
     snap: HooksSnapshot,
     key?: { scope: string; key: string; bodyHash?: string },
+    requestId?: string,
   ): Promise<ExecutedOutcome> {
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
     const { jobs, outcome } = prepareAction(action, snap, this.host);
+    if (requestId !== undefined) for (const job of jobs) job.requestId = requestId;
     const record: IdempotencyRecord | undefined = key && {
       scope: key.scope,
       key: key.key,

@@ -30,6 +30,8 @@ export interface Failure {
   id: string;
   kind: FailureKind;
   runId: string;
+  /** The hook request that accepted the run, when known (`hookgate requests` shows it). */
+  requestId?: string;
   hook: string;
   agentId: string;
   channel?: string;
@@ -52,6 +54,7 @@ interface StoredFailure extends Failure {
 export interface DeliveryFailureInput {
   kind: 'delivery';
   runId: string;
+  requestId?: string;
   hook: string;
   agentId: string;
   channel: ChannelName;
@@ -169,6 +172,7 @@ export class FailureBook {
       {
         kind: 'run',
         runId: run.runId,
+        ...(run.requestId !== undefined ? { requestId: run.requestId } : {}),
         hook: run.name,
         agentId: run.agentId,
         attempts: Math.max(1, attempts.length),
@@ -187,6 +191,7 @@ export class FailureBook {
       {
         kind: 'delivery',
         runId: input.runId,
+        ...(input.requestId !== undefined ? { requestId: input.requestId } : {}),
         hook: input.hook,
         agentId,
         channel,
@@ -291,6 +296,7 @@ export class FailureBook {
       seq: known?.seq ?? ++this.#seq,
       kind: facts.kind,
       runId: facts.runId,
+      ...(facts.requestId !== undefined ? { requestId: facts.requestId } : {}),
       hook: facts.hook,
       agentId: facts.agentId,
       ...(facts.channel !== undefined ? { channel: facts.channel } : {}),

@@ -182,7 +182,7 @@ export class Replayer {
   }
 
   /** Today's agent, model and channel policies; an agent no longer known falls back to the default. */
-  #prepareRun(action: RunAction): Prepared {
+  #prepareRun({ requestId: _request, ...action }: RunAction): Prepared {
     const { host, snapshot } = this.parts;
     const agentId = resolveAgentId(action.agentId, snapshot(), host);
     checkModel(action.model, host);

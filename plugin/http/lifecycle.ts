@@ -157,7 +157,7 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      const outcome = await this.parts.deliverer.deliver(plan, snap, body);
+      const outcome = await this.parts.deliverer.deliver(plan, snap, body, request.id);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
       const headers = trace.duplicate ? DUPLICATE : undefined;

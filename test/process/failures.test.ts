@@ -56,6 +56,12 @@ test('failed runs are listed newest first, paged, dismissed, told to the main se
       assert.equal(f.action, undefined, 'the stored action is not shown');
     }
     assert.ok(!JSON.stringify(all).includes('sk-failures-test-key'));
+    // Each failure names the request that accepted its run, as the request log shows it.
+    const accepted = (await gw.admin('/api/requests')).requests
+      .filter((r: any) => r.status === 202)
+      .map((r: any) => r.requestId)
+      .sort();
+    assert.deepEqual(all.failures.map((f: any) => f.requestId).sort(), accepted);
 
     // Pages of two walk back to the oldest, newest first.
     const walked: string[] = [];
