@@ -120,8 +120,9 @@ export class Replayer {
       }
       return started;
     })();
+    // #track handles their rejections: a single replay asked meanwhile waits for these.
     for (const { failure } of prepared) {
-      this.#track(
+      void this.#track(
         failure.id,
         work.then((started) => {
           const runId = started.get(failure.id);

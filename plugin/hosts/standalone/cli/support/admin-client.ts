@@ -7,7 +7,7 @@ import type { GatewaySettings } from '../../server/settings.ts';
 export interface AdminClient {
   base: string;
   /** The JSON body of an answer with the expected status (200 unless said). */
-  call(method: 'GET' | 'POST', path: string, body?: unknown, expected?: number): Promise<any>;
+  call(method: 'GET' | 'POST', path: string, body?: unknown, expected?: number): Promise<unknown>;
 }
 
 export function adminClient(settings: GatewaySettings, url?: string): AdminClient {
