@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.ts';
 import {
@@ -20,6 +20,7 @@ import {
   type SpawnedGateway,
 } from '../helpers/spawn-gateway.ts';
 import { assertError } from '../helpers/common.ts';
+import { filesUnder } from '../helpers/temp-dir.ts';
 
 const CANARY = 'CANARY-7f3e9a1c-never-rendered';
 
@@ -99,14 +100,6 @@ async function reloaded(gw: SpawnedGateway, rewrite: () => Promise<unknown>): Pr
     console.log(gw.output().slice(-3000));
     throw err;
   });
-}
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) out.push(path.join(entry.parentPath, entry.name));
-  }
-  return out;
 }
 
 test('a failure and a run replay as new runs with the stored prompt, once unless again, and the payload never reaches the state dir', async () => {

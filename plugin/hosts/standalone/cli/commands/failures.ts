@@ -5,7 +5,7 @@ import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { formatTable, type Column } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
-import { adminClient } from '../support/admin-client.ts';
+import { adminClient, GATEWAY_OPTIONS } from '../support/admin-client.ts';
 
 export const FAILURES_HELP = `Usage: hookgate failures [--all] [--hook NAME] [--limit N] [--config FILE] [--url URL]
 
@@ -52,10 +52,7 @@ export async function runFailures(args: string[]): Promise<number> {
       all: { type: 'boolean' },
       hook: { type: 'string' },
       limit: { type: 'string' },
-      url: { type: 'string' },
-      config: { type: 'string' },
-      'state-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      ...GATEWAY_OPTIONS,
     },
     strict: true,
   });

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { asRun } from '../support/command-name.ts';
-import { adminClient } from '../support/admin-client.ts';
+import { adminClient, GATEWAY_OPTIONS } from '../support/admin-client.ts';
 
 export const REPLAY_HELP = `Usage: hookgate replay <failureId|runId> [--again]
        hookgate replay --failed [--since 2h] [--hook NAME]
@@ -42,10 +42,7 @@ export async function runReplay(args: string[]): Promise<number> {
       failed: { type: 'boolean' },
       since: { type: 'string' },
       hook: { type: 'string' },
-      url: { type: 'string' },
-      config: { type: 'string' },
-      'state-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      ...GATEWAY_OPTIONS,
     },
     allowPositionals: true,
     strict: true,

@@ -4,6 +4,14 @@
 import { localUrl } from '../../server/settings.ts';
 import type { GatewaySettings } from '../../server/settings.ts';
 
+/** The options of every command that talks to the running gateway (parseArgs). */
+export const GATEWAY_OPTIONS = {
+  url: { type: 'string' },
+  config: { type: 'string' },
+  'state-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export interface AdminClient {
   base: string;
   /** The JSON body of an answer with the expected status (200 unless said). */
