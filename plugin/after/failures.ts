@@ -6,7 +6,6 @@
 import type { AcceptedRun, ChannelName, GatewayHost } from '../host.ts';
 import { refuse } from '../errors.ts';
 import { randomHex } from '../util/random-hex.ts';
-import { errorMessage } from '../util/errors.ts';
 import { StateFile } from './state-file.ts';
 import { failureReason } from './failure-reason.ts';
 import { FailureEvents } from './failure-events.ts';
@@ -215,16 +214,10 @@ export class FailureBook {
     return this.#file.get(id)?.action;
   }
 
-  /** The open failure of a run, if its run failed (not its delivery). */
-  openRunFailure(runId: string): Failure | undefined {
-    const id = this.#openByThing.get(sameThing({ kind: 'run', runId }));
-    return id === undefined ? undefined : this.get(id);
-  }
-
-  /** The newest failure of a run (any state), for a replay asked by run id. */
+  /** The failure of a run (its open one, else its newest), for a replay asked by run id. */
   latestOfRun(runId: string): Failure | undefined {
-    const open = this.openRunFailure(runId);
-    if (open) return open;
+    const open = this.#openByThing.get(sameThing({ kind: 'run', runId }));
+    if (open !== undefined) return this.get(open);
     let found: StoredFailure | undefined;
     for (const f of this.#file.records.values()) if (f.runId === runId && f.kind === 'run') found = f;
     return found && view(found);
@@ -324,12 +317,8 @@ export class FailureBook {
         reason: lastError,
       });
     }
-    try {
-      await written;
-    } catch (err) {
-      this.#logger.error('a failure could not be written', { runId: failure.runId, reason: errorMessage(err) });
-      throw err;
-    }
+    // A write that fails is logged by the state file; the failure stays listed until the restart.
+    await written;
   }
 
   /** Dismissed and replayed failures first, then the oldest open ones. */
