@@ -149,6 +149,14 @@ test('failed runs are listed newest first, paged, dismissed, told to the main se
       return page.failures[0]?.runId === later.body.runId && page;
     });
     assert.equal(typeof newest.before, 'string');
+    // The stored action came back with it: a kept failure replays (and fails again, as a new failure).
+    const replay = await call(gw.url, 'POST', `/api/failures/${all.failures[0].id}/replay`);
+    assert.equal(replay.status, 202);
+    assert.equal(replay.body.replayOf, all.failures[0].runId);
+    await eventually(async () => {
+      const page = await gw.admin('/api/failures?limit=1');
+      return page.failures[0]?.runId === replay.body.runId;
+    });
   } finally {
     await gw.stop();
     await provider.close();
