@@ -306,8 +306,13 @@ export class FailureBook {
     this.#openByThing.set(sameThing(failure), failure.id);
     const written = this.#file.put(failure.id, failure);
     this.#evict();
-    if (!known) {
-      this.#counted(failure.kind);
+    if (known) return written;
+    this.#counted(failure.kind);
+    // The main session hears of it once it is on disk (after the run's own summary), and also when
+    // the write failed (the state file logged it): the failure stays listed until a restart.
+    try {
+      await written;
+    } finally {
       this.#events.notify({
         hook: failure.hook,
         agentId: failure.agentId,
@@ -317,8 +322,6 @@ export class FailureBook {
         reason: lastError,
       });
     }
-    // A write that fails is logged by the state file; the failure stays listed until the restart.
-    await written;
   }
 
   /** Dismissed and replayed failures first, then the oldest open ones. */
