@@ -29,6 +29,8 @@ import { RunRetries } from './after/run-retries.ts';
 import { HookPauses } from './after/hook-pauses.ts';
 import { SharedPauses } from './after/shared-pauses.ts';
 import { hooksRoute } from './after/hooks-route.ts';
+import { openFailures } from './after/failure-setup.ts';
+import type { DeliveryFailureInput } from './after/failures.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -68,6 +70,11 @@ export interface HooksPlugin {
    * here before its own routes. Undefined: not a path of the core's.
    */
   admin(call: AdminCall): Promise<unknown> | undefined;
+  /** What hosts tell the core of the work after the 200. */
+  readonly after: {
+    /** A delivery the host gave up on (a dead letter); resolves once it is on disk. */
+    recordFailure(input: DeliveryFailureInput): Promise<void>;
+  };
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -203,13 +210,15 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     });
   }
 
+  // Before the restored runs resume: their outcomes are followed too.
+  const failures = await openFailures(host, runs, () => current, metrics);
   runs.resume(restored?.rerun ?? [], restored?.interrupted ?? []);
   pauses.start();
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);
   };
-  const admin = adminRoutes([hooksRoute(pauses, setPaused)]);
+  const admin = adminRoutes([hooksRoute(pauses, setPaused), failures.route]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -221,6 +230,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await watcher?.close();
       await pauses.close();
       await runs.close(graceMs);
+      await failures.close();
       await transforms.close();
       bodies.close();
       refusals.flush();
@@ -235,5 +245,6 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       return shared?.up;
     },
     admin,
+    after: { recordFailure: (input) => failures.record(input) },
   };
 }

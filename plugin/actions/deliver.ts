@@ -84,7 +84,7 @@ export class Deliverer {
   /**
    * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
-   * the raw body, whose hash is kept beside the key.
+   * the raw body, whose hash is kept beside the key; `requestId` goes with the runs it starts.
    */
   async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer, requestId: string): Promise<Delivered> {
     const origin = { hook: plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id, requestId };

@@ -6,6 +6,8 @@ import { gatewayCommand } from './commands/gateway-command.ts';
 import { configCommand } from './commands/config-command.ts';
 import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
 import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
+import { FAILURES_HELP, runFailures } from './commands/failures.ts';
+import { REPLAY_HELP, runReplay } from './commands/replay.ts';
 import { webhooksCommand } from './commands/webhooks-command.ts';
 import { pauseCommands } from './commands/pause.ts';
 import { OPENCLAW_IMPORT_HELP, openClawCommand } from './commands/openclaw-import.ts';
@@ -21,6 +23,18 @@ const COMMANDS: readonly Command[] = [
     summary: '  requests        The last hook requests as a table (--follow for new ones)',
     help: REQUESTS_HELP,
     run: runRequests,
+  },
+  {
+    name: 'failures',
+    summary: '  failures        Runs and deliveries that failed after their last attempt (--all, --hook)',
+    help: FAILURES_HELP,
+    run: runFailures,
+  },
+  {
+    name: 'replay',
+    summary: '  replay          Run a failure or a run again (or --failed since a time)',
+    help: REPLAY_HELP,
+    run: runReplay,
   },
   {
     name: 'channels',

@@ -22,7 +22,7 @@ import {
   type HookMetrics,
   type RequestLog,
 } from '../../../host-kit.ts';
-import type { AdminCall } from '../../../kits/admin.ts';
+import { AdminAnswer, type AdminCall } from '../../../kits/admin.ts';
 import { BadCursorError, type SessionStore, type Outbox, type RunRegistry } from '../storage/index.ts';
 
 export interface AdminDeps {
@@ -99,7 +99,11 @@ export class AdminApi {
       return true;
     }
     if (!url.startsWith(PREFIX)) return false;
-    await this.answer(res, async () => writeJson(res, 200, await this.route(req, url)));
+    await this.answer(res, async () => {
+      const answer = await this.route(req, url);
+      if (answer instanceof AdminAnswer) writeJson(res, answer.status, answer.body);
+      else writeJson(res, 200, answer);
+    });
     return true;
   }
 

@@ -7,6 +7,7 @@ import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { formatTable, type Column } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
+import { GATEWAY_OPTIONS } from '../support/admin-client.ts';
 
 export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
 
@@ -62,10 +63,7 @@ export async function runRequests(args: string[]): Promise<number> {
       status: { type: 'string' },
       path: { type: 'string' },
       limit: { type: 'string' },
-      url: { type: 'string' },
-      config: { type: 'string' },
-      'state-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      ...GATEWAY_OPTIONS,
     },
     strict: true,
   });
