@@ -124,6 +124,8 @@ export interface AcceptedRun extends Omit<IsolatedTurn, 'signal'> {
   deliver: boolean;
   channel: 'last' | ChannelName;
   to?: string;
+  /** The hook request that accepted it (its X-Request-Id), when it came from one. */
+  requestId?: string;
 }
 
 export interface RunRecord {

@@ -26,6 +26,11 @@ import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './after/admin-call.ts';
 import { adminRoutes } from './after/routes.ts';
 import { RunRetries } from './after/run-retries.ts';
+import { HookPauses } from './after/hook-pauses.ts';
+import { SharedPauses } from './after/shared-pauses.ts';
+import { hooksRoute } from './after/hooks-route.ts';
+import { openFailures } from './after/failure-setup.ts';
+import type { DeliveryFailureInput } from './after/failures.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -65,6 +70,11 @@ export interface HooksPlugin {
    * here before its own routes. Undefined: not a path of the core's.
    */
   admin(call: AdminCall): Promise<unknown> | undefined;
+  /** What hosts tell the core of the work after the 200. */
+  readonly after: {
+    /** A delivery the host gave up on (a dead letter); resolves once it is on disk. */
+    recordFailure(input: DeliveryFailureInput): Promise<void>;
+  };
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -78,6 +88,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), metrics);
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
+  const pauses = await HookPauses.open(host, runs, () => current);
+  metrics.observeGauge('held_actions', () => pauses.held.size);
   const transforms = new TransformRunner({
     timeoutMs: current.transformTimeoutMs,
     logger: host.logger,
@@ -89,6 +101,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe, host.logger);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
+  // A held request's key is kept with its held action until the resume hands it to the host.
+  dedupe.restore(pauses.held.keys());
   const restored = await host.runs.restore?.();
   // Lockouts and dedupe keys shared with other instances; read at start only.
   const sharedState = current.sharedState;
@@ -100,10 +114,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
+  const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
   await shared?.connect();
   const deliverer = new Deliverer({
     dedupe,
-    executor: new ActionExecutor(host, runs),
+    executor: new ActionExecutor(host, runs, pauses),
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
@@ -195,8 +210,15 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     });
   }
 
+  // Before the restored runs resume: their outcomes are followed too.
+  const failures = await openFailures(host, runs, () => current, metrics);
   runs.resume(restored?.rerun ?? [], restored?.interrupted ?? []);
-  const admin = adminRoutes([]);
+  pauses.start();
+  const setPaused = async (hook: string, paused: boolean): Promise<void> => {
+    if (sharedPauses) await sharedPauses.set(hook, paused);
+    else await pauses.pauses.set(hook, paused);
+  };
+  const admin = adminRoutes([hooksRoute(pauses, setPaused), failures.route]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -206,7 +228,9 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     watching: () => watcher?.ready ?? Promise.resolve(),
     async close(graceMs = 5000) {
       await watcher?.close();
+      await pauses.close();
       await runs.close(graceMs);
+      await failures.close();
       await transforms.close();
       bodies.close();
       refusals.flush();
@@ -221,5 +245,6 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       return shared?.up;
     },
     admin,
+    after: { recordFailure: (input) => failures.record(input) },
   };
 }

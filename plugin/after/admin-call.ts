@@ -10,5 +10,13 @@ export interface AdminCall {
   body(): Promise<unknown>;
 }
 
-/** Answers a call it owns (the JSON body of a 200, or throws a HookError); undefined: not its path. */
+/** Answers a call it owns (the JSON body of a 200, an AdminAnswer, or throws a HookError); undefined: not its path. */
 export type AdminRoute = (call: AdminCall) => Promise<unknown> | undefined;
+
+/** An answer whose status is not 200 (a replay's 202 Accepted). */
+export class AdminAnswer {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {}
+}

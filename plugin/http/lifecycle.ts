@@ -17,7 +17,8 @@
 //                one per item for a forEach whose key reads the item)
 //   deliver      once per key (actions/deliver.ts): a key seen before gets the first answer again;
 //                otherwise the mapping builds its action (templates, preset, transform; every forEach
-//                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts)
+//                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts),
+//                or held when its hook is paused (after/hook-pauses.ts)
 //   answer       the outcome (or the mapping's `respond`), or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -79,6 +80,8 @@ interface Trace {
   code?: string;
   /** The idempotency key the plan was carried out under. */
   key?: string;
+  /** Its hook was paused: the action was held. */
+  held?: boolean;
 }
 
 type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
@@ -157,11 +160,13 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      const outcome = await this.parts.deliverer.deliver(plan, snap, body);
+      const outcome = await this.parts.deliverer.deliver(plan, snap, body, request.id);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
+      trace.held = outcome.held;
       const headers = trace.duplicate ? DUPLICATE : undefined;
-      const reply = replyOf(plan, outcome);
+      // A held request is answered as held, whatever its mapping's `respond` says for an accepted one.
+      const reply = outcome.body?.held === true ? undefined : replyOf(plan, outcome);
       if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, request.id, headers);
       else
         answers.send(
@@ -222,6 +227,7 @@ export class HookLifecycle {
       bytes: trace.bytes,
       ...(key ? { idempotencyKey: loggableKey(key) } : {}),
       ...(trace.duplicate ? { duplicate: true } : {}),
+      ...(trace.held ? { held: true } : {}),
     });
     return true;
   }

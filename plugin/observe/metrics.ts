@@ -32,6 +32,10 @@ export interface HookMetrics {
   transformWorkerRestart(): void;
   reload(ok: boolean): void;
   sharedStateUp(up: boolean): void;
+  /** A run or delivery recorded as a failure (dead letter), by kind. */
+  failure(kind: 'run' | 'delivery'): void;
+  /** A failure or run replayed, by kind. */
+  replay(kind: 'run' | 'delivery'): void;
   /** A gauge read when metrics are scraped (queue depth, runs running). */
   observeGauge(name: GaugeName, read: () => number): void;
   /** Where a host registers its own series; undefined when metrics are off. */
@@ -130,6 +134,19 @@ class PromMetrics implements HookMetrics {
     registers: [this.#registry],
   });
 
+  readonly #failures = new Counter({
+    name: 'hookgate_failures_total',
+    help: 'Runs and deliveries recorded as failures (dead letters), by kind (run or delivery).',
+    labelNames: ['kind'] as const,
+    registers: [this.#registry],
+  });
+  readonly #replays = new Counter({
+    name: 'hookgate_replays_total',
+    help: 'Failures and runs replayed, by kind (run or delivery).',
+    labelNames: ['kind'] as const,
+    registers: [this.#registry],
+  });
+
   // Children per label set, looked up once: the hot path then costs two Map lookups and three updates.
   readonly #children = new Map<string, Children>();
 
@@ -191,6 +208,12 @@ class PromMetrics implements HookMetrics {
   sharedStateUp(up: boolean): void {
     this.#sharedState.set(up ? 1 : 0);
   }
+  failure(kind: 'run' | 'delivery'): void {
+    this.#failures.labels(kind).inc();
+  }
+  replay(kind: 'run' | 'delivery'): void {
+    this.#replays.labels(kind).inc();
+  }
 
   observeGauge(name: GaugeName, read: () => number): void {
     this.#registry.removeSingleMetric(`hookgate_${name}`);
@@ -212,6 +235,7 @@ class PromMetrics implements HookMetrics {
 const GAUGE_HELP = {
   run_queue_depth: 'Agent runs accepted and waiting for a slot.',
   runs_running: 'Agent runs running now.',
+  held_actions: 'Actions held for paused hooks, waiting for their resume.',
 } as const;
 
 const nothing = (): void => {};
@@ -230,6 +254,8 @@ export const NO_METRICS: HookMetrics = {
   transformWorkerRestart: nothing,
   reload: nothing,
   sharedStateUp: nothing,
+  failure: nothing,
+  replay: nothing,
   observeGauge: nothing,
   registry: undefined,
   exposition: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '' }),

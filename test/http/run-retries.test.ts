@@ -34,6 +34,12 @@ function completion(res: ServerResponse, content: string): void {
   res.end(JSON.stringify({ choices: [{ message: { content } }] }));
 }
 
+/** Run summaries only: a failed run's dead-letter notice (failures.test.ts) is another event. */
+const DEAD_LETTER_NOTICE = / failed after \d+ attempts?: /;
+function summariesOf(events: readonly { text: string }[]): string[] {
+  return events.map((e) => e.text).filter((text) => !DEAD_LETTER_NOTICE.test(text));
+}
+
 function failWith(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ error: { message: `provider says ${status}` } }));
@@ -77,7 +83,10 @@ async function withRetries(
       }),
     async summaries(runId) {
       const page = await admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000`);
-      return (page.entries as { runId?: string; text: string }[]).filter((e) => e.runId === runId).map((e) => e.text);
+      // The run's own summaries; a failed run's dead-letter notice (failures.test.ts) is not one.
+      return (page.entries as { runId?: string; text: string }[])
+        .filter((e) => e.runId === runId && !DEAD_LETTER_NOTICE.test(e.text))
+        .map((e) => e.text);
     },
   };
   try {
@@ -246,7 +255,7 @@ test("a host's restore (OpenClaw's ack journal) never runs or ends twice a run t
       );
       assert.equal(ended.status, 'error');
       assert.match(ended.error ?? '', /during a retry/);
-      assert.deepEqual(gw.rec.events.map((e) => e.text).sort(), [
+      assert.deepEqual(summariesOf(gw.rec.events).sort(), [
         'Hook cut (error): interrupted: the gateway restarted during a retry, which is not tried again',
         'Hook waiting: reply to: 17 chars',
       ]);
@@ -321,10 +330,9 @@ test('without a stateDir the schedule lives in memory: a stop ends the waiting r
     const final = gw.rec.runUpdates.find((u) => u.runId === runId && u.status === 'error');
     assert.match(final?.error ?? '', /shut down/);
     assert.equal(final?.attempts?.length, 1);
-    assert.deepEqual(
-      gw.rec.events.map((e) => e.text),
-      ['Hook Memory (error): interrupted: the gateway shut down before the run finished'],
-    );
+    assert.deepEqual(summariesOf(gw.rec.events), [
+      'Hook Memory (error): interrupted: the gateway shut down before the run finished',
+    ]);
   } finally {
     if (!closed) await gw.close();
   }

@@ -2,19 +2,11 @@
 // reaches no file under the state dir and no log line; what the mapping's text says of it does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { eventually, MAIN, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
+import { filesUnder } from '../helpers/temp-dir.ts';
 
 const CANARY = 'CANARY-9d41b7e2-attachment-bytes';
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) out.push(path.join(entry.parentPath, entry.name));
-  }
-  return out;
-}
 
 test('an attachment is described to the mapping, and its content is written nowhere', async () => {
   const stateDir = await tempStateDir();

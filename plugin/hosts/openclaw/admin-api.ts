@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError, recentRequests, refuse, writeError, writeJson, type HooksPlugin } from '../../host-kit.ts';
 import type { Logger } from '../../host.ts';
-import { adminCallOf, requestsLimit, type AdminCall } from '../../kits/admin.ts';
+import { AdminAnswer, adminCallOf, requestsLimit, type AdminCall } from '../../kits/admin.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { ADMIN_PATH } from './identity.ts';
 import { RECENT_RUNS, type RecentRuns } from './recent-runs.ts';
@@ -21,9 +21,9 @@ export interface AdminReply {
 /** Answers one admin call, or throws a HookError. */
 export type AdminAsk = (call: AdminCall) => Promise<AdminReply>;
 
-/** What a core route answered: a body (200), or one with its own status. */
+/** What a core route answered: a body (200), or one with its own status (AdminAnswer). */
 function replyOf(answer: unknown): AdminReply {
-  return { status: 200, body: answer };
+  return answer instanceof AdminAnswer ? { status: answer.status, body: answer.body } : { status: 200, body: answer };
 }
 
 /** The views this host serves itself, after the core's routes: each with the method it takes. */

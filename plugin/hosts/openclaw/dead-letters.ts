@@ -1,21 +1,17 @@
-// Where a reply delivery that used its tries goes: the core's failure book (HooksPlugin.after
-// .recordFailure, which posts the owner's "Hook <name>: delivery failed after <n> attempts" event)
-// when this hookgate has one; without it the log says so, naming the run.
+// Where a reply delivery that used its tries goes: the core's failure book
+// (HooksPlugin.after.recordFailure), which lists it under /hookgate/api/failures, keeps its text for a
+// replay and tells the owner "Hook <name>: delivery failed after <n> attempts". Before the plugin is up
+// (not expected: a delivery fails first while its run is) the log says so, naming the run.
 import type { HooksPlugin } from '../../host-kit.ts';
 import type { Logger } from '../../host.ts';
 import { errorMessage } from '../../util/errors.ts';
 import type { DeliveryDeadLetter } from './deliveries.ts';
-
-interface FailureBook {
-  recordFailure(input: DeliveryDeadLetter): unknown;
-}
 
 export function deliveryDeadLetters(
   plugin: () => HooksPlugin | undefined,
   logger: Logger,
 ): (letter: DeliveryDeadLetter) => void {
   return (letter) => {
-    const book = (plugin() as { after?: Partial<FailureBook> } | undefined)?.after;
     const fields = {
       runId: letter.runId,
       hook: letter.hook,
@@ -23,12 +19,13 @@ export function deliveryDeadLetters(
       attempts: letter.attempts,
       reason: letter.lastError,
     };
-    if (!book?.recordFailure) {
+    const current = plugin();
+    if (!current) {
       logger.error('a reply delivery failed for good', fields);
       return;
     }
-    Promise.resolve()
-      .then(() => book.recordFailure!(letter))
+    current.after
+      .recordFailure(letter)
       .catch((err: unknown) =>
         logger.error('a failed delivery could not be recorded', { ...fields, why: errorMessage(err) }),
       );

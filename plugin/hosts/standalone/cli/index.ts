@@ -6,7 +6,10 @@ import { gatewayCommand } from './commands/gateway-command.ts';
 import { configCommand } from './commands/config-command.ts';
 import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
 import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
+import { FAILURES_HELP, runFailures } from './commands/failures.ts';
+import { REPLAY_HELP, runReplay } from './commands/replay.ts';
 import { webhooksCommand } from './commands/webhooks-command.ts';
+import { pauseCommands } from './commands/pause.ts';
 import { OPENCLAW_IMPORT_HELP, openClawCommand } from './commands/openclaw-import.ts';
 import { UsageError } from './support/cli-common.ts';
 import { commandName } from './support/command-name.ts';
@@ -22,6 +25,18 @@ const COMMANDS: readonly Command[] = [
     run: runRequests,
   },
   {
+    name: 'failures',
+    summary: '  failures        Runs and deliveries that failed after their last attempt (--all, --hook)',
+    help: FAILURES_HELP,
+    run: runFailures,
+  },
+  {
+    name: 'replay',
+    summary: '  replay          Run a failure or a run again (or --failed since a time)',
+    help: REPLAY_HELP,
+    run: runReplay,
+  },
+  {
     name: 'channels',
     summary: [
       '  channels check  Verify every channel credential with the platform',
@@ -31,6 +46,7 @@ const COMMANDS: readonly Command[] = [
     run: runChannels,
   },
   webhooksCommand,
+  ...pauseCommands,
   {
     name: 'openclaw',
     summary: "  openclaw import  Move OpenClaw's built-in hooks settings into hookgate's plugin config",

@@ -20,7 +20,7 @@ import {
   type HookMetrics,
   type RequestLog,
 } from '../../../host-kit.ts';
-import { adminCallOf, requestsLimit, type AdminCall } from '../../../kits/admin.ts';
+import { AdminAnswer, adminCallOf, requestsLimit, type AdminCall } from '../../../kits/admin.ts';
 import { BadCursorError, type SessionStore, type Outbox, type RunRegistry } from '../storage/index.ts';
 
 export interface AdminDeps {
@@ -97,7 +97,11 @@ export class AdminApi {
       return true;
     }
     if (!url.startsWith(PREFIX)) return false;
-    await this.answer(res, async () => writeJson(res, 200, await this.route(req, url)));
+    await this.answer(res, async () => {
+      const answer = await this.route(req, url);
+      if (answer instanceof AdminAnswer) writeJson(res, answer.status, answer.body);
+      else writeJson(res, 200, answer);
+    });
     return true;
   }
 

@@ -7,12 +7,13 @@ import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { formatTable, type Column } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
+import { GATEWAY_OPTIONS } from '../support/admin-client.ts';
 
 export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
 
 Shows the gateway's last hook requests (it keeps ${REQUEST_LOG_SIZE}), oldest first: time, status, error code,
-milliseconds, body bytes, path, mapping, client, idempotency key, duplicate, request id. Never payloads,
-tokens or signatures. Reads the gateway's address and token from the config.
+milliseconds, body bytes, path, mapping, client, idempotency key, duplicate, held (its hook was paused),
+request id. Never payloads, tokens or signatures. Reads the gateway's address and token from the config.
 
 Options:
   --status S     Only this status (404) or class (4xx).
@@ -37,6 +38,7 @@ const COLUMNS: readonly Column<RequestEntry>[] = [
   { header: 'CLIENT', cell: (r) => r.client, max: 39, min: 15 },
   { header: 'KEY', cell: (r) => r.idempotencyKey, max: 24, min: 8 },
   { header: 'DUP', cell: (r) => (r.duplicate ? 'dup' : '') },
+  { header: 'HELD', cell: (r) => (r.held ? 'held' : '') },
   { header: 'REQUEST ID', cell: (r) => r.requestId },
 ];
 
@@ -61,10 +63,7 @@ export async function runRequests(args: string[]): Promise<number> {
       status: { type: 'string' },
       path: { type: 'string' },
       limit: { type: 'string' },
-      url: { type: 'string' },
-      config: { type: 'string' },
-      'state-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      ...GATEWAY_OPTIONS,
     },
     strict: true,
   });

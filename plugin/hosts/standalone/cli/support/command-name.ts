@@ -38,5 +38,8 @@ export function commandName(env: NodeJS.ProcessEnv = process.env): string {
 export function asRun(text: string, name = commandName()): string {
   return name === 'hookgate'
     ? text
-    : text.replace(/\bhookgate(?= (?:<command>|(?:gateway|config|requests|webhooks|help|--help)\b))/g, name);
+    : text.replace(
+        /\bhookgate(?= (?:<command>|(?:gateway|config|requests|failures|replay|webhooks|help|--help)\b))/g,
+        name,
+      );
 }

@@ -1,0 +1,172 @@
+// The failure book's parts that need no model: the main-session events per hook in a short window
+// (the code takes the window's length), a delivery failure reported by a host and replayed to its
+// channel, reasons masked, and the bounds (closed failures dropped first, then the oldest).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FailureEvents } from '../../../plugin/after/failure-events.ts';
+import { FailureBook, MAX_FAILURES } from '../../../plugin/after/failures.ts';
+import { AdminAnswer, type AdminCall } from '../../../plugin/after/admin-call.ts';
+import { HookError } from '../../../plugin/errors.ts';
+import type { GatewayHost } from '../../../plugin/host.ts';
+import { startTestGateway } from '../../helpers/recording-host.ts';
+import { waitUntil } from '../../helpers/common.ts';
+
+function recordingSessions(): Pick<GatewayHost, 'sessions' | 'logger'> & { events: { key: string; text: string }[] } {
+  const events: { key: string; text: string }[] = [];
+  return {
+    events,
+    logger: { info() {}, warn() {}, error() {} },
+    sessions: {
+      mainSessionKey: (agentId) => `agent:${agentId}:main`,
+      enqueueSystemEvent: (key, text) => void events.push({ key, text }),
+      requestHeartbeat() {},
+      lastRoute: () => undefined,
+    },
+  };
+}
+
+const notice = (hook: string, reason: string, agentId = 'main') => ({
+  hook,
+  agentId,
+  runId: `run-${reason}`,
+  what: 'the agent run',
+  attempts: 2,
+  reason,
+});
+
+test('each hook is told at once, then at most once a window, the held ones counted into the next', async () => {
+  const host = recordingSessions();
+  const events = new FailureEvents(host, 300);
+  try {
+    events.notify(notice('A', 'a1'));
+    events.notify(notice('A', 'a2'));
+    events.notify(notice('B', 'b1', 'ops'));
+    events.notify(notice('A', 'a3'));
+    events.notify(notice('A', 'a4'));
+    assert.deepEqual(host.events, [
+      { key: 'agent:main:main', text: 'Hook A: the agent run failed after 2 attempts: a1' },
+      { key: 'agent:ops:main', text: 'Hook B: the agent run failed after 2 attempts: b1' },
+    ]);
+    // No further failure: the window's end brings the latest, with the others counted.
+    await waitUntil(() => host.events.length === 3, 'the held failures of A');
+    assert.deepEqual(host.events[2], {
+      key: 'agent:main:main',
+      text: 'Hook A: the agent run failed after 2 attempts: a4 … and 2 more',
+    });
+    // A new window opened with that event: the next failure waits for it, alone.
+    events.notify(notice('A', 'a5'));
+    assert.equal(host.events.length, 3);
+    await waitUntil(() => host.events.length === 4, 'the next window of A');
+    assert.equal(host.events[3]!.text, 'Hook A: the agent run failed after 2 attempts: a5');
+  } finally {
+    events.close();
+  }
+});
+
+test('a delivery failure a host reports is listed masked, merged when reported again, and replayed to its channel', async () => {
+  const gw = await startTestGateway({ channels: ['telegram', 'slack'] });
+  const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+    const [route, query] = path.split('?');
+    const call: AdminCall = {
+      method,
+      parts: route!.split('/'),
+      query: new URLSearchParams(query ?? ''),
+      body: () => Promise.resolve(body),
+    };
+    return gw.plugin.admin(call);
+  };
+  try {
+    const input = {
+      kind: 'delivery' as const,
+      runId: 'run-1',
+      hook: 'CI',
+      agentId: 'main',
+      channel: 'telegram' as const,
+      to: '42',
+      attempts: [{}, {}, {}],
+      lastError: 'telegram answered 502 (token=123456:ABCDEF-secret-value)\nBearer abcdefghijklmnop',
+      text: 'the reply to deliver',
+    };
+    await gw.plugin.after.recordFailure(input);
+    await gw.plugin.after.recordFailure({ ...input, attempts: 4 });
+    const page = (await admin('GET', 'failures')) as { failures: any[] };
+    assert.equal(page.failures.length, 1, 'the same delivery reported again is one failure');
+    const [failure] = page.failures;
+    assert.equal(failure.kind, 'delivery');
+    assert.equal(failure.channel, 'telegram');
+    assert.equal(failure.to, '42');
+    assert.equal(failure.attempts, 4);
+    assert.equal(failure.lastError, 'telegram answered 502 (token=[redacted]) Bearer [redacted]');
+    await waitUntil(() => gw.rec.events.some((e) => e.text.startsWith('Hook CI:')), 'the failure event');
+    assert.deepEqual(
+      gw.rec.events.filter((e) => e.text.startsWith('Hook CI:')).map((e) => [e.sessionKey, e.text]),
+      [['agent:main:main', 'Hook CI: the delivery to telegram failed after 3 attempts: ' + failure.lastError]],
+    );
+
+    const replay = await admin('POST', `failures/${failure.id}/replay`);
+    assert.ok(replay instanceof AdminAnswer);
+    assert.equal(replay.status, 202);
+    const body = replay.body as { runId: string; replayOf: string };
+    assert.equal(body.replayOf, 'run-1');
+    assert.deepEqual(gw.rec.deliveries, [
+      { channel: 'telegram', to: '42', text: 'the reply to deliver', agentId: 'main', runId: body.runId },
+    ]);
+
+    // The channel is gone today: the replay is refused with the usual code and sends nothing.
+    gw.host.channels = ['slack'];
+    await assert.rejects(
+      admin('POST', `failures/${failure.id}/replay?again=1`),
+      (err: unknown) => err instanceof HookError && err.status === 400 && err.code === 'invalid_payload',
+    );
+    assert.equal(gw.rec.deliveries.length, 1);
+  } finally {
+    await gw.close();
+  }
+});
+
+test('over the count bound, dismissed and replayed failures go first, then the oldest open ones', async () => {
+  const host = recordingSessions();
+  const book = await FailureBook.open(undefined, host, () => {});
+  const record = (n: number) =>
+    book.record({
+      kind: 'delivery',
+      runId: `run-${n}`,
+      hook: 'Bulk',
+      agentId: 'main',
+      channel: 'telegram',
+      attempts: 1,
+      lastError: 'failed',
+      text: `text ${n}`,
+    });
+  try {
+    for (let n = 0; n < MAX_FAILURES; n++) await record(n);
+    const all = book.page({ limit: 1000, state: 'all' });
+    assert.equal(all.failures[0]!.runId, `run-${MAX_FAILURES - 1}`, 'newest first');
+    const closedA = findByRun(book, 'run-500')!;
+    const closedB = findByRun(book, 'run-9000')!;
+    await book.dismiss(closedA.id);
+    await book.replayed(closedB.id, 'new-run');
+    await record(MAX_FAILURES);
+    await record(MAX_FAILURES + 1);
+    assert.equal(findByRun(book, 'run-500'), undefined);
+    assert.equal(findByRun(book, 'run-9000'), undefined);
+    assert.ok(findByRun(book, 'run-0'), 'open ones stay while closed ones can go');
+    await record(MAX_FAILURES + 2);
+    assert.equal(findByRun(book, 'run-0'), undefined, 'then the oldest open one goes');
+    assert.ok(findByRun(book, 'run-1'));
+    assert.ok(findByRun(book, `run-${MAX_FAILURES + 2}`));
+  } finally {
+    await book.close();
+  }
+});
+
+function findByRun(book: FailureBook, runId: string): { id: string } | undefined {
+  let before: number | undefined;
+  for (;;) {
+    const page = book.page({ limit: 1000, state: 'all', ...(before !== undefined ? { before } : {}) });
+    const found = page.failures.find((f) => f.runId === runId);
+    if (found) return found;
+    if (!page.before) return undefined;
+    before = Number(page.before);
+  }
+}
