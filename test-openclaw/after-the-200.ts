@@ -1,10 +1,12 @@
 // "After the 200" inside a real OpenClaw: the admin API under /hookgate/api/ behind OpenClaw's gateway
 // auth, the agent tools over it, and retries of runs: OpenClaw reports a model provider's failure to
 // the plugin by a sentence; a 503 may pass (hookgate tries the run again), a 400 does not.
-// Registered by run.ts; its gateway and model are its own.
+// With the failures and pause branches: a failed run listed and replayed, a paused hook holding a
+// signed delivery until resumed. Registered by run.ts; its gateway and model are its own.
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { sign } from '@octokit/webhooks-methods';
 import {
   installPlugin,
   prepareFiles,
@@ -24,6 +26,7 @@ import {
 } from '../test/helpers/fake-provider.ts';
 
 const nonce = Math.random().toString(36).slice(2, 8);
+const GITHUB_SECRET = `github-secret-${nonce}`;
 
 const HOOKS: HooksBlock = {
   enabled: true,
@@ -34,15 +37,31 @@ const HOOKS: HooksBlock = {
   allowedSessionKeyPrefixes: ['hook:'],
   // A failed try waits 2.5 to 5 s for the next: long enough to see the run retrying.
   retry: { attempts: 3, initialDelaySeconds: 5, maxDelaySeconds: 5 },
+  mappings: [
+    {
+      id: 'github',
+      match: { path: 'github' },
+      action: 'wake',
+      wakeMode: 'next-heartbeat',
+      textTemplate: `github ping held ${nonce}`,
+      verify: { scheme: 'github', secret: GITHUB_SECRET },
+    },
+  ],
 };
 
-/** While on, a prompt naming FLAKY is answered 503. */
+/** While on, a prompt naming FLAKY is answered 503, one naming REFUSE 400. */
 let flaky = false;
+let refusing = false;
 
 /** The fake model: a prompt naming FAIL-<status> is answered with that status, others with a reply. */
 function answerAsModel(req: ProviderRequest, res: ServerResponse): void {
   const text = JSON.stringify(req.body.messages ?? '');
-  const failing = flaky && text.includes('FLAKY') ? ['', '503'] : /FAIL-(\d{3})/.exec(text);
+  const failing =
+    flaky && text.includes('FLAKY')
+      ? ['', '503']
+      : refusing && text.includes('REFUSE')
+        ? ['', '400']
+        : /FAIL-(\d{3})/.exec(text);
   if (!failing) return streamReply(res, `done ${nonce}`);
   res.writeHead(Number(failing[1]), { 'content-type': 'application/json' });
   res.end(JSON.stringify({ error: { message: `fake failure ${failing[1]}`, type: 'server_error' } }));
@@ -75,6 +94,9 @@ async function send(pathname: string, opts: { token?: string; method?: string; b
   } catch {}
   return { status: res.status, text, json };
 }
+
+const queued = async (): Promise<string[]> =>
+  ((await gw.call('status')).queuedSystemEvents as string[] | undefined) ?? [];
 
 const admin = (rest: string, opts: { method?: string; body?: unknown } = {}): Promise<Answer> =>
   send(`/hookgate/api/${rest}`, { ...opts, token: files.gatewayToken });
@@ -197,5 +219,73 @@ describe('after the 200, inside OpenClaw', { timeout: 10 * 60_000 }, () => {
     const run = await admin(`runs/${refused.runId}`);
     assert.equal(run.json.status, 'error', run.text);
     assert.equal(run.json.attempts, undefined, 'tried once');
+  });
+  test('a failed run is listed by GET /hookgate/api/failures and hookgate_failures, and replayed with confirm once', async () => {
+    const name = `refused-${nonce}`;
+    refusing = true;
+    const failed = await runToSummary(name, `REFUSE ${nonce}`);
+    assert.ok(failed.summary.startsWith(`Hook ${name} (error): `), failed.summary);
+    const listed = await gw.until('the failure listed', 30_000, async () => {
+      const r = await admin(`failures?hook=${encodeURIComponent(name)}`);
+      return r.json?.failures?.find((f: { runId: string }) => f.runId === failed.runId);
+    });
+    assert.deepEqual([listed.kind, listed.hook, listed.state, listed.attempts], ['run', name, 'open', 1]);
+    const tool = await gw.call('tools.invoke', { name: 'hookgate_failures', args: { hook: name } });
+    assert.equal(tool.ok, true, JSON.stringify(tool));
+    assert.deepEqual(
+      (tool.output as any).details.failures.map((f: { id: string }) => f.id),
+      [listed.id],
+    );
+    refusing = false;
+    const replay = await gw.call('tools.invoke', {
+      name: 'hookgate_replay',
+      args: { failureId: listed.id, confirm: true },
+    });
+    assert.equal(replay.ok, true, JSON.stringify(replay));
+    const replayed = (replay.output as any).details;
+    assert.equal(replayed.replayOf, failed.runId);
+    const again = await admin(`failures/${listed.id}/replay`, { method: 'POST' });
+    assert.equal(again.status, 202, again.text);
+    assert.deepEqual([again.json.runId, again.json.duplicate], [replayed.runId, true]);
+    const run = await gw.until('the replayed run ok', 120_000, async () => {
+      const r = await admin(`runs/${replayed.runId}`);
+      return r.json?.status === 'ok' ? r.json : undefined;
+    });
+    assert.equal(run.runId, replayed.runId);
+    const after = await admin(`failures?state=all&hook=${encodeURIComponent(name)}`);
+    const closed = after.json.failures.find((f: { id: string }) => f.id === listed.id);
+    assert.deepEqual([closed.state, closed.replayedBy], ['replayed', replayed.runId]);
+  });
+
+  test('hookgate_pause holds a signed GitHub delivery (202 held), hookgate_resume hands it to OpenClaw', async () => {
+    const paused = await gw.call('tools.invoke', { name: 'hookgate_pause', args: { hook: 'github' } });
+    assert.equal(paused.ok, true, JSON.stringify(paused));
+    assert.equal((paused.output as any).details.paused, true);
+    const body = JSON.stringify({ zen: `held ${nonce}` });
+    const r = await fetch(`${gw.url}/hooks/github`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'issues',
+        'x-github-delivery': `held-${nonce}`,
+        'x-hub-signature-256': await sign(GITHUB_SECRET, body),
+      },
+      body,
+    });
+    const held = (await r.json()) as { ok: boolean; held: boolean };
+    assert.equal(r.status, 202);
+    assert.deepEqual([held.ok, held.held], [true, true]);
+    const hooks = await admin('hooks');
+    assert.deepEqual(
+      hooks.json.hooks.find((h: { name: string }) => h.name === 'github'),
+      { name: 'github', paused: true, held: 1 },
+    );
+    const text = `github ping held ${nonce}`;
+    assert.ok(!(await queued()).some((e) => e.includes(text)), 'held, not handed to OpenClaw');
+    const resumed = await gw.call('tools.invoke', { name: 'hookgate_resume', args: { hook: 'github' } });
+    assert.equal(resumed.ok, true, JSON.stringify(resumed));
+    await gw.until('the held wake in OpenClaw', 60_000, async () =>
+      (await queued()).some((e) => e.includes(text)) ? true : undefined,
+    );
   });
 });
