@@ -82,6 +82,21 @@ describe('OpenClaw admin API handler', () => {
     assertError(await call(`${api}/requests`, { method: 'POST', body: '{}' }), 405, 'method_not_allowed');
     assertError(await call(`${api}/runs/%E0%A4%A`), 400, 'bad_request', /percent-encoding/);
   });
+
+  test("the core's routes answer here: their answers and refusals, and the body bound", async () => {
+    const pads = JSON.stringify({ failed: true, since: '2026-11-25T00:00:00Z', pad: 'x'.repeat(70_000) });
+    assertError(await call(`${api}/replay`, { method: 'POST', body: pads }), 413, 'payload_too_large');
+    const none = await call(`${api}/replay`, {
+      method: 'POST',
+      body: '{"failed":true,"since":"2026-11-25T00:00:00Z"}',
+    });
+    assert.equal(none.status, 200, JSON.stringify(none.body));
+    assert.deepEqual([none.body.ok, none.body.replayed], [true, 0]);
+    assertError(await call(`${api}/failures?state=nope`), 400, 'bad_request', /state/);
+    const hooks = await call(`${api}/hooks`);
+    assert.equal(hooks.status, 200);
+    assert.ok(hooks.body.hooks.some((h: { name: string }) => h.name === 'wake'));
+  });
 });
 
 describe('admin request bodies', () => {
