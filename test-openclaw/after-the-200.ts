@@ -8,22 +8,14 @@ import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import {
-  installPlugin,
-  prepareFiles,
-  removeFiles,
-  startGateway,
-  withFakeModel,
   type GatewayFiles,
   type HooksBlock,
   type RunningGateway,
+  startModelGateway,
+  stopModelGateway,
 } from './openclaw-env.ts';
 import { classifyRunError } from '../plugin/hosts/openclaw/passing-failure.ts';
-import {
-  startFakeProvider,
-  streamReply,
-  type FakeProvider,
-  type ProviderRequest,
-} from '../test/helpers/fake-provider.ts';
+import { streamReply, type FakeProvider, type ProviderRequest } from '../test/helpers/fake-provider.ts';
 
 const nonce = Math.random().toString(36).slice(2, 8);
 const GITHUB_SECRET = `github-secret-${nonce}`;
@@ -119,20 +111,12 @@ async function runToSummary(name: string, message: string): Promise<{ runId: str
 describe('after the 200, inside OpenClaw', { timeout: 10 * 60_000 }, () => {
   before(
     async () => {
-      model = await startFakeProvider(answerAsModel);
-      files = await prepareFiles();
-      await installPlugin(files);
-      gw = await startGateway(files, HOOKS, (config) => withFakeModel(config, model.baseUrl));
-      await gw.waitForLine(/hookgate ready/, 120_000);
+      ({ files, gw, model } = await startModelGateway(HOOKS, answerAsModel));
     },
     { timeout: 5 * 60_000 },
   );
 
-  after(async () => {
-    await gw?.stop();
-    await model?.close();
-    if (files) await removeFiles(files);
-  });
+  after(() => stopModelGateway({ files, gw, model }));
 
   test('the admin API answers under /hookgate/api/ only behind the gateway token', async () => {
     const wake = await send('/hooks/wake', { method: 'POST', token: HOOKS.token, body: { text: `admin ${nonce}` } });

@@ -11,18 +11,16 @@ import { after, before, describe, test } from 'node:test';
 import {
   gatewayConfig,
   launchGateway,
-  installPlugin,
-  prepareFiles,
-  removeFiles,
-  startGateway,
   writeConfigAtomic,
   type GatewayFiles,
   type HooksBlock,
   type RunningGateway,
   withFakeModel,
+  startModelGateway,
+  stopModelGateway,
 } from './openclaw-env.ts';
 import { parseLines, pendingOf, type Pending } from '../plugin/hosts/openclaw/ack-journal.ts';
-import { startFakeProvider, streamReply, type FakeProvider } from '../test/helpers/fake-provider.ts';
+import { streamReply, type FakeProvider } from '../test/helpers/fake-provider.ts';
 
 const nonce = Math.random().toString(36).slice(2, 8);
 /** A prompt with this word gets no answer from the fake model until OpenClaw gives up the request. */
@@ -117,20 +115,12 @@ const count = (list: readonly string[], item: string): number => list.filter((x)
 describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 }, () => {
   before(
     async () => {
-      model = await startFakeProvider(answerAsModel);
-      files = await prepareFiles();
-      await installPlugin(files);
-      gw = await startGateway(files, HOOKS, withModel);
-      await gw.waitForLine(/hookgate ready/, 120_000);
+      ({ files, gw, model } = await startModelGateway(HOOKS, answerAsModel));
     },
     { timeout: 5 * 60_000 },
   );
 
-  after(async () => {
-    await gw?.stop();
-    await model?.close();
-    if (files) await removeFiles(files);
-  });
+  after(() => stopModelGateway({ files, gw, model }));
 
   test('agent tools: listed by OpenClaw, and hookgate_recent / hookgate_status answer through the gateway', async () => {
     const wake = await post('/hooks/wake', { text: `tools probe ${nonce}`, mode: 'next-heartbeat' });
