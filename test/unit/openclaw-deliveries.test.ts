@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import type { Delivery, Logger } from '../../plugin/host.ts';
 import {
   OpenClawDeliveries,
+  reasonOf,
   type DeliveryDeadLetter,
   type DeliveryOptions,
 } from '../../plugin/hosts/openclaw/deliveries.ts';
@@ -191,4 +192,17 @@ test("a dead letter goes to the core's failure book; before the plugin is up, to
   deliveryDeadLetters(() => withBook, logger)(letter);
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(recorded, [letter]);
+});
+
+test('a failure reason keeps no credential a channel library quoted, and one line', () => {
+  const reason = reasonOf(
+    new Error(
+      'request to https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage failed, ' +
+        'Authorization: Bearer sk-live-abcdef, slack xoxb-1234-5678-abcdef\nsecond line with the text',
+    ),
+  );
+  assert.equal(
+    reason,
+    'request to https://api.telegram.org/… failed, Authorization: Bearer [redacted] slack [redacted]',
+  );
 });

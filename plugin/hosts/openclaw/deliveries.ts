@@ -73,8 +73,20 @@ function isWaiting(value: unknown): value is WaitingDelivery {
 /** A delivery whose run is no longer known (not expected: it fails first while its run is). */
 const UNKNOWN_HOOK = 'unknown';
 
-/** One reason line, without the platform's echo of what was sent. */
-const reasonOf = (err: unknown): string => errorMessage(err).split('\n', 1)[0]!.slice(0, 300);
+/** Credentials a channel library may quote in an error: bot tokens, Slack tokens, auth headers, URLs' paths. */
+const CREDENTIALS: readonly [RegExp, string][] = [
+  [/\b\d{5,}:[A-Za-z0-9_-]{20,}/g, '[redacted]'],
+  [/\bxox[a-z]-[A-Za-z0-9-]+/g, '[redacted]'],
+  [/\b(Bearer|Bot|Basic)\s+\S+/gi, '$1 [redacted]'],
+  [/\b(https?:\/\/[^/\s]+)\/\S*/gi, '$1/…'],
+];
+
+/** One reason line, without the platform's echo of what was sent or a credential it quoted. */
+export function reasonOf(err: unknown): string {
+  let line = errorMessage(err).split('\n', 1)[0]!;
+  for (const [pattern, replacement] of CREDENTIALS) line = line.replace(pattern, replacement);
+  return line.slice(0, 300);
+}
 
 export class OpenClawDeliveries {
   readonly #queue: DueQueue<string>;
