@@ -8,7 +8,10 @@ import { after, before, describe, test } from 'node:test';
 import { answerAdmin, openClawAdmin } from '../../plugin/hosts/openclaw/admin-api.ts';
 import { RecentRuns } from '../../plugin/hosts/openclaw/recent-runs.ts';
 import { readAdminBody, MAX_ADMIN_BODY } from '../../plugin/after/admin-http.ts';
-import { HookError, refuse, writeError, writeJson } from '../../plugin/host-kit.ts';
+import { HookError, hooksStatus, refuse, writeError, writeJson } from '../../plugin/host-kit.ts';
+import { hookgateTools } from '../../plugin/hosts/openclaw/tools.ts';
+import { toolCall } from '../../plugin/hosts/openclaw/admin-tools.ts';
+import type { RunningHookgate } from '../../plugin/hosts/openclaw/service.ts';
 import { assertError, type JsonAnswer } from '../helpers/common.ts';
 import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from '../helpers/recording-host.ts';
 
@@ -149,5 +152,38 @@ describe('admin request bodies', () => {
     });
     assert.equal(answer.status, 408, answer.text);
     assert.equal(JSON.parse(answer.text).code, 'body_timeout');
+  });
+});
+
+describe('hookgate_status over the same admin API', () => {
+  let gw: TestGateway;
+
+  before(async () => {
+    gw = await startTestGateway();
+  });
+  after(() => gw?.close());
+
+  test('every hook says whether it is paused and how much it holds', async () => {
+    const ask = openClawAdmin(gw.plugin, new RecentRuns());
+    const running = { status: () => hooksStatus(gw.plugin), admin: ask } as unknown as RunningHookgate;
+    const status = hookgateTools({ running: () => running, failure: () => undefined }).find(
+      (t) => t.name === 'hookgate_status',
+    )!;
+    const before = (await status.execute('id', {})).details as { hooks: { id: string; paused: boolean }[] };
+    assert.deepEqual(
+      before.hooks.map((h) => [h.id, h.paused]),
+      [
+        ['wake', false],
+        ['agent', false],
+      ],
+    );
+    await ask(toolCall('POST', ['hooks', 'wake', 'pause']));
+    const held = await post(gw.url, '/hooks/wake', { text: 'held while paused' }, { token: HOOK_TOKEN });
+    assert.equal(held.status, 202);
+    const after = (await status.execute('id', {})).details as {
+      hooks: { id: string; paused: boolean; held: number }[];
+    };
+    assert.deepEqual(after.hooks[0], { ...after.hooks[0], id: 'wake', paused: true, held: 1 });
+    await ask(toolCall('POST', ['hooks', 'wake', 'resume']));
   });
 });

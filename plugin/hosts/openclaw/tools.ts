@@ -3,7 +3,7 @@
 // the tools of "After the 200" (failures, replay, pause) are in admin-tools.ts.
 // The request log holds no payloads, tokens or signatures, so nothing secret reaches the model.
 import type { RequestsQuery } from '../../host-kit.ts';
-import { ADMIN_TOOL_NAMES, adminTools } from './admin-tools.ts';
+import { ADMIN_TOOL_NAMES, adminTools, toolCall } from './admin-tools.ts';
 import type { AgentTool, OpenClawPluginApi } from './api.ts';
 import { answer, notRunning, type ToolState } from './tool-result.ts';
 
@@ -11,6 +11,13 @@ export type { ToolState };
 
 /** The tool names, as declared under contracts.tools in openclaw.plugin.json. */
 export const TOOL_NAMES = ['hookgate_status', 'hookgate_recent', ...ADMIN_TOOL_NAMES] as const;
+/** A hook's pause as the admin API's GET hooks lists it. */
+interface HookPause {
+  name: string;
+  paused: boolean;
+  held: number;
+}
+
 /** Requests hookgate_recent answers when asked for no limit: enough for a morning, small for a model. */
 const RECENT_DEFAULT = 20;
 
@@ -40,11 +47,22 @@ export function hookgateTools(state: ToolState): AgentTool[] {
       label: 'hookgate status',
       description:
         'Webhook ingress (hookgate): whether hooks are enabled, their base path, every hook (wake, agent and ' +
-        'each mapping with its path, action and how senders are admitted), and counts of recent requests and runs.',
+        'each mapping with its path, action, how senders are admitted and whether it is paused with how many ' +
+        'actions it holds), and counts of recent requests and runs.',
       parameters: { type: 'object', properties: {}, additionalProperties: false },
-      execute: (_id, _params) => {
+      execute: async (_id, _params) => {
         const running = state.running();
-        return Promise.resolve(running ? answer({ running: true, ...running.status() }) : notRunning(state));
+        if (!running) return notRunning(state);
+        const status = running.status();
+        // Pauses as GET /hookgate/api/hooks shows them.
+        const { body } = await running.admin(toolCall('GET', ['hooks']));
+        const pauses = new Map(((body as { hooks?: HookPause[] }).hooks ?? []).map((h) => [h.name, h]));
+        const hooks = status.hooks.map((h) => ({
+          ...h,
+          paused: pauses.get(h.id)?.paused ?? false,
+          held: pauses.get(h.id)?.held ?? 0,
+        }));
+        return answer({ running: true, ...status, hooks });
       },
     },
     {
