@@ -13,7 +13,7 @@ export const MAX_ADMIN_BODY = 65_536;
 export const ADMIN_BODY_TIMEOUT_MS = 10_000;
 
 /** One path segment, percent-decoded; bad encoding is a 400. */
-export function decodePart(part: string): string {
+function decodePart(part: string): string {
   try {
     return decodeURIComponent(part);
   } catch {

@@ -5,4 +5,4 @@ export type { DeliveryFailureInput } from '../after/failures.ts';
 export { mayRetry, retryDelayMs, type RetryPolicy } from '../after/retry-policy.ts';
 export { DueQueue } from '../after/due-queue.ts';
 export { StateFile } from '../after/state-file.ts';
-export { adminCallOf, decodePart, readAdminBody, requestsLimit } from '../after/admin-http.ts';
+export { adminCallOf, requestsLimit } from '../after/admin-http.ts';
