@@ -22,6 +22,8 @@ export interface HookMetrics {
   signatureFailure(scheme: string): void;
   duplicate(endpoint: EndpointLabel, mapping: string): void;
   runStatus(status: string): void;
+  /** A failed run or channel delivery scheduled to be tried again (hooks.retry). */
+  retry(kind: 'run' | 'delivery'): void;
   transformCall(ok: boolean): void;
   transformTimeout(): void;
   transformWorkerRestart(): void;
@@ -93,6 +95,12 @@ class PromMetrics implements HookMetrics {
     labelNames: ['status'] as const,
     registers: [this.#registry],
   });
+  readonly #retries = new Counter({
+    name: 'hookgate_retries_total',
+    help: 'Failed agent runs (kind="run") and channel deliveries (kind="delivery") scheduled to be tried again.',
+    labelNames: ['kind'] as const,
+    registers: [this.#registry],
+  });
   readonly #transformCalls = new Counter({
     name: 'hookgate_transform_calls_total',
     help: 'Transform calls, by result (ok or failed).',
@@ -162,6 +170,9 @@ class PromMetrics implements HookMetrics {
   runStatus(status: string): void {
     this.#runs.labels(RUN_STATUSES.has(status) ? status : 'other').inc();
   }
+  retry(kind: 'run' | 'delivery'): void {
+    this.#retries.labels(kind).inc();
+  }
   transformCall(ok: boolean): void {
     this.#transformCalls.labels(ok ? 'ok' : 'failed').inc();
   }
@@ -210,6 +221,7 @@ export const NO_METRICS: HookMetrics = {
   signatureFailure: nothing,
   duplicate: nothing,
   runStatus: nothing,
+  retry: nothing,
   transformCall: nothing,
   transformTimeout: nothing,
   transformWorkerRestart: nothing,

@@ -14,7 +14,7 @@ import { Heartbeats } from './heartbeat.ts';
 import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
-import { ChannelDeliveries } from './channel-deliveries.ts';
+import { ChannelDeliveries, type DeliveryFailure } from './channel-deliveries.ts';
 import { gatewayMetrics } from './gateway-metrics.ts';
 import { errorMessage } from '../../../util/errors.ts';
 
@@ -126,9 +126,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       onRunUpdate: (record) => registry.update(record),
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
-    async deliver(d) {
-      await deliveries.deliver({ ...d, to: d.to ?? settings.channelDefaults[d.channel] });
-    },
+    deliver: (d) => deliveries.deliver({ ...d, to: d.to ?? settings.channelDefaults[d.channel] }),
   };
 
   /** The gateway's own keys are part of every reload: checked with the hooks block, applied with it. */
@@ -144,7 +142,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
     if (JSON.stringify(fresh.storage) !== JSON.stringify(settings.storage))
       logger.warn('storage changes apply at the next start');
-    if (fresh.channelsText !== settings.channelsText) logger.warn('channel changes apply at the next start');
+    if (fresh.channelsText !== settings.channelsText) {
+      const changed = deliveries.useChannels(fresh.senders);
+      if (changed.length) logger.info('channels reloaded', { changed: changed.join(', ') });
+    }
     if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
     settings = fresh;
     host.agents = hostAgents(settings);
@@ -152,15 +153,31 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 
   const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
-  // Channel senders are built once: their pacers must see every send to a platform.
   const metrics = gatewayMetrics(plugin.metrics.registry, {
     outboxSize: () => outbox.appended,
     deliveriesPending: () => deliveries.pending,
   });
-  const deliveries = new ChannelDeliveries(outbox, logger, metrics, settings.senders);
+  // The failure book's door (plugin.after.recordFailure) comes with the failures work; until then, nothing.
+  const recordFailure = (f: DeliveryFailure): unknown =>
+    (plugin as { after?: { recordFailure?(f: DeliveryFailure): unknown } }).after?.recordFailure?.(f);
+  // Channel senders live as long as their config block: their pacers must see every send to a platform.
+  const deliveries = new ChannelDeliveries({
+    outbox,
+    logger,
+    metrics,
+    channels: settings.senders,
+    retry: () => plugin.snapshot().retry,
+    retried: () => plugin.metrics.retry('delivery'),
+    onFailed: async (f) => {
+      const hook = (await registry.find(f.runId))?.name;
+      await recordFailure(hook !== undefined ? { ...f, hook } : f);
+    },
+  });
   started = true;
   await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
+  const resumed = await deliveries.resume();
+  if (resumed) logger.info('deliveries left by the last stop resumed', { count: resumed });
   const admin = new AdminApi({
     gatewayToken: () => settings.gatewayToken,
     trustedProxies: () => plugin.snapshot().trustedProxies,
