@@ -13,6 +13,7 @@ import { drive, quietCpu, type Figures, type Load } from './drive.ts';
 import { lockOnOpenClaw, startOpenClaw } from './openclaw-peer.ts';
 import { ROOT, gatewayConfig, rssMb, startBare, startHookgate, watchRss, type Side } from './processes.ts';
 import { GATEWAYS, LOCKED_ADDRESS, SCENARIOS, type Scenario } from './scenarios.ts';
+import { benchDeliveries } from './deliveries.ts';
 import { startRedis } from '../test/helpers/redis-server.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -213,6 +214,8 @@ async function main(): Promise<void> {
       `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}${row.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${row.stealPct}% of the CPU meanwhile` : ''}`,
     );
   }
+  console.log('');
+  const deliveries = await benchDeliveries(ONLY);
   const main = gateways.get('main')!;
   const reload = await reloadApplyTimes(main, GATEWAYS.main!.hooks);
   console.log(
@@ -239,6 +242,7 @@ async function main(): Promise<void> {
     rounds: ROUNDS,
     peers: PEERS,
     rows,
+    deliveries,
     reloadApplyMs: reload,
     memory: { peakRssMb: peakRss, settledRssMb, openclawRssMb },
   };
