@@ -211,7 +211,12 @@ export interface DeliveryRowSpec {
 
 export const DELIVERY_ROWS: DeliveryRowSpec[] = [
   // Telegram paces 30 a second for the whole bot: the row shows the pace held right under it.
-  { name: 'replies to 1,000 chats, paced (telegram, 30/s per bot)', platform: 'telegram', chats: 1000, firstChat: 100000 },
+  {
+    name: 'replies to 1,000 chats, paced (telegram, 30/s per bot)',
+    platform: 'telegram',
+    chats: 1000,
+    firstChat: 100000,
+  },
   // Slack paces per channel only: the row shows what the gateway itself delivers.
   { name: 'replies to 1,000 chats, paced (slack, 1/s per channel)', platform: 'slack', chats: 1000, firstChat: 200000 },
 ];

@@ -58,7 +58,9 @@ export function resolveChannels(
     const reader = new ChannelBlock(block, `channels.${name}`, configDir, problems);
     const sender = factory(reader, () => redactor);
     secrets.push(...reader.secrets);
-    const fingerprint = createHash('sha256').update(JSON.stringify([block, reader.secrets])).digest('hex');
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify([block, reader.secrets]))
+      .digest('hex');
     if (sender) senders.set(name, new Channel(name, sender, fingerprint));
   }
   redactor = new Redactor(secrets);

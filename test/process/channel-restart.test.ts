@@ -5,13 +5,7 @@
 // already queued finish on the old one, and an unchanged channel keeps its pacer.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import {
-  eventually,
-  spawnGateway,
-  tempStateDir,
-  writeConfig,
-  type SpawnedGateway,
-} from '../helpers/spawn-gateway.ts';
+import { eventually, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import type { Arrival, FakePlatform } from '../helpers/fake-channels/fake-platform.ts';
 import { channelsConfig, SECRETS, startFakes, type Fakes } from '../helpers/fake-channels/index.ts';
 import { fakeTelegram } from '../helpers/fake-channels/telegram.ts';

@@ -125,15 +125,7 @@ function withStatus(entry: OutboxEntry, line: StatusLine | undefined): OutboxEnt
 
 /** The entry without the state fields a status line replaces whole. */
 function stateless(entry: OutboxEntry): OutboxEntry {
-  const {
-    status: _s,
-    messageIds: _m,
-    error: _e,
-    attempts: _a,
-    nextAttemptAt: _n,
-    partsSent: _p,
-    ...rest
-  } = entry;
+  const { status: _s, messageIds: _m, error: _e, attempts: _a, nextAttemptAt: _n, partsSent: _p, ...rest } = entry;
   return rest;
 }
 
