@@ -111,3 +111,14 @@ test('a refusal is a dead letter after one try', async () => {
   assert.equal(failures[1]!.attempts, 1);
   assert.equal(failures[1]!.lastError, 'HTTP 400: Bad Request: chat not found');
 });
+
+test('a resume leaves alone what this process accepted: nothing is sent twice', async () => {
+  const first = await deliveries.deliver(reply('mine one', 'telegram', '13'));
+  const second = await deliveries.deliver(reply('mine two', 'telegram', '13'));
+  // The second waits for its turn (one a second per chat): both are still unsettled.
+  assert.equal((await outbox.unsettled()).filter((d) => d.to === '13').length >= 1, true);
+  assert.equal(await deliveries.resume(), 0);
+  assert.equal((await first.outcome).status, 'sent');
+  assert.equal((await second.outcome).status, 'sent');
+  assert.equal(fakes.telegram.posts((a) => a.body?.chat_id === '13').length, 2);
+});

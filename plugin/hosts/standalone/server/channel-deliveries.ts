@@ -63,6 +63,8 @@ export class ChannelDeliveries {
   readonly #retired = new Set<Channel>();
   readonly #retries: DueQueue<Job>;
   readonly #sending = new Set<Promise<void>>();
+  /** Deliveries this process accepted and has not settled: a resume leaves them alone. */
+  readonly #mine = new Set<string>();
   readonly #stop = new AbortController();
   #closing = false;
 
@@ -94,6 +96,7 @@ export class ChannelDeliveries {
     const id = randomUUID();
     const at = new Date().toISOString();
     await this.#outbox.append({ id, ...base, status: 'pending' });
+    this.#mine.add(id);
     let tell: Job['tell'];
     const outcome = new Promise<DeliveryFact>((resolve) => (tell = resolve));
     // Accepted while stopping: it stays pending, for the next start to send.
@@ -103,7 +106,7 @@ export class ChannelDeliveries {
 
   /** Takes up what the last process left: pending ones are sent again now, retrying ones keep their time. */
   async resume(): Promise<number> {
-    const open = await this.#outbox.unsettled();
+    const open = (await this.#outbox.unsettled()).filter((d) => !this.#mine.has(d.id));
     for (const entry of open) {
       const job = { entry: { ...entry } };
       if (entry.status === 'retrying') this.#retries.add(entry.id, Date.parse(entry.nextAttemptAt ?? '') || 0, job);
@@ -198,6 +201,7 @@ export class ChannelDeliveries {
       const attempts = entry.attempts?.length ? { attempts: entry.attempts } : {};
       await this.#outbox.settle(entry.id, { status: 'sent', messageIds, ...attempts });
       this.#metrics.delivery(entry.channel, 'sent', secondsSince(entry.at));
+      this.#mine.delete(entry.id);
       job.tell?.(factOf(entry, 'sent'));
       return;
     }
@@ -236,6 +240,7 @@ export class ChannelDeliveries {
     const { nextAttemptAt: _next, ...rest } = stateOf(entry);
     await this.#outbox.settle(entry.id, { ...rest, status: 'failed', error: result.description });
     this.#metrics.delivery(entry.channel, 'failed', secondsSince(entry.at));
+    this.#mine.delete(entry.id);
     this.#logger.warn('delivery failed', {
       channel: entry.channel,
       runId: entry.runId,
