@@ -3,16 +3,17 @@
 // and each change of state appended: `sent` with the platform's message ids, `retrying` (a network
 // failure, a 429 or a 5xx, tried again on hooks.retry, never before a 429's announced wait, from the
 // first part not yet sent) or `failed`, a dead letter handed to `onFailed`. One due queue holds every
-// scheduled retry. A start resumes what the last process left pending or retrying. A channel without
-// credentials only records. The run that produced the reply waits for the pending entry only; the
-// receipt's outcome settles after the last attempt.
+// scheduled retry. The deliveries not settled are also kept in a state file of their own (the outbox
+// is history, this is the work left), so a start resumes what the last process left pending or
+// retrying. A channel without credentials only records. The run that produced the reply waits for
+// the pending entry only; the receipt's outcome settles after the last attempt.
 
 import { randomUUID } from 'node:crypto';
 import type { ChannelName, Delivery, DeliveryFact, DeliveryReceipt, Logger } from '../../../host.ts';
-import { DueQueue, mayRetry, retryDelayMs, type RetryPolicy } from '../../../kits/admin.ts';
+import { DueQueue, mayRetry, retryDelayMs, StateFile, type RetryPolicy } from '../../../kits/admin.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import type { Channel, DeliveryResult, Redactor, ResolvedChannels } from '../../../../channels/index.ts';
-import type { DeliveryState, Outbox, UnsettledDelivery } from '../storage/index.ts';
+import { isUnsettledDelivery, type DeliveryState, type Outbox, type UnsettledDelivery } from '../storage/index.ts';
 import { errorMessage } from '../../../util/errors.ts';
 
 /** A delivery that used its attempts or was refused for good: what the failure book records. */
@@ -34,6 +35,8 @@ export interface DeliveryFailure {
 
 export interface ChannelDeliveriesOptions {
   outbox: Outbox;
+  /** The state file of the deliveries not settled; undefined: memory only (nothing resumes). */
+  stateFile: string | undefined;
   logger: Logger;
   metrics: GatewayMetrics;
   channels: ResolvedChannels;
@@ -55,6 +58,7 @@ interface Job {
 export class ChannelDeliveries {
   readonly #opts: ChannelDeliveriesOptions;
   readonly #outbox: Outbox;
+  readonly #state: StateFile<UnsettledDelivery>;
   readonly #logger: Logger;
   readonly #metrics: GatewayMetrics;
   #senders: ReadonlyMap<string, Channel>;
@@ -68,9 +72,15 @@ export class ChannelDeliveries {
   readonly #stop = new AbortController();
   #closing = false;
 
-  constructor(opts: ChannelDeliveriesOptions) {
+  /** Opens the state file; `resume()` then takes up what it holds. */
+  static async open(opts: ChannelDeliveriesOptions): Promise<ChannelDeliveries> {
+    return new ChannelDeliveries(opts, await StateFile.open(opts.stateFile, isUnsettledDelivery, opts.logger));
+  }
+
+  private constructor(opts: ChannelDeliveriesOptions, state: StateFile<UnsettledDelivery>) {
     this.#opts = opts;
     this.#outbox = opts.outbox;
+    this.#state = state;
     this.#logger = opts.logger;
     this.#metrics = opts.metrics;
     this.#senders = opts.channels.senders;
@@ -94,19 +104,21 @@ export class ChannelDeliveries {
       return { outcome: Promise.resolve(factOf(base, 'recorded')) };
     }
     const id = randomUUID();
-    const at = new Date().toISOString();
-    await this.#outbox.append({ id, ...base, status: 'pending' });
+    const entry: UnsettledDelivery = { id, ...base, at: new Date().toISOString(), status: 'pending' };
     this.#mine.add(id);
+    // The work first: a crash between the two writes sends a delivery the outbox lacks, never loses one.
+    await this.#state.put(id, { ...entry });
+    await this.#outbox.append(entry);
     let tell: Job['tell'];
     const outcome = new Promise<DeliveryFact>((resolve) => (tell = resolve));
     // Accepted while stopping: it stays pending, for the next start to send.
-    if (!this.#closing) this.#attempt({ entry: { id, ...base, at, status: 'pending' }, tell });
+    if (!this.#closing) this.#attempt({ entry, tell });
     return { outcome };
   }
 
   /** Takes up what the last process left: pending ones are sent again now, retrying ones keep their time. */
-  async resume(): Promise<number> {
-    const open = (await this.#outbox.unsettled()).filter((d) => !this.#mine.has(d.id));
+  resume(): number {
+    const open = [...this.#state.records.values()].filter((d) => !this.#mine.has(d.id));
     for (const entry of open) {
       const job = { entry: { ...entry } };
       if (entry.status === 'retrying') this.#retries.add(entry.id, Date.parse(entry.nextAttemptAt ?? '') || 0, job);
@@ -142,7 +154,7 @@ export class ChannelDeliveries {
 
   /** Deliveries waiting for their outcome: pending or retrying. */
   get pending(): number {
-    return this.#outbox.pending;
+    return this.#state.size;
   }
 
   /**
@@ -159,6 +171,7 @@ export class ChannelDeliveries {
     clearTimeout(timer);
     this.#stop.abort();
     await all;
+    await this.#state.close();
   }
 
   #attempt(job: Job): void {
@@ -186,7 +199,7 @@ export class ChannelDeliveries {
   /** A part of a split reply went out: noted, so a crash does not send it again. */
   #progress(job: Job, partsSent: number, messageIds: string[]): void {
     Object.assign(job.entry, { partsSent, messageIds });
-    this.#outbox.settle(job.entry.id, stateOf(job.entry)).catch((err: unknown) => {
+    this.#keep(job.entry).catch((err: unknown) => {
       this.#logger.error('delivery progress could not be recorded', {
         deliveryId: job.entry.id,
         reason: errorMessage(err),
@@ -200,6 +213,7 @@ export class ChannelDeliveries {
     if (result.status === 'sent') {
       const attempts = entry.attempts?.length ? { attempts: entry.attempts } : {};
       await this.#outbox.settle(entry.id, { status: 'sent', messageIds, ...attempts });
+      await this.#state.remove(entry.id);
       this.#metrics.delivery(entry.channel, 'sent', secondsSince(entry.at));
       this.#mine.delete(entry.id);
       job.tell?.(factOf(entry, 'sent'));
@@ -208,7 +222,7 @@ export class ChannelDeliveries {
     if (result.sentParts > (entry.partsSent ?? 0)) Object.assign(entry, { partsSent: result.sentParts, messageIds });
     if (this.#closing && result.retryable) {
       // Cut by the stop: the state stays as it was, with the parts sent since.
-      await this.#outbox.settle(entry.id, stateOf(entry));
+      await this.#keep(entry);
       return;
     }
     const now = Date.now();
@@ -217,7 +231,7 @@ export class ChannelDeliveries {
     if (result.retryable && mayRetry(policy, entry.attempts.length)) {
       const dueAt = now + retryDelayMs(policy, entry.attempts.length, result.waitMs);
       Object.assign(entry, { status: 'retrying', nextAttemptAt: new Date(dueAt).toISOString() });
-      await this.#outbox.settle(entry.id, stateOf(entry));
+      await this.#keep(entry);
       this.#metrics.delivery(entry.channel, 'retrying');
       this.#opts.retried();
       this.#logger.info('delivery will be tried again', {
@@ -234,11 +248,17 @@ export class ChannelDeliveries {
     await this.#fail(job, result);
   }
 
+  /** An unsettled delivery's new state: in the state file (for a start) and the outbox (for people). */
+  async #keep(entry: UnsettledDelivery): Promise<void> {
+    await Promise.all([this.#state.put(entry.id, { ...entry }), this.#outbox.settle(entry.id, stateOf(entry))]);
+  }
+
   async #fail(job: Job, result: Extract<DeliveryResult, { status: 'failed' }>): Promise<void> {
     const { entry } = job;
     const attempts = entry.attempts ?? [];
     const { nextAttemptAt: _next, ...rest } = stateOf(entry);
     await this.#outbox.settle(entry.id, { ...rest, status: 'failed', error: result.description });
+    await this.#state.remove(entry.id);
     this.#metrics.delivery(entry.channel, 'failed', secondsSince(entry.at));
     this.#mine.delete(entry.id);
     this.#logger.warn('delivery failed', {

@@ -161,8 +161,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const recordFailure = (f: DeliveryFailure): unknown =>
     (plugin as { after?: { recordFailure?(f: DeliveryFailure): unknown } }).after?.recordFailure?.(f);
   // Channel senders live as long as their config block: their pacers must see every send to a platform.
-  const deliveries = new ChannelDeliveries({
+  const deliveries = await ChannelDeliveries.open({
     outbox,
+    stateFile: path.join(dataDir, 'deliveries.jsonl'),
     logger,
     metrics,
     channels: settings.senders,
@@ -176,7 +177,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   started = true;
   await plugin.watching();
   await reportInterrupted(interrupted, host, registry);
-  const resumed = await deliveries.resume();
+  const resumed = deliveries.resume();
   if (resumed) logger.info('deliveries left by the last stop resumed', { count: resumed });
   const admin = new AdminApi({
     gatewayToken: () => settings.gatewayToken,

@@ -4,8 +4,8 @@
 // last routes as they were when it began, so a start reads only the newest segments to rebuild them.
 // A delivery to a channel that sends is written `pending` before its first attempt; each change of
 // state is a later `status` line carrying the whole state (the log stays append-only), and a page
-// shows each delivery's latest state. The deliveries not yet settled (pending, retrying) are held in
-// memory and copied into every segment's first line too, so a start finds them in the newest segments.
+// shows each delivery's latest state. (What a start must take up again is kept by the deliveries
+// themselves, in their own state file: the outbox is the record people read.)
 
 import type { Logger } from '../../../host.ts';
 import { JsonlLog, LogResources, type Position } from './log/jsonl-log.ts';
@@ -73,8 +73,6 @@ interface Route {
 interface RoutesLine {
   kind: 'routes';
   routes: Record<string, Route>;
-  /** The deliveries not settled when the segment began. */
-  open?: UnsettledDelivery[];
 }
 
 type OutboxLine = OutboxEntry | RoutesLine | StatusLine;
@@ -112,7 +110,7 @@ function isStatusLine(value: unknown): value is StatusLine {
 const isUnsettledStatus = (status: unknown): status is UnsettledDelivery['status'] =>
   status === 'pending' || status === 'retrying';
 
-function isUnsettled(value: unknown): value is UnsettledDelivery {
+export function isUnsettledDelivery(value: unknown): value is UnsettledDelivery {
   return isOutboxEntry(value) && typeof value.id === 'string' && isUnsettledStatus(value.status);
 }
 
@@ -147,7 +145,7 @@ export class Outbox {
   readonly #file: string;
   readonly #last = new Map<string, Route>();
   readonly #opening = new LoadOnce(() => this.#load());
-  /** Deliveries pending or retrying, oldest first, in their latest state (also those of earlier processes). */
+  /** Deliveries of this process pending or retrying, in their latest state. */
   readonly #open = new Map<string, UnsettledDelivery>();
   /** Deliveries whose final status line is being written. */
   readonly #settling = new Map<string, StatusLine>();
@@ -160,7 +158,7 @@ export class Outbox {
       resources: limits.resources,
       segmentBytes: limits.segmentBytes ?? DEFAULT_STORAGE_LIMITS.segmentBytes,
       retainBytes: limits.retainBytes ?? DEFAULT_STORAGE_LIMITS.outboxRetainBytes,
-      segmentHeader: () => ({ kind: 'routes', routes: Object.fromEntries(this.#last), open: [...this.#open.values()] }),
+      segmentHeader: () => ({ kind: 'routes', routes: Object.fromEntries(this.#last) }),
     });
   }
 
@@ -173,15 +171,9 @@ export class Outbox {
     return this.#entries;
   }
 
-  /** Deliveries waiting for their outcome: pending or retrying. */
+  /** Deliveries of this process waiting for their outcome: pending or retrying. */
   get pending(): number {
     return this.#open.size;
-  }
-
-  /** The deliveries pending or retrying, oldest first, as the last process left them. */
-  async unsettled(): Promise<UnsettledDelivery[]> {
-    await this.open();
-    return [...this.#open.values()];
   }
 
   append(e: Omit<OutboxEntry, 'at'>): Promise<void> {
@@ -281,7 +273,7 @@ export class Outbox {
 
   #appendNow(entry: OutboxEntry): Promise<void> {
     this.#remember(entry);
-    if (isUnsettled(entry)) this.#open.set(entry.id, entry);
+    if (isUnsettledDelivery(entry)) this.#open.set(entry.id, entry);
     return this.#log.append(entry);
   }
 
@@ -292,33 +284,19 @@ export class Outbox {
     );
   }
 
-  #replay(line: StatusLine): void {
-    const open = this.#open.get(line.id);
-    if (!open) return;
-    if (!isUnsettledStatus(line.status)) this.#open.delete(line.id);
-    else this.#open.set(line.id, withStatus(open, line) as UnsettledDelivery);
-  }
-
   async #load(): Promise<void> {
     // A log written before segments had no routes line: read it all (once; the next segment has one).
     const head = await this.#log.newestHead();
     const window = isRoutesLine(head) ? undefined : Infinity;
     let skipped = 0;
-    // Lines are read oldest first: each one is the whole state it names, so the last one wins.
     await this.#log.scanTail((records) => {
       for (const r of records) {
-        if (isOutboxEntry(r)) {
-          this.#remember(r);
-          if (isUnsettled(r)) this.#open.set(r.id, r);
-        } else if (isStatusLine(r)) this.#replay(r);
+        if (isOutboxEntry(r)) this.#remember(r);
+        else if (isStatusLine(r)) continue;
         else if (isRoutesLine(r)) {
           for (const [agentId, route] of Object.entries(r.routes)) {
             const checked = typeof route === 'object' && route !== null ? routeOf(route) : undefined;
             if (checked) this.#last.set(agentId, checked);
-          }
-          if (Array.isArray(r.open)) {
-            this.#open.clear();
-            for (const d of r.open) if (isUnsettled(d)) this.#open.set(d.id, d);
           }
         } else skipped++;
       }
