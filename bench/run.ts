@@ -22,6 +22,7 @@ import {
   type Side,
 } from './processes.ts';
 import { GATEWAYS, LOCKED_ADDRESS, SCENARIOS, type Scenario } from './scenarios.ts';
+import { benchDeliveries } from './deliveries.ts';
 import { startRedis } from '../test/helpers/redis-server.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -230,6 +231,8 @@ async function main(): Promise<void> {
       `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}${row.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${row.stealPct}% of the CPU meanwhile` : ''}`,
     );
   }
+  console.log('');
+  const deliveries = await benchDeliveries(ONLY);
   const main = gateways.get('main')!;
   const reload = await reloadApplyTimes(main, GATEWAYS.main!.hooks);
   console.log(
@@ -256,6 +259,7 @@ async function main(): Promise<void> {
     rounds: ROUNDS,
     peers: PEERS,
     rows,
+    deliveries,
     reloadApplyMs: reload,
     memory: { peakRssMb: peakRss, settledRssMb, openclawRssMb },
   };
