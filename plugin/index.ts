@@ -25,6 +25,7 @@ import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './after/admin-call.ts';
 import { adminRoutes } from './after/routes.ts';
+import { RunWaiters } from './after/waiters.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -46,6 +47,8 @@ export interface HooksPlugin {
   watching(): Promise<void>;
   /** Stops watching and taking runs, lets running ones finish for up to graceMs, interrupts the rest. */
   close(graceMs?: number): Promise<void>;
+  /** Answers every request waiting for its runs now, with what is known: a shutdown does not wait for them. */
+  stopWaiting(): void;
   readonly runs: { readonly queued: number; readonly running: number };
   readonly limiter: AuthFailureLimiter;
   /** This instance's metrics: /metrics shows them; hosts add their own events (their outbox, a watcher, shared state). */
@@ -74,6 +77,9 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     () => current,
     (status) => metrics.runStatus(status),
   );
+  // A waited run is followed until it ends: at most as many as the run queue and the running slots hold.
+  const waiters = new RunWaiters(() => current.maxQueuedRuns + current.maxConcurrentRuns);
+  runs.onFinal((final) => waiters.told(final));
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
   const transforms = new TransformRunner({
@@ -101,10 +107,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   await shared?.connect();
   const deliverer = new Deliverer({
     dedupe,
-    executor: new ActionExecutor(host, runs),
+    executor: new ActionExecutor(host, runs, waiters),
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
+    waiters,
   });
   const lifecycle = new HookLifecycle({
     host,
@@ -204,6 +211,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     watching: () => watcher?.ready ?? Promise.resolve(),
     async close(graceMs = 5000) {
       await watcher?.close();
+      waiters.stop();
       await runs.close(graceMs);
       await transforms.close();
       bodies.close();
@@ -211,6 +219,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       strangerWarnings.flush();
       shared?.close();
     },
+    stopWaiting: () => waiters.stop(),
     runs,
     limiter,
     metrics,

@@ -14,9 +14,25 @@ import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from '../d
 import type { SharedDedupe } from '../dedupe/shared-dedupe.ts';
 import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { ActingPlan } from '../http/plan.ts';
+import type { FollowedRuns, RunWaiters, WaitedRun, WaitingClient } from '../after/waiters.ts';
+import { outcomesIn, runIdsOf, waitedAnswer } from '../after/wait-answer.ts';
 
-/** The answer, whether it repeats an earlier one, and the key the plan was deduplicated by. */
-export type Delivered = Outcome & { duplicate: boolean; key?: string };
+/** How long a waited request waited, and the status it learned (the runs', or 'running'). */
+export interface Waited {
+  ms: number;
+  status: string;
+}
+
+/**
+ * The answer, whether it repeats an earlier one, the key the plan was deduplicated by, and for a
+ * request that waited for its runs, how long and what came of them.
+ */
+export type Delivered = Outcome & { duplicate: boolean; key?: string; waited?: Waited };
+
+/** Whether the request waits for its runs: the /agent body's choice or the mapping's, never a transform's. */
+function waitsFor(plan: ActingPlan): boolean {
+  return plan.kind === 'endpoint' ? plan.action.waitForCompletion === true : plan.mapping.waitForCompletion === true;
+}
 
 export class Deliverer {
   constructor(
@@ -27,6 +43,7 @@ export class Deliverer {
       logger: Logger;
       /** Keys claimed across instances (hooks.sharedState); local keys are kept as well. */
       shared?: SharedDedupe;
+      waiters: RunWaiters;
     },
   ) {}
 
@@ -67,6 +84,10 @@ export class Deliverer {
             local.release(failure);
             across.claim.release();
           },
+          amend(answer) {
+            local.amend(answer);
+            across.claim.amend(answer);
+          },
         },
       };
     }
@@ -84,24 +105,55 @@ export class Deliverer {
   /**
    * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
-   * the raw body, whose hash is kept beside the key.
+   * the raw body, whose hash is kept beside the key. A waited request (waitForCompletion) is
+   * answered once its runs ended, or what is known when the wait ends (`client` leaving ends it);
+   * its key's kept answer becomes the final one when they end.
    */
-  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer): Promise<Delivered> {
-    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap);
+  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer, client?: WaitingClient): Promise<Delivered> {
+    const wait = waitsFor(plan);
+    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, wait, client);
     const { key } = plan;
     const hash = key && bodyHashOf(body);
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
-    if (acquired && 'answer' in acquired) return { ...duplicateOf(acquired.answer), duplicate: true, key: key.key };
+    if (acquired && 'answer' in acquired) {
+      const { answer } = acquired;
+      // A duplicate of a waited request whose runs are still followed waits too, within its own bound.
+      const followed = wait && answer.status === 202 ? this.parts.waiters.of(runIdsOf(answer.body)) : undefined;
+      if (!followed) return { ...duplicateOf(answer), duplicate: true, key: key.key };
+      const waited = await this.#wait(answer.body!, [followed], snap, client);
+      return { ...waited, body: { ...waited.body, duplicate: true }, duplicate: true, key: key.key };
+    }
     const claim = acquired ? acquired.claim : undefined;
+    let outcome: Awaited<ReturnType<ActionExecutor['execute']>>;
     try {
       const action = plan.kind === 'endpoint' ? plan.action : await this.#build(plan);
-      const outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex });
+      outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex }, wait);
       claim?.settle(outcome.record!);
-      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
     } catch (err) {
       claim?.release(err);
       throw err;
     }
+    const { followed, record } = outcome;
+    if (!followed) return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
+    if (claim) amendWhenDone(claim, record!.at, outcome.body!, followed);
+    return { ...(await this.#wait(outcome.body!, [followed], snap, client)), duplicate: false, key: key?.key };
+  }
+
+  /** The waited answer: the runs' outcomes once all ended, else what is known when the wait ends. */
+  async #wait(
+    accepted: Record<string, unknown>,
+    followed: readonly (FollowedRuns | RunOutcomeList)[],
+    snap: HooksSnapshot,
+    client: WaitingClient | undefined,
+  ): Promise<Outcome & { waited: Waited }> {
+    const started = performance.now();
+    const { waiters } = this.parts;
+    const lists = await Promise.all(
+      followed.map((f) => (Array.isArray(f) ? f : waiters.wait(f, snap.maxWaitMs, client))),
+    );
+    const answer = waitedAnswer(accepted, lists.flat());
+    const ms = Math.round(performance.now() - started);
+    return { ...answer, waited: { ms, status: answer.body!.status as string } };
   }
 
   #build({ mapping, payload, request }: Extract<ActingPlan, { kind: 'mapped' }>): Promise<Action> {
@@ -118,8 +170,10 @@ export class Deliverer {
   async #eachItemOnce(
     { mapping, request, payload, scope, items }: Extract<ActingPlan, { kind: 'each' }>,
     snap: HooksSnapshot,
+    wait: boolean,
+    client: WaitingClient | undefined,
   ): Promise<Delivered> {
-    const { executor, transforms, logger } = this.parts;
+    const { executor, transforms, logger, waiters } = this.parts;
     const built: { key: string | undefined; action: Action }[] = [];
     let bytes = 0;
     for (const item of items) {
@@ -133,22 +187,30 @@ export class Deliverer {
     let wakes = 0;
     let mode: unknown;
     let duplicates = 0;
+    /** What each item's runs are known by: followed, or told by a duplicate's kept answer. */
+    const followed: (FollowedRuns | RunOutcomeList)[] = [];
     for (const { key, action } of built) {
       const acquired = key === undefined ? undefined : await this.#acquire(scope, key, undefined, snap);
       let body: Record<string, unknown> | undefined;
       if (acquired && 'answer' in acquired) {
         duplicates++;
         body = acquired.answer.body;
+        if (wait) followed.push(waiters.of(runIdsOf(body)) ?? knownRuns(body));
       } else {
         const claim = acquired?.claim;
+        let outcome: Awaited<ReturnType<ActionExecutor['execute']>>;
         try {
-          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
+          outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key }, wait);
           claim?.settle(outcome.record!);
-          body = outcome.body;
         } catch (err) {
           claim?.release(err);
           throw err;
         }
+        body = outcome.body;
+        if (outcome.followed) {
+          followed.push(outcome.followed);
+          if (claim) amendWhenDone(claim, outcome.record!.at, body!, outcome.followed);
+        } else if (wait) followed.push(knownRuns(body));
       }
       if (typeof body?.runId === 'string')
         runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
@@ -162,8 +224,25 @@ export class Deliverer {
       ...(duplicate ? { duplicate: true } : {}),
       ...(duplicates > 0 && !duplicate ? { duplicates } : {}),
     };
-    if (runIds.length) return { status: 202, body: { ok: true, runId: runIds[0], runIds, ...extra }, duplicate };
+    if (runIds.length) {
+      const accepted = { ok: true, runId: runIds[0], runIds, ...extra };
+      if (!wait) return { status: 202, body: accepted, duplicate };
+      return { ...(await this.#wait(accepted, followed, snap, client)), duplicate };
+    }
     if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
     return { status: 204, duplicate };
   }
+}
+
+/** Runs known only by an answer: the outcomes it tells, the rest as still running (not followed here). */
+type RunOutcomeList = WaitedRun[];
+
+function knownRuns(body: Record<string, unknown> | undefined): RunOutcomeList {
+  const told = outcomesIn(body);
+  return runIdsOf(body).map((runId) => told.find((o) => o.runId === runId) ?? { runId, status: 'running' });
+}
+
+/** Once the runs end, the key's kept answer (the first request's, by its time) becomes the final one. */
+function amendWhenDone(claim: Claim, at: number, accepted: Record<string, unknown>, followed: FollowedRuns): void {
+  followed.whenDone(() => claim.amend({ at, ...waitedAnswer(accepted, followed.known()) }));
 }

@@ -8,23 +8,31 @@ import type { Action, AgentJob, Outcome } from './action.ts';
 import { prepareAgentJob } from './agent.ts';
 import type { RunService } from './run-service.ts';
 import { runWake } from './wake.ts';
+import type { FollowedRuns, RunWaiters } from '../after/waiters.ts';
 
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */
   record?: IdempotencyRecord;
+  /** The runs, followed until they end, when the request waits for them (and the followed runs are not at their limit). */
+  followed?: FollowedRuns;
 }
 
 export class ActionExecutor {
   constructor(
     private readonly host: GatewayHost,
     private readonly runs: RunService,
+    private readonly waiters: RunWaiters,
   ) {}
 
-  /** Throws the refusal of the first policy that refuses; nothing is done then. */
+  /**
+   * Throws the refusal of the first policy that refuses; nothing is done then. With `wait`, the runs
+   * are followed from before they are submitted, so not even the fastest run ends unseen.
+   */
   async execute(
     action: Action,
     snap: HooksSnapshot,
     key?: { scope: string; key: string; bodyHash?: string },
+    wait = false,
   ): Promise<ExecutedOutcome> {
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
     const { jobs, outcome } = prepareAction(action, snap, this.host);
@@ -37,8 +45,15 @@ export class ActionExecutor {
       ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
     };
     for (const wake of action.wakes) await runWake(wake, this.host, record);
-    if (jobs.length) await this.runs.submit(jobs, record);
-    return { ...outcome, record };
+    if (!jobs.length) return { ...outcome, record };
+    const followed = wait ? this.waiters.follow(jobs) : undefined;
+    try {
+      await this.runs.submit(jobs, record);
+    } catch (err) {
+      if (followed) this.waiters.forget(followed);
+      throw err;
+    }
+    return { ...outcome, record, ...(followed ? { followed } : {}) };
   }
 }
 

@@ -27,6 +27,8 @@ export interface Claim {
   settle(answer: FirstAnswer): void;
   /** It failed: nothing is kept, so a retry is processed. */
   release(failure: unknown): void;
+  /** After settle: the answer became final (a waited run ended); duplicates get it from now on. */
+  amend(answer: FirstAnswer): void;
 }
 
 /**
@@ -49,6 +51,7 @@ class InFlight implements Claim {
   constructor(
     readonly hash: BodyHash | undefined,
     private readonly done: (answer: FirstAnswer | undefined) => void,
+    readonly amend: (answer: FirstAnswer) => void,
   ) {}
 
   get hi(): number | undefined {
@@ -90,8 +93,9 @@ class Kept implements FirstAnswer {
   constructor(
     readonly key: string,
     readonly at: number,
-    readonly status: number,
-    readonly body: Record<string, unknown> | undefined,
+    /** Amended when a waited request's runs end. */
+    public status: number,
+    public body: Record<string, unknown> | undefined,
     hash: BodyHash | undefined,
   ) {
     this.hi = hash?.hi;
@@ -187,11 +191,15 @@ export class DedupeKeys {
   claim(scope: string, key: string, hash?: BodyHash): Claim {
     let flights = this.#inFlight.get(scope);
     if (!flights) this.#inFlight.set(scope, (flights = new Map()));
-    const flight = new InFlight(hash, (answer) => {
-      flights.delete(key);
-      if (flights.size === 0) this.#inFlight.delete(scope);
-      if (answer) this.#add(scope, key, answer, hash);
-    });
+    const flight = new InFlight(
+      hash,
+      (answer) => {
+        flights.delete(key);
+        if (flights.size === 0) this.#inFlight.delete(scope);
+        if (answer) this.#add(scope, key, answer, hash);
+      },
+      (answer) => this.#amend(scope, key, answer),
+    );
     flights.set(key, flight);
     return flight;
   }
@@ -202,6 +210,14 @@ export class DedupeKeys {
     for (const r of records) {
       if (r.at > oldest) this.#add(r.scope, r.key, r, parseBodyHash(r.bodyHash));
     }
+  }
+
+  /** The kept answer of the same first request (same time) takes the final one; a key gone stays gone. */
+  #amend(scope: string, key: string, answer: FirstAnswer): void {
+    const kept = this.#scopes.get(scope)?.byKey.get(key);
+    if (!kept || kept.at !== answer.at) return;
+    kept.status = answer.status;
+    kept.body = answer.body;
   }
 
   #add(scope: string, key: string, answer: FirstAnswer, hash: BodyHash | undefined): void {

@@ -26,7 +26,7 @@ import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { Deliverer } from '../actions/deliver.ts';
+import type { Deliverer, Waited } from '../actions/deliver.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
 import { loggableKey, type RequestLog } from '../observe/request-log.ts';
@@ -79,6 +79,8 @@ interface Trace {
   code?: string;
   /** The idempotency key the plan was carried out under. */
   key?: string;
+  /** A request that waited for its runs: how long, and what it learned. */
+  waited?: Waited;
 }
 
 type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
@@ -157,9 +159,10 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      const outcome = await this.parts.deliverer.deliver(plan, snap, body);
+      const outcome = await this.parts.deliverer.deliver(plan, snap, body, res);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
+      trace.waited = outcome.waited;
       const headers = trace.duplicate ? DUPLICATE : undefined;
       const reply = replyOf(plan, outcome);
       if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, request.id, headers);
@@ -202,6 +205,7 @@ export class HookLifecycle {
       ms: Math.round(ms * 10) / 10,
       client: request.client,
       ...(trace.duplicate ? { duplicate: true } : {}),
+      ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
     };
     // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.
     if (trace.authenticated) this.parts.host.logger.info('hook request', fields);
@@ -222,6 +226,7 @@ export class HookLifecycle {
       bytes: trace.bytes,
       ...(key ? { idempotencyKey: loggableKey(key) } : {}),
       ...(trace.duplicate ? { duplicate: true } : {}),
+      ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
     });
     return true;
   }

@@ -23,6 +23,10 @@ export interface RequestEntry {
   bytes: number;
   idempotencyKey?: string;
   duplicate?: boolean;
+  /** A request that waited for its runs (waitForCompletion): milliseconds waited... */
+  waited?: number;
+  /** ...and what it learned: ok, error, timeout, or running when the wait ended first. */
+  runStatus?: string;
 }
 
 /** As held in the ring: the time as a number, formatted only when read. */

@@ -1,0 +1,169 @@
+// Requests waiting for their runs (waitForCompletion): each waited run is followed from its acceptance
+// until RunService tells its final outcome and its delivery's fact is known. A follow outlives the
+// request that asked for it (the kept dedupe answer becomes the final outcome when it ends), so the
+// number followed is capped; a wait ends at its bound, when its client leaves, or at shutdown.
+import type { ServerResponse } from 'node:http';
+import type { AgentJob } from '../actions/action.ts';
+import type { DeliveryFact } from '../host.ts';
+import type { ReplyKind, RunFinal } from './run-final.ts';
+
+/** A run's final outcome as a waiting client is told it: never the reply's text. */
+export interface RunOutcome {
+  runId: string;
+  status: 'ok' | 'error' | 'timeout';
+  reply: ReplyKind;
+  /** Present when the run was to deliver its reply. */
+  delivery?: { channel: string; to?: string; status: DeliveryFact['status'] | 'skipped' };
+}
+
+/** What a wait learned of a run: its outcome, or that it is still going. */
+export type WaitedRun = RunOutcome | { runId: string; status: 'running' };
+
+/** The client a wait answers: its leaving ends the wait. */
+export type WaitingClient = Pick<ServerResponse, 'once' | 'off' | 'closed' | 'destroyed'>;
+
+/** One request's runs, their outcomes filled in as they end. */
+export class FollowedRuns {
+  readonly outcomes: (RunOutcome | undefined)[];
+  #left: number;
+  readonly #listeners = new Set<() => void>();
+
+  constructor(readonly runIds: readonly string[]) {
+    this.outcomes = runIds.map(() => undefined);
+    this.#left = runIds.length;
+  }
+
+  get done(): boolean {
+    return this.#left === 0;
+  }
+
+  /** Calls fn once every run has its outcome (at once when they have); returns its cancel. */
+  whenDone(fn: () => void): () => void {
+    if (this.done) {
+      fn();
+      return () => {};
+    }
+    this.#listeners.add(fn);
+    return () => this.#listeners.delete(fn);
+  }
+
+  /** What is known now, in the runs' order. */
+  known(): WaitedRun[] {
+    return this.runIds.map((runId, i) => this.outcomes[i] ?? { runId, status: 'running' });
+  }
+
+  set(index: number, outcome: RunOutcome): void {
+    if (this.outcomes[index]) return;
+    this.outcomes[index] = outcome;
+    if (--this.#left > 0) return;
+    for (const fn of this.#listeners) fn();
+    this.#listeners.clear();
+  }
+}
+
+interface Followed {
+  runs: FollowedRuns;
+  index: number;
+  job: AgentJob;
+}
+
+export class RunWaiters {
+  readonly #byRun = new Map<string, Followed>();
+  /** The ends of the waits under way, for stop(). */
+  readonly #waits = new Set<() => void>();
+  #stopped = false;
+
+  /** `limit`: how many runs may be followed at once. */
+  constructor(private readonly limit: () => number) {}
+
+  /** Runs followed now. */
+  get followed(): number {
+    return this.#byRun.size;
+  }
+
+  /** Waits under way. */
+  get waiting(): number {
+    return this.#waits.size;
+  }
+
+  /** Follows the jobs' runs from now on; undefined when that would pass the limit (the request does not wait). */
+  follow(jobs: readonly AgentJob[]): FollowedRuns | undefined {
+    if (jobs.length === 0 || this.#byRun.size + jobs.length > this.limit()) return undefined;
+    const runs = new FollowedRuns(jobs.map((j) => j.runId));
+    jobs.forEach((job, index) => this.#byRun.set(job.runId, { runs, index, job }));
+    return runs;
+  }
+
+  /** Stops following runs that were never started (their request was refused). */
+  forget(runs: FollowedRuns): void {
+    for (const runId of runs.runIds) this.#byRun.delete(runId);
+  }
+
+  /** The followed runs one of these run ids belongs to, while any of them is still going. */
+  of(runIds: readonly string[]): FollowedRuns | undefined {
+    for (const runId of runIds) {
+      const followed = this.#byRun.get(runId);
+      if (followed) return followed.runs;
+    }
+    return undefined;
+  }
+
+  /** RunService's final outcome of a run; a delivery still under way is waited for first. */
+  told(final: RunFinal): void {
+    const followed = this.#byRun.get(final.run.runId);
+    if (!followed) return;
+    const { delivery } = final;
+    if (delivery === 'skipped' || !('then' in delivery)) {
+      this.#settle(followed, final, delivery);
+      return;
+    }
+    delivery.then(
+      (fact) => this.#settle(followed, final, fact),
+      () => this.#settle(followed, final, 'refused'),
+    );
+  }
+
+  #settle(followed: Followed, final: RunFinal, fact: DeliveryFact | 'skipped' | 'refused'): void {
+    const { job, runs, index } = followed;
+    // Gone from the map and its outcome set in one turn: whoever looks finds one or the other.
+    this.#byRun.delete(job.runId);
+    runs.set(index, outcomeOf(job, final, fact));
+  }
+
+  /** What is known of the runs once they all ended, or after ms, or when the client leaves or stop() is called. */
+  wait(runs: FollowedRuns, ms: number, client?: WaitingClient): Promise<WaitedRun[]> {
+    if (runs.done || ms <= 0 || this.#stopped || (client && (client.closed || client.destroyed)))
+      return Promise.resolve(runs.known());
+    return new Promise((resolve) => {
+      const end = (): void => {
+        clearTimeout(timer);
+        cancel();
+        client?.off('close', end);
+        this.#waits.delete(end);
+        resolve(runs.known());
+      };
+      const timer = setTimeout(end, ms);
+      const cancel = runs.whenDone(end);
+      client?.once('close', end);
+      this.#waits.add(end);
+    });
+  }
+
+  /** Ends every wait now and later ones at once (shutdown): each answers what is known. The runs stay followed. */
+  stop(): void {
+    this.#stopped = true;
+    for (const end of [...this.#waits]) end();
+  }
+}
+
+function outcomeOf(job: AgentJob, final: RunFinal, fact: DeliveryFact | 'skipped' | 'refused'): RunOutcome {
+  const outcome: RunOutcome = { runId: job.runId, status: final.status, reply: final.reply };
+  if (!job.deliver) return outcome;
+  if (fact === 'skipped' || fact === 'refused') {
+    const status = fact === 'refused' ? 'failed' : 'skipped';
+    outcome.delivery = { channel: job.channel, ...(job.to ? { to: job.to } : {}), status };
+  } else {
+    outcome.delivery = { channel: fact.channel, ...(fact.to ? { to: fact.to } : {}), status: fact.status };
+  }
+  return outcome;
+}
