@@ -82,6 +82,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   runs.onFinal((final) => waiters.told(final));
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
+  metrics.observeGauge('requests_waiting', () => waiters.waiting);
   const transforms = new TransformRunner({
     timeoutMs: current.transformTimeoutMs,
     logger: host.logger,

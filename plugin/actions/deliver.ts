@@ -14,7 +14,8 @@ import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from '../d
 import type { SharedDedupe } from '../dedupe/shared-dedupe.ts';
 import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { ActingPlan } from '../http/plan.ts';
-import type { FollowedRuns, RunWaiters, WaitedRun, WaitingClient } from '../after/waiters.ts';
+import type { ServerResponse } from 'node:http';
+import { clientOf, type FollowedRuns, type RunWaiters, type WaitedRun } from '../after/waiters.ts';
 import { outcomesIn, runIdsOf, waitedAnswer } from '../after/wait-answer.ts';
 
 /** How long a waited request waited, and the status it learned (the runs', or 'running'). */
@@ -106,12 +107,12 @@ export class Deliverer {
    * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
    * the raw body, whose hash is kept beside the key. A waited request (waitForCompletion) is
-   * answered once its runs ended, or what is known when the wait ends (`client` leaving ends it);
+   * answered once its runs ended, or what is known when the wait ends (its client leaving ends it);
    * its key's kept answer becomes the final one when they end.
    */
-  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer, client?: WaitingClient): Promise<Delivered> {
+  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer, res?: ServerResponse): Promise<Delivered> {
     const wait = waitsFor(plan);
-    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, wait, client);
+    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, wait, res);
     const { key } = plan;
     const hash = key && bodyHashOf(body);
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
@@ -120,7 +121,7 @@ export class Deliverer {
       // A duplicate of a waited request whose runs are still followed waits too, within its own bound.
       const followed = wait && answer.status === 202 ? this.parts.waiters.of(runIdsOf(answer.body)) : undefined;
       if (!followed) return { ...duplicateOf(answer), duplicate: true, key: key.key };
-      const waited = await this.#wait(answer.body!, [followed], snap, client);
+      const waited = await this.#wait(answer.body!, [followed], snap, res);
       return { ...waited, body: { ...waited.body, duplicate: true }, duplicate: true, key: key.key };
     }
     const claim = acquired ? acquired.claim : undefined;
@@ -136,7 +137,7 @@ export class Deliverer {
     const { followed, record } = outcome;
     if (!followed) return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
     if (claim) amendWhenDone(claim, record!.at, outcome.body!, followed);
-    return { ...(await this.#wait(outcome.body!, [followed], snap, client)), duplicate: false, key: key?.key };
+    return { ...(await this.#wait(outcome.body!, [followed], snap, res)), duplicate: false, key: key?.key };
   }
 
   /** The waited answer: the runs' outcomes once all ended, else what is known when the wait ends. */
@@ -144,10 +145,11 @@ export class Deliverer {
     accepted: Record<string, unknown>,
     followed: readonly (FollowedRuns | RunOutcomeList)[],
     snap: HooksSnapshot,
-    client: WaitingClient | undefined,
+    res: ServerResponse | undefined,
   ): Promise<Outcome & { waited: Waited }> {
     const started = performance.now();
     const { waiters } = this.parts;
+    const client = res && clientOf(res);
     const lists = await Promise.all(
       followed.map((f) => (Array.isArray(f) ? f : waiters.wait(f, snap.maxWaitMs, client))),
     );
@@ -171,7 +173,7 @@ export class Deliverer {
     { mapping, request, payload, scope, items }: Extract<ActingPlan, { kind: 'each' }>,
     snap: HooksSnapshot,
     wait: boolean,
-    client: WaitingClient | undefined,
+    res: ServerResponse | undefined,
   ): Promise<Delivered> {
     const { executor, transforms, logger, waiters } = this.parts;
     const built: { key: string | undefined; action: Action }[] = [];
@@ -227,7 +229,7 @@ export class Deliverer {
     if (runIds.length) {
       const accepted = { ok: true, runId: runIds[0], runIds, ...extra };
       if (!wait) return { status: 202, body: accepted, duplicate };
-      return { ...(await this.#wait(accepted, followed, snap, client)), duplicate };
+      return { ...(await this.#wait(accepted, followed, snap, res)), duplicate };
     }
     if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
     return { status: 204, duplicate };

@@ -20,7 +20,33 @@ export interface RunOutcome {
 export type WaitedRun = RunOutcome | { runId: string; status: 'running' };
 
 /** The client a wait answers: its leaving ends the wait. */
-export type WaitingClient = Pick<ServerResponse, 'once' | 'off' | 'closed' | 'destroyed'>;
+export interface WaitingClient {
+  readonly left: boolean;
+  /** Calls fn when the client leaves; returns its cancel. */
+  onLeave(fn: () => void): () => void;
+}
+
+/**
+ * The client of an answer: it leaves when the connection closes, or when it closes its side (an
+ * aborted request, a stopped curl). The gateway lets a half-closed client read its answer, so one
+ * that only half-closed still gets what is known then (202 running).
+ */
+export function clientOf(res: ServerResponse): WaitingClient {
+  const { socket } = res.req;
+  return {
+    get left() {
+      return res.closed || res.destroyed || socket.readableEnded;
+    },
+    onLeave(fn) {
+      res.once('close', fn);
+      socket.once('end', fn);
+      return () => {
+        res.off('close', fn);
+        socket.off('end', fn);
+      };
+    },
+  };
+}
 
 /** One request's runs, their outcomes filled in as they end. */
 export class FollowedRuns {
@@ -132,19 +158,19 @@ export class RunWaiters {
 
   /** What is known of the runs once they all ended, or after ms, or when the client leaves or stop() is called. */
   wait(runs: FollowedRuns, ms: number, client?: WaitingClient): Promise<WaitedRun[]> {
-    if (runs.done || ms <= 0 || this.#stopped || (client && (client.closed || client.destroyed)))
+    if (runs.done || ms <= 0 || this.#stopped || client?.left)
       return Promise.resolve(runs.known());
     return new Promise((resolve) => {
       const end = (): void => {
         clearTimeout(timer);
         cancel();
-        client?.off('close', end);
+        leave?.();
         this.#waits.delete(end);
         resolve(runs.known());
       };
       const timer = setTimeout(end, ms);
       const cancel = runs.whenDone(end);
-      client?.once('close', end);
+      const leave = client?.onLeave(end);
       this.#waits.add(end);
     });
   }

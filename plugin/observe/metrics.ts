@@ -198,6 +198,7 @@ class PromMetrics implements HookMetrics {
 const GAUGE_HELP = {
   run_queue_depth: 'Agent runs accepted and waiting for a slot.',
   runs_running: 'Agent runs running now.',
+  requests_waiting: 'Hook requests waiting for their runs to end (waitForCompletion).',
 } as const;
 
 const nothing = (): void => {};
