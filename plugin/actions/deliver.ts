@@ -135,9 +135,12 @@ export class Deliverer {
       throw err;
     }
     const { followed, record } = outcome;
-    if (!followed) return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
-    if (claim) amendWhenDone(claim, record!.at, outcome.body!, followed);
-    return { ...(await this.#wait(outcome.body!, [followed], snap, res)), duplicate: false, key: key?.key };
+    if (!wait || outcome.status !== 202)
+      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
+    if (followed && claim) amendWhenDone(claim, record!.at, outcome.body!, followed);
+    // Not followed (too many are): answered at once, as a wait that ended.
+    const runs = followed ?? knownRuns(outcome.body);
+    return { ...(await this.#wait(outcome.body!, [runs], snap, res)), duplicate: false, key: key?.key };
   }
 
   /** The waited answer: the runs' outcomes once all ended, else what is known when the wait ends. */

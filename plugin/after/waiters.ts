@@ -158,8 +158,7 @@ export class RunWaiters {
 
   /** What is known of the runs once they all ended, or after ms, or when the client leaves or stop() is called. */
   wait(runs: FollowedRuns, ms: number, client?: WaitingClient): Promise<WaitedRun[]> {
-    if (runs.done || ms <= 0 || this.#stopped || client?.left)
-      return Promise.resolve(runs.known());
+    if (runs.done || ms <= 0 || this.#stopped || client?.left) return Promise.resolve(runs.known());
     return new Promise((resolve) => {
       const end = (): void => {
         clearTimeout(timer);
