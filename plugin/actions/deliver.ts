@@ -59,6 +59,7 @@ export class Deliverer {
     key: string,
     hash: BodyHash | undefined,
     snap: HooksSnapshot,
+    wait: boolean,
   ): Promise<{ answer: FirstAnswer } | { claim: Claim }> {
     const { dedupe, shared } = this.parts;
     const seen = dedupe.seen(scope, key, hash);
@@ -71,7 +72,9 @@ export class Deliverer {
     const across = await shared.claim(scope, key, hash, snap.dedupe);
     if (!across) return { claim: local };
     if ('answer' in across) {
-      local.settle(across.answer);
+      // A waited request's 202 becomes its final outcome on Redis: not kept here, asked again next time.
+      if (wait && across.answer.status === 202) local.pass(across.answer);
+      else local.settle(across.answer);
       return across;
     }
     if ('claim' in across) {
@@ -115,7 +118,7 @@ export class Deliverer {
     if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, wait, res);
     const { key } = plan;
     const hash = key && bodyHashOf(body);
-    const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
+    const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap, wait));
     if (acquired && 'answer' in acquired) {
       const { answer } = acquired;
       // A duplicate of a waited request whose runs are still followed waits too, within its own bound.
@@ -195,7 +198,7 @@ export class Deliverer {
     /** What each item's runs are known by: followed, or told by a duplicate's kept answer. */
     const followed: (FollowedRuns | RunOutcomeList)[] = [];
     for (const { key, action } of built) {
-      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, undefined, snap);
+      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, undefined, snap, wait);
       let body: Record<string, unknown> | undefined;
       if (acquired && 'answer' in acquired) {
         duplicates++;

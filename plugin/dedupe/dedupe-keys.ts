@@ -31,6 +31,12 @@ export interface Claim {
   amend(answer: FirstAnswer): void;
 }
 
+/** A claim on this instance's keys. */
+export interface LocalClaim extends Claim {
+  /** Answers the requests waiting on it, keeping nothing: the key's answer lives elsewhere and may change. */
+  pass(answer: FirstAnswer): void;
+}
+
 /**
  * What a repeated key gets: the first answer, now or once the first request has one; or `reused`
  * when its first request had another body.
@@ -43,7 +49,7 @@ const REUSED: Seen = Object.freeze({ reused: true as const });
 const SWEEP_MS = 1000;
 
 /** A request under way; the promise is made only if a duplicate comes to wait for it. */
-class InFlight implements Claim {
+class InFlight implements LocalClaim {
   #promise: Promise<FirstAnswer> | undefined;
   #resolve: ((a: FirstAnswer) => void) | undefined;
   #reject: ((err: unknown) => void) | undefined;
@@ -72,6 +78,11 @@ class InFlight implements Claim {
 
   settle(answer: FirstAnswer): void {
     this.done(answer);
+    this.#resolve?.(answer);
+  }
+
+  pass(answer: FirstAnswer): void {
+    this.done(undefined);
     this.#resolve?.(answer);
   }
 
@@ -188,7 +199,7 @@ export class DedupeKeys {
   }
 
   /** Marks the key as under way; duplicates wait on it. Call only after seen() said it is new. */
-  claim(scope: string, key: string, hash?: BodyHash): Claim {
+  claim(scope: string, key: string, hash?: BodyHash): LocalClaim {
     let flights = this.#inFlight.get(scope);
     if (!flights) this.#inFlight.set(scope, (flights = new Map()));
     const flight = new InFlight(

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import type { DeliveryFact, TurnResult } from '../../plugin/host.ts';
 import { post, startTestGateway, withGateway } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
+import { startRedis } from '../helpers/redis-server.ts';
 
 const waited = (more: Record<string, unknown> = {}) => ({ message: 'x', waitForCompletion: true, ...more });
 
@@ -168,3 +169,48 @@ test('a transform cannot turn waiting on; a mapping cannot wait and respond', as
     /waitForCompletion and respond cannot be used together/,
   );
 });
+
+test(
+  'with hooks.sharedState, the final outcome replaces the key kept on Redis: another instance answers it',
+  { timeout: 30_000 },
+  async () => {
+    const redis = await startRedis();
+    const shared = { sharedState: { redis: redis.url, keyPrefix: 'wait:' } };
+    let release!: () => void;
+    const a = await startTestGateway({
+      hooks: { ...shared, maxWaitSeconds: 1 },
+      turn: () => new Promise((resolve) => (release = () => resolve({ status: 'ok', reply: 'HEARTBEAT_OK' }))),
+    });
+    const b = await startTestGateway({ hooks: shared });
+    try {
+      const body = waited({ deliver: false });
+      const headers = { 'idempotency-key': 'shared-wait-1' };
+      const first = await post(a.url, '/hooks/agent', body, { headers });
+      assert.equal(first.status, 202);
+      assert.equal(first.body.status, 'running');
+      // On the other instance, before the end: the kept 202, answered at once (the run is not followed there).
+      const early = await post(b.url, '/hooks/agent', body, { headers });
+      assert.deepEqual(early.body, { ok: true, runId: first.body.runId, duplicate: true });
+      release();
+      await a.finalRuns(1);
+      // Redis is told the outcome just after the run ends: asked until it answers it (or the test times out).
+      let late = await post(b.url, '/hooks/agent', body, { headers });
+      while (late.status !== 200) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        late = await post(b.url, '/hooks/agent', body, { headers });
+      }
+      assert.deepEqual(late.body, {
+        ok: true,
+        runId: first.body.runId,
+        status: 'ok',
+        reply: 'silent',
+        duplicate: true,
+      });
+      assert.equal(b.rec.turns.length, 0, 'the other instance ran nothing');
+    } finally {
+      await a.close();
+      await b.close();
+      await redis.stop();
+    }
+  },
+);
