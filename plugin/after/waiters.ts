@@ -87,10 +87,14 @@ export class FollowedRuns {
   }
 }
 
+/** A followed run: where its outcome goes, and the delivery it was asked for (not the job: its prompt may be large). */
 interface Followed {
   runs: FollowedRuns;
   index: number;
-  job: AgentJob;
+  runId: string;
+  deliver: boolean;
+  channel: string;
+  to: string | undefined;
 }
 
 export class RunWaiters {
@@ -116,7 +120,9 @@ export class RunWaiters {
   follow(jobs: readonly AgentJob[]): FollowedRuns | undefined {
     if (jobs.length === 0 || this.#byRun.size + jobs.length > this.limit()) return undefined;
     const runs = new FollowedRuns(jobs.map((j) => j.runId));
-    jobs.forEach((job, index) => this.#byRun.set(job.runId, { runs, index, job }));
+    jobs.forEach(({ runId, deliver, channel, to }, index) =>
+      this.#byRun.set(runId, { runs, index, runId, deliver, channel, to }),
+    );
     return runs;
   }
 
@@ -150,10 +156,9 @@ export class RunWaiters {
   }
 
   #settle(followed: Followed, final: RunFinal, fact: DeliveryFact | 'skipped' | 'refused'): void {
-    const { job, runs, index } = followed;
     // Gone from the map and its outcome set in one turn: whoever looks finds one or the other.
-    this.#byRun.delete(job.runId);
-    runs.set(index, outcomeOf(job, final, fact));
+    this.#byRun.delete(followed.runId);
+    followed.runs.set(followed.index, outcomeOf(followed, final, fact));
   }
 
   /** What is known of the runs once they all ended, or after ms, or when the client leaves or stop() is called. */
@@ -181,12 +186,12 @@ export class RunWaiters {
   }
 }
 
-function outcomeOf(job: AgentJob, final: RunFinal, fact: DeliveryFact | 'skipped' | 'refused'): RunOutcome {
-  const outcome: RunOutcome = { runId: job.runId, status: final.status, reply: final.reply };
-  if (!job.deliver) return outcome;
+function outcomeOf(run: Followed, final: RunFinal, fact: DeliveryFact | 'skipped' | 'refused'): RunOutcome {
+  const outcome: RunOutcome = { runId: run.runId, status: final.status, reply: final.reply };
+  if (!run.deliver) return outcome;
   if (fact === 'skipped' || fact === 'refused') {
     const status = fact === 'refused' ? 'failed' : 'skipped';
-    outcome.delivery = { channel: job.channel, ...(job.to ? { to: job.to } : {}), status };
+    outcome.delivery = { channel: run.channel, ...(run.to ? { to: run.to } : {}), status };
   } else {
     outcome.delivery = { channel: fact.channel, ...(fact.to ? { to: fact.to } : {}), status: fact.status };
   }
