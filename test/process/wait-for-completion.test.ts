@@ -157,20 +157,21 @@ test('without waitForCompletion the answer is the 202 at acceptance, as before',
 
 test('a run outlasting maxWaitSeconds: 202 running, then its duplicate gets the final outcome', async () => {
   const key = 'wait-slow-1';
-  const first = await hook(hasty, '/hooks/agent', agent('case:held', { deliver: false }), key);
+  const first = await hook(hasty, '/hooks/agent', agent('case:held tag:slow', { deliver: false }), key);
   assert.equal(first.status, 202, first.text);
   assert.deepEqual(first.body, { ok: true, runId: first.body.runId, status: 'running' });
   // Still running: the duplicate waits its own second and answers the same.
-  const again = await hook(hasty, '/hooks/agent', agent('case:held', { deliver: false }), key);
+  const again = await hook(hasty, '/hooks/agent', agent('case:held tag:slow', { deliver: false }), key);
   assert.equal(again.status, 202);
   assert.equal(again.body.status, 'running');
   assert.equal(again.body.duplicate, true);
   await eventually(async () => held.length === 1);
   held.shift()!();
   const final = await eventually(async () => {
-    const r = await hook(hasty, '/hooks/agent', agent('case:held', { deliver: false }), key);
+    const r = await hook(hasty, '/hooks/agent', agent('case:held tag:slow', { deliver: false }), key);
     return r.status === 200 && r;
   });
+  assert.equal(provider.requests.filter((r) => JSON.stringify(r.body).includes('tag:slow')).length, 1, 'one run');
   assert.deepEqual(final.body, {
     ok: true,
     runId: first.body.runId,
@@ -188,7 +189,7 @@ test('a run outlasting maxWaitSeconds: 202 running, then its duplicate gets the 
 
 test('a duplicate arriving while the first still waits waits too, and both get the outcome', async () => {
   const key = 'wait-both-1';
-  const body = agent('case:held', { deliver: false });
+  const body = agent('case:held tag:both', { deliver: false });
   const first = hook(patient, '/hooks/agent', body, key);
   await eventually(async () => held.length === 1);
   const second = hook(patient, '/hooks/agent', body, key);
@@ -200,7 +201,7 @@ test('a duplicate arriving while the first still waits waits too, and both get t
   assert.equal(a.body.status, 'ok');
   assert.equal(b.body.runId, a.body.runId);
   assert.equal(b.body.duplicate, true);
-  assert.equal(provider.requests.filter((r) => JSON.stringify(r.body).includes(key)).length, 0);
+  assert.equal(provider.requests.filter((r) => JSON.stringify(r.body).includes('tag:both')).length, 1, 'one run');
 });
 
 test('a client that leaves while waiting: the wait ends, nothing is left waiting, the run still ends', async () => {
