@@ -2,7 +2,7 @@
 // tries again a run that failed in a way that may pass (hooks.retry, same runId), and posts one
 // summary in the main session for every job, for its final outcome, whatever happens to it.
 import { refuse } from '../errors.ts';
-import type { GatewayHost, IdempotencyRecord, RunAttempt, RunRecord, RunStatus, TurnResult } from '../host.ts';
+import type { GatewayHost, IdempotencyRecord, Route, RunAttempt, RunRecord, RunStatus, TurnResult } from '../host.ts';
 import type { AgentJob } from './action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
@@ -343,8 +343,9 @@ export class RunService {
       status !== 'ok' ? 'none' : reply && !isHeartbeatAck(reply) && reply.trim() ? 'visible' : 'silent';
     let delivery: RunFinal['delivery'] = 'skipped';
     if (status === 'ok' && job.deliver && reply && !isHeartbeatAck(reply)) {
+      let route: Route | undefined;
       try {
-        const route = resolveRoute(job.channel, job.to, job.agentId, this.host);
+        route = resolveRoute(job.channel, job.to, job.agentId, this.host);
         const receipt = await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
         delivery = receipt
           ? receipt.outcome
@@ -352,6 +353,8 @@ export class RunService {
       } catch (err) {
         status = 'error';
         error = `delivery failed: ${reasonOf(err)}`;
+        // Refused by the host: not 'skipped', which says nothing was to be delivered.
+        if (route) delivery = { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'failed' };
       }
     }
     const tries: readonly RunAttempt[] = attempts.length

@@ -27,7 +27,7 @@ import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { Deliverer } from '../actions/deliver.ts';
+import type { Deliverer, Waited } from '../actions/deliver.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
 import { loggableKey, type RequestLog } from '../observe/request-log.ts';
@@ -82,6 +82,8 @@ interface Trace {
   key?: string;
   /** Its hook was paused: the action was held. */
   held?: boolean;
+  /** A request that waited for its runs: how long, and what it learned. */
+  waited?: Waited;
 }
 
 type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
@@ -160,10 +162,11 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      const outcome = await this.parts.deliverer.deliver(plan, snap, body, request.id);
+      const outcome = await this.parts.deliverer.deliver(plan, snap, body, request.id, res);
       trace.duplicate = outcome.duplicate;
       trace.key = outcome.key;
       trace.held = outcome.held;
+      trace.waited = outcome.waited;
       const headers = trace.duplicate ? DUPLICATE : undefined;
       // A held request is answered as held, whatever its mapping's `respond` says for an accepted one.
       const reply = outcome.body?.held === true ? undefined : replyOf(plan, outcome);
@@ -207,6 +210,7 @@ export class HookLifecycle {
       ms: Math.round(ms * 10) / 10,
       client: request.client,
       ...(trace.duplicate ? { duplicate: true } : {}),
+      ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
     };
     // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.
     if (trace.authenticated) this.parts.host.logger.info('hook request', fields);
@@ -228,6 +232,7 @@ export class HookLifecycle {
       ...(key ? { idempotencyKey: loggableKey(key) } : {}),
       ...(trace.duplicate ? { duplicate: true } : {}),
       ...(trace.held ? { held: true } : {}),
+      ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
     });
     return true;
   }

@@ -139,7 +139,7 @@ function mappedRequest(facts: RequestFacts, bodyLimit: number, hooksPath: string
 function endpointAction(kind: 'wake' | 'agent', payload: Record<string, unknown>): Action {
   return kind === 'wake'
     ? { wakes: [parseWakePayload(payload)], runs: [] }
-    : { wakes: [], runs: [parseAgentPayload(payload)] };
+    : { wakes: [], runs: [parseAgentPayload(payload)], waitForCompletion: payload.waitForCompletion === true };
 }
 
 function firstValue(value: string | string[] | undefined): string | undefined {

@@ -236,6 +236,7 @@ const GAUGE_HELP = {
   run_queue_depth: 'Agent runs accepted and waiting for a slot.',
   runs_running: 'Agent runs running now.',
   held_actions: 'Actions held for paused hooks, waiting for their resume.',
+  requests_waiting: 'Hook requests waiting for their runs to end (waitForCompletion).',
 } as const;
 
 const nothing = (): void => {};

@@ -8,6 +8,7 @@ import type {
   AcceptedRun,
   ChannelName,
   Delivery,
+  DeliveryReceipt,
   GatewayHost,
   IsolatedTurn,
   LogFields,
@@ -40,7 +41,8 @@ export interface TestHostOptions {
   lastRoute?: Route;
   /** Replaces the default turn (which replies "reply to: <prompt>"). */
   turn?: (turn: IsolatedTurn) => Promise<TurnResult>;
-  deliver?: (d: Delivery) => Promise<void>;
+  /** What the host's deliver() does; it may return a receipt whose outcome settles later. */
+  deliver?: (d: Delivery) => Promise<void | DeliveryReceipt>;
   /** Called after each run update is recorded; what it returns is what the host answers. */
   runUpdate?: (r: RunRecord) => void | Promise<void>;
   /** Files to write under the config dir before the plugin starts, e.g. transforms. */
@@ -136,8 +138,9 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
       ...(opts.restoreRuns ? { restore: () => Promise.resolve(opts.restoreRuns!) } : {}),
     },
     deliver: async (d) => {
-      if (opts.deliver) await opts.deliver(d);
+      const receipt = opts.deliver ? await opts.deliver(d) : undefined;
       rec.deliveries.push(d);
+      return receipt ?? undefined;
     },
   };
 

@@ -234,6 +234,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   // Slow clients: headers must arrive within 10 s; the hooks body reader has its own timeout.
   server.headersTimeout = 10_000;
+  // It bounds receiving a request, not answering it: a waited answer (hooks.maxWaitSeconds, up to an
+  // hour) after a complete request is not cut.
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;
 
@@ -268,6 +270,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         await gmail?.stop();
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        plugin.stopWaiting(); // requests waiting for their runs are answered now, not at their bound
         await stopped; // in-flight requests are answered first
         await plugin.close(settings.shutdownGraceMs);
         await deliveries.close(settings.shutdownGraceMs);
