@@ -16,12 +16,12 @@ const MB = 1024 * 1024;
 /** The same transform in each form; it answers with its isolate's heap once the module has run. */
 const BODY = `({ heapUsed: process.memoryUsage().heapUsed, heapTotal: process.memoryUsage().heapTotal, text: String(ctx.payload.n) })`;
 const KINDS = {
-  'mjs': `export default (ctx) => ${BODY};\n`,
-  'ts': `interface Ctx { payload: { n: number } }\ntype Out = Record<string, unknown>;\nexport default (ctx: Ctx): Out => ${BODY};\n`,
+  mjs: `export default (ctx) => ${BODY};\n`,
+  ts: `interface Ctx { payload: { n: number } }\ntype Out = Record<string, unknown>;\nexport default (ctx: Ctx): Out => ${BODY};\n`,
   'mts (top-level await)': `const ready: boolean = await Promise.resolve(true);\nexport default (ctx: { payload: { n: number } }) => ready && ${BODY};\n`,
-  'cjs': `module.exports = (ctx) => ${BODY};\n`,
+  cjs: `module.exports = (ctx) => ${BODY};\n`,
 };
-const EXTENSION = { 'mjs': 'mjs', 'ts': 'ts', 'mts (top-level await)': 'mts', 'cjs': 'cjs' };
+const EXTENSION = { mjs: 'mjs', ts: 'ts', 'mts (top-level await)': 'mts', cjs: 'cjs' };
 
 async function measureOne(kind) {
   const { TransformRunner } = await import(pathToFileURL(RUNNER).href);
@@ -31,18 +31,30 @@ async function measureOne(kind) {
   const runner = new TransformRunner({ timeoutMs: 10_000, workers: 1 });
   globalThis.gc?.();
   const before = process.memoryUsage().rss;
-  const outcome = await runner.run({ file, exportName: 'default', ctx: { payload: { n: 1 }, headers: {}, query: {}, path: 'x' } });
+  const outcome = await runner.run({
+    file,
+    exportName: 'default',
+    ctx: { payload: { n: 1 }, headers: {}, query: {}, path: 'x' },
+  });
   if (!outcome.ok) throw new Error(`${kind}: ${outcome.reason} ${outcome.detail ?? ''}`);
   globalThis.gc?.();
   const after = process.memoryUsage().rss;
   await runner.close();
   fs.rmSync(dir, { recursive: true, force: true });
-  return { kind, rssBeforeMb: before / MB, rssAfterMb: after / MB, workerHeapUsedMb: outcome.value.heapUsed / MB, workerHeapTotalMb: outcome.value.heapTotal / MB };
+  return {
+    kind,
+    rssBeforeMb: before / MB,
+    rssAfterMb: after / MB,
+    workerHeapUsedMb: outcome.value.heapUsed / MB,
+    workerHeapTotalMb: outcome.value.heapTotal / MB,
+  };
 }
 
 function inChild(kind) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--kind', kind], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--kind', kind], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (chunk) => (out += chunk));
     child.on('error', reject);
@@ -61,7 +73,9 @@ if (at > 0) {
   for (const kind of Object.keys(KINDS)) {
     for (let i = 0; i < rounds; i++) {
       const r = await inChild(kind);
-      console.log(`${kind.padEnd(22)} | ${f(r.rssBeforeMb)}     | ${f(r.rssAfterMb)}    | ${f(r.rssAfterMb - r.rssBeforeMb)}      | ${f(r.workerHeapUsedMb)} / ${f(r.workerHeapTotalMb)}`);
+      console.log(
+        `${kind.padEnd(22)} | ${f(r.rssBeforeMb)}     | ${f(r.rssAfterMb)}    | ${f(r.rssAfterMb - r.rssBeforeMb)}      | ${f(r.workerHeapUsedMb)} / ${f(r.workerHeapTotalMb)}`,
+      );
     }
   }
 }
