@@ -1,7 +1,7 @@
 // `npx tsx bench/memory-profile.ts`: where the gateway's resident memory goes. One gateway with the
 // bench's main config is driven through the rows that move its memory (PROFILE_ROWS, names as in
 // scenarios.ts, `|`-separated; PROFILE_SECONDS each), then left idle as long as the bench leaves it.
-// After each step: RSS split by /proc/<pid>/smaps into file-backed pages (the node binary, mapped
+// After each step: the peak RSS while it ran, and the RSS split by /proc/<pid>/smaps into file-backed pages (the node binary, mapped
 // files), the brk heap (glibc's main arena) and other anonymous memory (V8's heap pages, thread
 // stacks, malloc's other arenas and mmapped blocks). At the end a heap snapshot of the idle gateway
 // (written on SIGUSR2, read, summarised and deleted): the live JavaScript heap by kind and by the
@@ -11,7 +11,7 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { drive } from './drive.ts';
 import { GATEWAYS, SCENARIOS } from './scenarios.ts';
-import { ROOT, rssMb, startHookgate } from './processes.ts';
+import { ROOT, rssMb, startHookgate, watchRss } from './processes.ts';
 
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
 const ROWS = (
@@ -40,11 +40,11 @@ async function smaps(pid: number): Promise<{ file: number; brk: number; anon: nu
   return sums;
 }
 
-async function report(label: string, pid: number): Promise<void> {
+async function report(label: string, pid: number, peakMb?: number): Promise<void> {
   const s = await smaps(pid);
   const mb = (kb: number): string => (kb / 1024).toFixed(1);
   console.log(
-    `${label.padEnd(44)} RSS ${(await rssMb(pid)).toFixed(1).padStart(6)} MB: file ${mb(s.file)}, brk heap ${mb(s.brk)}, other anonymous ${mb(s.anon)}`,
+    `${label.padEnd(44)} RSS ${(await rssMb(pid)).toFixed(1).padStart(6)} MB: file ${mb(s.file)}, brk heap ${mb(s.brk)}, other anonymous ${mb(s.anon)}${peakMb ? `; peak ${peakMb} MB` : ''}`,
   );
 }
 
@@ -113,8 +113,9 @@ try {
   for (const name of ROWS) {
     const scenario = SCENARIOS.find((s) => s.name === name);
     if (!scenario) throw new Error(`no scenario named ${JSON.stringify(name)}`);
+    const peak = watchRss(gateway.pid);
     const figures = await drive(gateway.url, gateway.pid, scenario.load, scenario.connections, SECONDS);
-    await report(`after ${name} (${figures.total} requests)`, gateway.pid);
+    await report(`after ${name} (${figures.total} requests)`, gateway.pid, await peak.stop());
   }
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   await report(`after ${SETTLE_MS / 1000} s idle`, gateway.pid);
