@@ -11,6 +11,7 @@ import type { ReplyKind, RunFinal, RunFinalListener } from '../after/run-final.t
 import { mayRetry, retryDelayMs, type RetryPolicy } from '../after/retry-policy.ts';
 import type { RunRetries } from '../after/run-retries.ts';
 import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
+import { ActiveRun } from './active-run.ts';
 
 export interface RunLimits {
   maxConcurrentRuns: number;
@@ -48,50 +49,6 @@ function reasonOf(err: unknown): string {
 /** A retry whose start could not be recorded is not tried: a crash during it could repeat it. */
 function notStarted(err: unknown): TurnResult {
   return { status: 'error', error: `not tried again: the retry could not be recorded (${reasonOf(err)})` };
-}
-
-/**
- * A run's way to end early: its deadline or a shutdown aborts the signal the host was given and
- * settles `ended` at once, whether or not the host honours the signal; otherwise `ended` settles
- * with the host's answer. A timer and a resolver rather than a listener on the signal, and the
- * signal made only when the host asks for it: for a fast model, an AbortSignal and its listener
- * (or a Promise.race) cost more than the rest of the run's bookkeeping.
- */
-class ActiveRun {
-  /** The first of the host's answer and a stop. */
-  readonly ended: Promise<TurnResult>;
-  /** Settles `ended`; later calls do nothing, as for any promise. */
-  end!: (result: TurnResult) => void;
-  private readonly timer: NodeJS.Timeout;
-  private controller?: AbortController;
-  private reason?: string;
-
-  constructor(timeoutMs: number) {
-    this.ended = new Promise((resolve) => (this.end = resolve));
-    this.timer = setTimeout(
-      () => this.stop({ status: 'timeout', error: `no reply within ${timeoutMs / 1000} s` }, 'timeout'),
-      timeoutMs,
-    );
-  }
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.reason !== undefined) this.controller.abort(this.reason);
-    }
-    return this.controller.signal;
-  }
-
-  stop(result: TurnResult, reason: string): void {
-    if (this.reason !== undefined) return;
-    this.reason = reason;
-    this.controller?.abort(reason);
-    this.end(result);
-  }
-
-  settle(): void {
-    clearTimeout(this.timer);
-  }
 }
 
 export class RunService {
@@ -360,14 +317,6 @@ export class RunService {
     const tries: readonly RunAttempt[] = attempts.length
       ? attempts
       : [{ at: new Date().toISOString(), status, ...(error !== undefined ? { error } : {}) }];
-    this.tellFinal({
-      run: job,
-      status,
-      reply: replyKind,
-      attempts: tries,
-      ...(error !== undefined ? { error } : {}),
-      delivery,
-    });
     // The reply may echo untrusted content into the main session: no forged markers there either.
     const summary = sanitizeMarkers(
       status === 'ok'
@@ -388,10 +337,19 @@ export class RunService {
       ...(error !== undefined ? { error } : {}),
       ...(retried ? { attempts: tries } : {}),
     });
-    if (!retried) return;
-    // The host keeps the final record before the schedule forgets the run: a restart never sees it
-    // as neither scheduled nor finished (report() logs a failure).
+    // Listeners (a waiting request, the failure book) hear of the outcome once the host keeps it, so
+    // GET /api/runs/<id> agrees with them; and the host keeps it before the schedule forgets the run,
+    // so a restart never sees it as neither scheduled nor finished (report() logs a failure).
     await final?.catch(() => {});
+    this.tellFinal({
+      run: job,
+      status,
+      reply: replyKind,
+      attempts: tries,
+      ...(error !== undefined ? { error } : {}),
+      delivery,
+    });
+    if (!retried) return;
     await this.retries.done(job.runId).catch((err: unknown) =>
       this.host.logger.error('a finished retry could not be removed from the schedule', {
         runId: job.runId,
