@@ -10,10 +10,17 @@ import type { ActionExecutor } from './execute.ts';
 import { buildItemAction, buildMappedAction } from '../mappings/build-action.ts';
 import type { TransformRunner } from '../transforms/index.ts';
 import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
-import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from '../dedupe/dedupe-keys.ts';
+import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer, type Seen } from '../dedupe/dedupe-keys.ts';
+import type { DedupeKey } from '../dedupe/idempotency.ts';
 import type { SharedDedupe } from '../dedupe/shared-dedupe.ts';
 import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { ActingPlan } from '../http/plan.ts';
+
+/** A key's first answer, once its first request has one; 422 when that request had another body. */
+async function firstOf(seen: Seen): Promise<FirstAnswer> {
+  if ('reused' in seen) throw refuse.idempotencyKeyReused();
+  return 'answer' in seen ? seen.answer : seen.pending;
+}
 
 /** The answer, whether it repeats an earlier one, and the key the plan was deduplicated by. */
 export type Delivered = Outcome & { duplicate: boolean; key?: string };
@@ -44,10 +51,7 @@ export class Deliverer {
   ): Promise<{ answer: FirstAnswer } | { claim: Claim }> {
     const { dedupe, shared } = this.parts;
     const seen = dedupe.seen(scope, key, hash);
-    if (seen) {
-      if ('reused' in seen) throw refuse.idempotencyKeyReused();
-      return { answer: 'answer' in seen ? seen.answer : await seen.pending };
-    }
+    if (seen) return { answer: await firstOf(seen) };
     const local = dedupe.claim(scope, key, hash);
     if (!shared) return { claim: local };
     const across = await shared.claim(scope, key, hash, snap.dedupe);
@@ -82,14 +86,25 @@ export class Deliverer {
   }
 
   /**
+   * A key already answered here (or under way here), before any plan: its first answer, or the 422
+   * of another body; undefined when the key is new here (the plan then runs, and deliver() claims
+   * it, across instances too).
+   */
+  repeated(key: DedupeKey, hash: BodyHash): Promise<Delivered> | undefined {
+    const seen = this.parts.dedupe.seen(key.scope, key.key, hash);
+    if (!seen) return undefined;
+    return firstOf(seen).then((first) => ({ ...duplicateOf(first), duplicate: true, key: key.key }));
+  }
+
+  /**
    * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
-   * the raw body, whose hash is kept beside the key.
+   * the raw body, whose hash (`bodyHash`, when already taken) is kept beside the key.
    */
-  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer): Promise<Delivered> {
+  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer, bodyHash?: BodyHash): Promise<Delivered> {
     if (plan.kind === 'each') return this.#eachItemOnce(plan, snap);
     const { key } = plan;
-    const hash = key && bodyHashOf(body);
+    const hash = key && (bodyHash ?? bodyHashOf(body));
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
     if (acquired && 'answer' in acquired) return { ...duplicateOf(acquired.answer), duplicate: true, key: key.key };
     const claim = acquired ? acquired.claim : undefined;

@@ -5,6 +5,9 @@
 //   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name;
 //                for a signed mapping, a request without any of its proof headers is refused here
 //   receive      the body, within the target's limit and the body timeout
+//   repeat       a key the headers alone decide (plan.ts keyBeforeBody), answered here before: the
+//                first answer again (422 for another body), after a signed mapping's signature, the
+//                body never parsed
 //   plan         what the request would do, decided with nothing done (plan.ts; the dry run calls it too):
 //     verify     a signed mapping's signature over the raw bytes (instead of the token)
 //     parse      a JSON object, a form or a multipart body (for a mapping, one that nests no deeper than
@@ -26,7 +29,8 @@ import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { Deliverer } from '../actions/deliver.ts';
+import type { Deliverer, Delivered } from '../actions/deliver.ts';
+import { bodyHashOf } from '../dedupe/body-hash.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
 import { loggableKey, type RequestLog } from '../observe/request-log.ts';
@@ -35,7 +39,7 @@ import type { BodyReceiver } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import type { RefusalLog } from './refusal-log.ts';
 import { isKnownName, metaHandshakeOf, targetOf, type Target } from './resolve.ts';
-import { planRequest, replyOf, type ProofChecks, type RequestFacts } from './plan.ts';
+import { keyBeforeBody, planRequest, replyOf, type ActingPlan, type ProofChecks, type RequestFacts } from './plan.ts';
 import { hookTokenCredential, mappingCredential } from '../auth/credentials.ts';
 import { metaChallenge, type Handshake } from '../mappings/handshake.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
@@ -151,26 +155,24 @@ export class HookLifecycle {
         options.expectsContinue === true,
       );
       trace.bytes = body.length;
+      // repeat: a key the headers decide, answered here before: the first answer, the body unparsed.
+      const known = keyBeforeBody(target, req.headers);
+      const hash = known && bodyHashOf(body);
+      if (known && hash) {
+        if (verifier) this.#proofs.verify(request, verifier, body, snap);
+        const repeated = this.parts.deliverer.repeated(known, hash);
+        if (repeated) {
+          this.answer(request, undefined, await repeated);
+          return await this.finish(request, pathname, started, snap, trace);
+        }
+      }
       const plan = planRequest(target, body, request, snap, this.#proofs);
       if (plan.kind === 'handshake') {
         answers.send(res, 200, plan.answer, request.id);
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      const outcome = await this.parts.deliverer.deliver(plan, snap, body);
-      trace.duplicate = outcome.duplicate;
-      trace.key = outcome.key;
-      const headers = trace.duplicate ? DUPLICATE : undefined;
-      const reply = replyOf(plan, outcome);
-      if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, request.id, headers);
-      else
-        answers.send(
-          res,
-          reply?.status ?? outcome.status,
-          reply ? (reply.json ?? outcome.body) : outcome.body,
-          request.id,
-          headers,
-        );
+      this.answer(request, plan, await this.parts.deliverer.deliver(plan, snap, body, hash));
     } catch (err) {
       const refusal = this.refusalOf(err, request);
       trace.code = refusal.code;
@@ -178,6 +180,24 @@ export class HookLifecycle {
     }
 
     return this.finish(request, pathname, started, snap, trace);
+  }
+
+  /** The outcome as answered: a mapping's `respond` when it has one, marked when it repeats a first answer. */
+  private answer({ res, id, trace }: HookRequest, plan: ActingPlan | undefined, outcome: Delivered): void {
+    const { answers } = this.parts;
+    trace.duplicate = outcome.duplicate;
+    trace.key = outcome.key;
+    const headers = trace.duplicate ? DUPLICATE : undefined;
+    const reply = plan && replyOf(plan, outcome);
+    if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, id, headers);
+    else
+      answers.send(
+        res,
+        reply?.status ?? outcome.status,
+        reply ? (reply.json ?? outcome.body) : outcome.body,
+        id,
+        headers,
+      );
   }
 
   /** Logs, counts and records the request once its answer is out; the host hears back after that. */
@@ -266,6 +286,8 @@ export class HookLifecycle {
   /** The planner's proof checks: a bad or late signature is refused and counted against the address. */
   readonly #proofs: ProofChecks<HookRequest> = {
     verify: (request, verifier, body, snap) => {
+      // Verified already, before the duplicate check.
+      if (request.trace.authenticated) return true;
       const outcome = verifier.verify({ headers: request.headers, body, nowMs: Date.now() });
       if (!outcome.ok) throw this.signatureFailure(request, verifier, snap, outcome);
       request.trace.authenticated = true;

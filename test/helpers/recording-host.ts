@@ -9,6 +9,7 @@ import type {
   ChannelName,
   Delivery,
   GatewayHost,
+  IdempotencyRecord,
   IsolatedTurn,
   LogFields,
   Route,
@@ -47,6 +48,8 @@ export interface TestHostOptions {
   files?: Record<string, string>;
   /** Runs an earlier process accepted, handed back at start (runs.restore). */
   restoreRuns?: { rerun: AcceptedRun[]; interrupted: AcceptedRun[] };
+  /** Idempotency keys an earlier process kept, handed back at start (idempotency.restore). */
+  restoreKeys?: IdempotencyRecord[];
 }
 
 export interface TestGateway {
@@ -121,6 +124,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
       if (opts.deliver) await opts.deliver(d);
       rec.deliveries.push(d);
     },
+    ...(opts.restoreKeys ? { idempotency: { restore: () => Promise.resolve(opts.restoreKeys!) } } : {}),
   };
 
   const plugin = await createHooksPlugin(host);
