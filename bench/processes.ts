@@ -87,12 +87,18 @@ export async function startBare(): Promise<Side> {
 
 export const TRANSFORM = `export default (ctx: { payload: any }) => ({ text: 'deploy ' + ctx.payload.service + ' ' + ctx.payload.status });\n`;
 
-export function gatewayConfig(hooks: Record<string, unknown>, gateway: Record<string, unknown> = {}): object {
+/** The gateway's config file; `top` replaces or adds top-level blocks (models, agents). */
+export function gatewayConfig(
+  hooks: Record<string, unknown>,
+  gateway: Record<string, unknown> = {},
+  top: Record<string, unknown> = {},
+): object {
   return {
     gateway: { auth: { token: GATEWAY_TOKEN }, trustedProxies: ['127.0.0.1'], ...gateway },
     hooks: { enabled: true, token: HOOK_TOKEN, defaultSessionKey: 'hook:bench', ...hooks },
     agents: { defaults: { model: 'echo/echo' }, list: [{ id: 'main', default: true }] },
     channels: { slack: { defaultTo: '#bench' } },
+    ...top,
   };
 }
 
@@ -100,9 +106,10 @@ export function gatewayConfig(hooks: Record<string, unknown>, gateway: Record<st
 export async function startHookgate(
   hooks: Record<string, unknown>,
   gateway: Record<string, unknown> = {},
+  top: Record<string, unknown> = {},
 ): Promise<Side & { dir: string }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'hookgate-bench-'));
-  await writeFile(path.join(dir, 'gateway.json5'), JSON.stringify(gatewayConfig(hooks, gateway)));
+  await writeFile(path.join(dir, 'gateway.json5'), JSON.stringify(gatewayConfig(hooks, gateway, top)));
   await mkdir(path.join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(path.join(dir, 'hooks', 'transforms', 'bench.ts'), TRANSFORM);
   // The log goes beside the state dir, not into it: the config dir is watched for changes.
