@@ -133,19 +133,24 @@ export class HookLifecycle {
     traceTarget(trace, target);
     try {
       const meta = metaHandshakeOf(target);
-      this.admit(request, meta !== undefined);
+      const verifier = target.kind === 'mapped' ? target.verifier : undefined;
+      // Refusals anyone can flood (429, 401) come back as values rather than throws: a throw and its
+      // catch cost more than the rest of such an answer.
+      const refused =
+        this.admit(request, meta !== undefined) ??
+        (meta && req.method === 'GET'
+          ? undefined
+          : verifier
+            ? this.requireProof(request, verifier, snap)
+            : this.authenticate(request, snap, target));
+      if (refused) {
+        this.refuse(request, refused);
+        return await this.finish(request, pathname, started, snap, trace);
+      }
       if (meta && req.method === 'GET') {
         answers.sendText(res, 200, this.metaHandshake(request, meta, snap), request.id);
         trace.authenticated = true;
         return await this.finish(request, pathname, started, snap, trace);
-      }
-      const verifier = target.kind === 'mapped' ? target.verifier : undefined;
-      if (!verifier) {
-        this.authenticate(request, snap);
-        trace.authenticated = true;
-        if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
-      } else {
-        this.requireProof(request, verifier, snap);
       }
       const body = await this.parts.bodies.read(
         req,
@@ -174,12 +179,15 @@ export class HookLifecycle {
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
       this.answer(request, plan, await this.parts.deliverer.deliver(plan, snap, body, hash));
     } catch (err) {
-      const refusal = this.refusalOf(err, request);
-      trace.code = refusal.code;
-      answers.sendError(res, refusal, request.id);
+      this.refuse(request, this.refusalOf(err, request));
     }
 
     return this.finish(request, pathname, started, snap, trace);
+  }
+
+  private refuse({ res, id, trace }: HookRequest, refusal: HookError): void {
+    trace.code = refusal.code;
+    this.parts.answers.sendError(res, refusal, id);
   }
 
   /** The outcome as answered: a mapping's `respond` when it has one, marked when it repeats a first answer. */
@@ -247,21 +255,29 @@ export class HookLifecycle {
   }
 
   /** Token in the query, method, address lock: decided before the token is even looked at. */
-  private admit({ req, query, client }: HookRequest, getAllowed: boolean): void {
-    if (query !== undefined && new URLSearchParams(query).has('token')) throw refuse.tokenInQuery();
+  private admit({ req, query, client }: HookRequest, getAllowed: boolean): HookError | undefined {
+    if (query !== undefined && new URLSearchParams(query).has('token')) return refuse.tokenInQuery();
     if (getAllowed) {
       if (req.method !== 'POST' && req.method !== 'GET')
-        throw refuse.methodNotAllowed('GET, POST', 'only GET and POST are accepted');
-    } else if (req.method !== 'POST') throw refuse.methodNotAllowed();
+        return refuse.methodNotAllowed('GET, POST', 'only GET and POST are accepted');
+    } else if (req.method !== 'POST') return refuse.methodNotAllowed();
     const lockedFor = this.parts.limiter.lockedFor(client);
-    if (lockedFor > 0) throw refuse.rateLimited(lockedFor);
+    return lockedFor > 0 ? refuse.rateLimited(lockedFor) : undefined;
   }
 
-  private authenticate({ req, client }: HookRequest, snap: HooksSnapshot): void {
+  /** The hook token; then 404 for a name no mapping owns. */
+  private authenticate(
+    { req, client, trace }: HookRequest,
+    snap: HooksSnapshot,
+    target: Target,
+  ): HookError | undefined {
     const token = extractToken(req.headers);
-    if (matchesAnyToken(token, snap.tokenDigests)) return;
-    this.failedAuthentication(client, snap, token === undefined ? undefined : hookTokenCredential(token));
-    throw refuse.unauthorized();
+    if (!matchesAnyToken(token, snap.tokenDigests)) {
+      this.failedAuthentication(client, snap, token === undefined ? undefined : hookTokenCredential(token));
+      return refuse.unauthorized();
+    }
+    trace.authenticated = true;
+    return target.kind === 'mapped' && target.candidates.length === 0 ? refuse.notFound() : undefined;
   }
 
   /** Meta's GET: the challenge when the verify token matches; a missing or wrong one counts as a failure. */
@@ -277,10 +293,10 @@ export class HookLifecycle {
   }
 
   /** A signed request without any of its scheme's proof headers is refused before its body is read. */
-  private requireProof(request: HookRequest, verifier: Verifier, snap: HooksSnapshot): void {
+  private requireProof(request: HookRequest, verifier: Verifier, snap: HooksSnapshot): HookError | undefined {
     const { headers } = request.req;
-    if (verifier.proofHeaders.some((name) => headers[name] !== undefined)) return;
-    throw this.signatureFailure(request, verifier, snap, { expired: false });
+    if (verifier.proofHeaders.some((name) => headers[name] !== undefined)) return undefined;
+    return this.signatureFailure(request, verifier, snap, { expired: false });
   }
 
   /** The planner's proof checks: a bad or late signature is refused and counted against the address. */
