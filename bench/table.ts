@@ -1,6 +1,7 @@
 // Prints bench/results/latest.json as the README's Markdown table: `npx tsx bench/table.ts`.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { BackHalfRow } from './back-half.ts';
 import { ROOT } from './processes.ts';
 
 interface SideFigures {
@@ -31,15 +32,7 @@ const result = JSON.parse(await readFile(path.join(ROOT, 'bench', 'results', 'la
   secondsPerRun: number;
   rounds: number;
   rows: Row[];
-  backHalf?: {
-    name: string;
-    unit: string;
-    perSecond: number;
-    goal: number;
-    tolerance: number;
-    cpuUsPerItem: number;
-    stealPct: number;
-  }[];
+  backHalf?: BackHalfRow[];
   reloadApplyMs: { medianMs: number };
   memory: { peakRssMb: Record<string, number>; settledRssMb: number; openclawRssMb?: number };
 };

@@ -22,12 +22,13 @@ export class CounterSeries {
   }
 }
 
-export class FastCounter {
-  readonly type = 'counter';
+/** What both kinds keep: their series by label values, registered on the registry under their name. */
+abstract class FastMetric<S extends { readonly labels: Readonly<Record<string, string>> }> {
   readonly aggregator = 'sum';
-  readonly #series = new Map<string, CounterSeries>();
+  readonly #series = new Map<string, S>();
 
   constructor(
+    readonly type: 'counter' | 'histogram',
     readonly name: string,
     readonly help: string,
     private readonly labelNames: readonly string[],
@@ -37,21 +38,38 @@ export class FastCounter {
   }
 
   /** The series of these label values (in labelNames order), made on first use. */
-  series(...values: string[]): CounterSeries {
+  series(...values: string[]): S {
     const key = values.join('\0');
     let series = this.#series.get(key);
-    if (!series) this.#series.set(key, (series = new CounterSeries(labelsOf(this.labelNames, values))));
+    if (!series) this.#series.set(key, (series = this.make(labelsOf(this.labelNames, values))));
     return series;
   }
 
   /** What the registry reads at a scrape. */
-  get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: CounterSeries[] }> {
-    const values = [...this.#series.values()];
-    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
+  get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: unknown[] }> {
+    const { name, help, type, aggregator } = this;
+    return Promise.resolve({ name, help, type, aggregator, values: this.exported([...this.#series.values()]) });
   }
 
   reset(): void {
     this.#series.clear();
+  }
+
+  protected abstract make(labels: Readonly<Record<string, string>>): S;
+  protected abstract exported(series: readonly S[]): unknown[];
+}
+
+export class FastCounter extends FastMetric<CounterSeries> {
+  constructor(name: string, help: string, labelNames: readonly string[], registry: Registry) {
+    super('counter', name, help, labelNames, registry);
+  }
+
+  protected make(labels: Readonly<Record<string, string>>): CounterSeries {
+    return new CounterSeries(labels);
+  }
+
+  protected exported(series: readonly CounterSeries[]): CounterSeries[] {
+    return [...series];
   }
 }
 
@@ -85,34 +103,25 @@ interface ExportedValue {
   metricName: string;
 }
 
-export class FastHistogram {
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  readonly #series = new Map<string, HistogramSeries>();
-
+export class FastHistogram extends FastMetric<HistogramSeries> {
   constructor(
-    readonly name: string,
-    readonly help: string,
-    private readonly labelNames: readonly string[],
+    name: string,
+    help: string,
+    labelNames: readonly string[],
     private readonly bounds: readonly number[],
     registry: Registry,
   ) {
-    registry.registerMetric(this as unknown as Metric);
+    super('histogram', name, help, labelNames, registry);
   }
 
-  /** The series of these label values (in labelNames order), made on first use. */
-  series(...values: string[]): HistogramSeries {
-    const key = values.join('\0');
-    let series = this.#series.get(key);
-    if (!series) this.#series.set(key, (series = new HistogramSeries(labelsOf(this.labelNames, values), this.bounds)));
-    return series;
+  protected make(labels: Readonly<Record<string, string>>): HistogramSeries {
+    return new HistogramSeries(labels, this.bounds);
   }
 
-  /** What the registry reads at a scrape. */
-  get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: ExportedValue[] }> {
+  protected exported(series: readonly HistogramSeries[]): ExportedValue[] {
     const values: ExportedValue[] = [];
     const bucket = `${this.name}_bucket`;
-    for (const s of this.#series.values()) {
+    for (const s of series) {
       let cumulative = 0;
       this.bounds.forEach((le, i) => {
         cumulative += s.counts[i]!;
@@ -122,10 +131,6 @@ export class FastHistogram {
       values.push({ labels: {}, sharedLabels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
       values.push({ labels: {}, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_count` });
     }
-    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
-  }
-
-  reset(): void {
-    this.#series.clear();
+    return values;
   }
 }
