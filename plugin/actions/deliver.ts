@@ -25,6 +25,10 @@ async function firstOf(seen: Seen): Promise<FirstAnswer> {
 /** The answer, whether it repeats an earlier one, and the key the plan was deduplicated by. */
 export type Delivered = Outcome & { duplicate: boolean; key?: string };
 
+function repeatOf(first: FirstAnswer, key: string): Delivered {
+  return { ...duplicateOf(first), duplicate: true, key };
+}
+
 export class Deliverer {
   constructor(
     private readonly parts: {
@@ -93,7 +97,7 @@ export class Deliverer {
   repeated(key: DedupeKey, hash: BodyHash): Promise<Delivered> | undefined {
     const seen = this.parts.dedupe.seen(key.scope, key.key, hash);
     if (!seen) return undefined;
-    return firstOf(seen).then((first) => ({ ...duplicateOf(first), duplicate: true, key: key.key }));
+    return firstOf(seen).then((first) => repeatOf(first, key.key));
   }
 
   /**
@@ -106,7 +110,7 @@ export class Deliverer {
     const { key } = plan;
     const hash = key && (bodyHash ?? bodyHashOf(body));
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
-    if (acquired && 'answer' in acquired) return { ...duplicateOf(acquired.answer), duplicate: true, key: key.key };
+    if (acquired && 'answer' in acquired) return repeatOf(acquired.answer, key.key);
     const claim = acquired ? acquired.claim : undefined;
     try {
       const action = plan.kind === 'endpoint' ? plan.action : await this.#build(plan);
