@@ -87,7 +87,7 @@ export async function startBare(): Promise<Side> {
 
 export const TRANSFORM = `export default (ctx: { payload: any }) => ({ text: 'deploy ' + ctx.payload.service + ' ' + ctx.payload.status });\n`;
 
-/** The gateway's config file; `top` replaces or adds top-level blocks (models, agents). */
+/** `top`: other top-level keys (models, agents), replacing the defaults' own. */
 export function gatewayConfig(
   hooks: Record<string, unknown>,
   gateway: Record<string, unknown> = {},

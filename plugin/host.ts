@@ -100,9 +100,22 @@ export interface TurnResult {
   status: 'ok' | 'error' | 'timeout';
   reply?: string;
   error?: string;
+  /** An error that may pass: the model provider could not be reached, or answered 429 or 5xx. */
+  retryable?: boolean;
+  /** The provider's announced wait before another try (its Retry-After), in ms. */
+  retryAfterMs?: number;
 }
 
-export type RunStatus = 'queued' | 'running' | 'ok' | 'error' | 'timeout';
+/** retrying: a try failed in a way that may pass, and the next is scheduled (hooks.retry). */
+export type RunStatus = 'queued' | 'running' | 'retrying' | 'ok' | 'error' | 'timeout';
+
+/** One try of a run that was tried more than once. */
+export interface RunAttempt {
+  /** ISO time the try ended. */
+  at: string;
+  status: 'ok' | 'error' | 'timeout';
+  error?: string;
+}
 
 /** An accepted run: the turn the host will be asked for (less its abort signal), and what follows it. */
 export interface AcceptedRun extends Omit<IsolatedTurn, 'signal'> {
@@ -125,6 +138,10 @@ export interface RunRecord {
   idempotency?: IdempotencyRecord;
   /** On the "queued" update: the whole run, for a host that hands accepted runs back (runs.restore). */
   run?: Readonly<AcceptedRun>;
+  /** Once a run was tried more than once: every try so far. */
+  attempts?: readonly RunAttempt[];
+  /** With status "retrying": when the next try starts (ISO time). */
+  nextAttemptAt?: string;
 }
 
 export interface HostRuns {
@@ -150,6 +167,19 @@ export interface Delivery {
   agentId: string;
 }
 
+/** What became of a delivery once its last attempt is over. */
+export interface DeliveryFact {
+  channel: ChannelName;
+  to?: string;
+  /** recorded: a channel that only records (no credentials); failed: a dead letter. */
+  status: 'sent' | 'failed' | 'recorded';
+}
+
+/** A host that sends deliveries after accepting them tells when the last attempt is over. */
+export interface DeliveryReceipt {
+  readonly outcome: Promise<DeliveryFact>;
+}
+
 /** What the core needs from the gateway's config file besides its own hooks block. */
 export interface SelectedConfig {
   hooks: unknown;
@@ -165,6 +195,11 @@ export interface GatewayHost {
   configPath: string;
   /** Transforms root is <configDir>/hooks/transforms. */
   configDir: string;
+  /**
+   * A folder the plugin owns for what must outlive the process (retry schedules, failures, held
+   * actions, pauses). Without it that state lives in memory only.
+   */
+  stateDir?: string;
   /** Picks the hooks block and the gateway keys the core checks against. Default: standalone layout. */
   selectConfig?(file: Record<string, unknown>): SelectedConfig;
   /**
@@ -179,7 +214,11 @@ export interface GatewayHost {
   channels: readonly ChannelName[];
   sessions: HostSessions;
   runs: HostRuns;
-  deliver(delivery: Delivery): Promise<void>;
+  /**
+   * Resolves once the delivery is accepted (sent, or durably queued); a host that sends later returns
+   * a receipt whose outcome settles after the last attempt.
+   */
+  deliver(delivery: Delivery): Promise<void | DeliveryReceipt>;
   /** A host that keeps idempotency keys durably gives back those of earlier runs, oldest first. */
   idempotency?: { restore(limits: { windowMs: number; maxKeys: number }): Promise<readonly IdempotencyRecord[]> };
 }

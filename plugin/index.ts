@@ -23,6 +23,9 @@ import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
+import type { AdminCall } from './after/admin-call.ts';
+import { adminRoutes } from './after/routes.ts';
+import { RunRetries } from './after/run-retries.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -44,7 +47,12 @@ export interface HooksPlugin {
   watching(): Promise<void>;
   /** Stops watching and taking runs, lets running ones finish for up to graceMs, interrupts the rest. */
   close(graceMs?: number): Promise<void>;
-  readonly runs: { readonly queued: number; readonly running: number };
+  readonly runs: {
+    readonly queued: number;
+    readonly running: number;
+    /** Whether the run was in the core's retry schedule at start: the core finishes it, the host must not. */
+    tookBack(runId: string): boolean;
+  };
   readonly limiter: AuthFailureLimiter;
   /** This instance's metrics: /metrics shows them; hosts add their own events (their outbox, a watcher, shared state). */
   readonly metrics: HookMetrics;
@@ -52,6 +60,11 @@ export interface HooksPlugin {
   readonly requests: RequestLog;
   /** Whether state shared with other instances (hooks.sharedState) is in use; undefined when not configured. */
   readonly sharedStateUp: boolean | undefined;
+  /**
+   * The core's admin routes (failures, replay, pause): the host authenticates the caller, then asks
+   * here before its own routes. Undefined: not a path of the core's.
+   */
+  admin(call: AdminCall): Promise<unknown> | undefined;
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -62,11 +75,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const metrics = createMetrics(options.metrics ?? true);
   const requests = new RequestLog();
   const limiter = new AuthFailureLimiter();
-  const runs = new RunService(
-    host,
-    () => current,
-    (status) => metrics.runStatus(status),
-  );
+  const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), metrics);
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
   const transforms = new TransformRunner({
@@ -186,7 +195,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     });
   }
 
-  if (restored) runs.resume(restored.rerun, restored.interrupted);
+  runs.resume(restored?.rerun ?? [], restored?.interrupted ?? []);
+  const admin = adminRoutes([]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -210,5 +220,6 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     get sharedStateUp() {
       return shared?.up;
     },
+    admin,
   };
 }

@@ -1,16 +1,25 @@
 // Runs accepted agent jobs in the background: a bounded queue, a concurrency limit, a timeout per run,
-// and one summary in the main session for every job whatever happens to it.
+// tries again a run that failed in a way that may pass (hooks.retry, same runId), and posts one
+// summary in the main session for every job, for its final outcome, whatever happens to it.
 import { refuse } from '../errors.ts';
-import type { GatewayHost, IdempotencyRecord, RunRecord, RunStatus, TurnResult } from '../host.ts';
+import type { GatewayHost, IdempotencyRecord, RunAttempt, RunRecord, RunStatus, TurnResult } from '../host.ts';
 import type { AgentJob } from './action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
 import { errorMessage } from '../util/errors.ts';
+import type { ReplyKind, RunFinal, RunFinalListener } from '../after/run-final.ts';
+import { mayRetry, retryDelayMs, type RetryPolicy } from '../after/retry-policy.ts';
+import type { RunRetries } from '../after/run-retries.ts';
+import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
 
 export interface RunLimits {
   maxConcurrentRuns: number;
   maxQueuedRuns: number;
+  retry: Readonly<RetryPolicy>;
 }
+
+/** What a status update carries besides the status. */
+type RunUpdate = Partial<Omit<RunRecord, 'runId' | 'name' | 'status' | 'agentId' | 'sessionKey'>>;
 
 const SUMMARY_MAX = 1000;
 const REASON_MAX = 300;
@@ -19,6 +28,7 @@ const WHITESPACE_RUN = /\s{2,}|[^\S ]/g;
 const HEARTBEAT_ACK = /^[\s*_`~]*HEARTBEAT_OK[\s*_`~.!]*$/i;
 const SHUTDOWN = 'interrupted: the gateway shut down before the run finished';
 const RESTARTED = 'interrupted: the gateway restarted before the run finished';
+const RESTARTED_MID_TRY = 'interrupted: the gateway restarted during a retry, which is not tried again';
 
 function isHeartbeatAck(reply: string): boolean {
   return HEARTBEAT_ACK.test(reply);
@@ -33,6 +43,11 @@ function clip(text: string, max: number): string {
 
 function reasonOf(err: unknown): string {
   return clip(errorMessage(err), REASON_MAX) || 'unknown error';
+}
+
+/** A retry whose start could not be recorded is not tried: a crash during it could repeat it. */
+function notStarted(err: unknown): TurnResult {
+  return { status: 'error', error: `not tried again: the retry could not be recorded (${reasonOf(err)})` };
 }
 
 /**
@@ -86,13 +101,26 @@ export class RunService {
   /** Jobs accepted but waiting for the host to record it: they hold their places in the queue. */
   private admitting = 0;
   private closing = false;
+  private readonly finalListeners: RunFinalListener[] = [];
 
   constructor(
     private readonly host: GatewayHost,
     private readonly limits: () => RunLimits,
-    /** Told each status a run reaches (metrics). */
-    private readonly onStatus: (status: RunStatus) => void = () => {},
+    /** Runs waiting for their next try, on disk when the host gives a stateDir. */
+    private readonly retries: RunRetries,
+    /** Told each status a run reaches and each retry scheduled. */
+    private readonly metrics: Pick<HookMetrics, 'runStatus' | 'retryScheduled'> = NO_METRICS,
   ) {}
+
+  /** Whether the run was in the retry schedule at start: this service finishes it, not the host. */
+  tookBack(runId: string): boolean {
+    return this.retries.tookBack(runId);
+  }
+
+  /** Told each run's final outcome, once (failures, waiters). */
+  onFinal(listener: RunFinalListener): void {
+    this.finalListeners.push(listener);
+  }
 
   get queued(): number {
     return this.waiting.length;
@@ -118,7 +146,7 @@ export class RunService {
     let recorded: Promise<void>[] | undefined;
     for (const job of jobs) {
       // Every run of the request carries its key: whichever acceptance is on disk, the key is too.
-      const pending = this.report(job, 'queued', undefined, undefined, idempotency, job);
+      const pending = this.report(job, 'queued', { ...(idempotency ? { idempotency } : {}), run: job });
       if (pending) (recorded ??= []).push(pending);
     }
     if (!recorded) {
@@ -134,7 +162,7 @@ export class RunService {
       (err: unknown) => {
         this.admitting -= jobs.length;
         const error = `not started: the run could not be recorded (${reasonOf(err)})`;
-        for (const job of jobs) void this.report(job, 'error', undefined, error);
+        for (const job of jobs) void this.report(job, 'error', { error });
         throw refuse.internal('the run could not be recorded, so it was not started; try again');
       },
     );
@@ -144,27 +172,55 @@ export class RunService {
 
   /**
    * Takes back runs an earlier process accepted (the host recorded them then): `rerun` ones queue
-   * again whatever the limits, `interrupted` ones end at once as errors, with their summaries.
+   * again whatever the limits, `interrupted` ones end at once as errors, with their summaries. The
+   * retry schedule resumes: a run it holds is its own (the host's record of it is older), and one
+   * whose retry a stop cut off ends as an error (the model may have acted on it).
    */
   resume(rerun: readonly AgentJob[], interrupted: readonly AgentJob[]): void {
-    for (const job of interrupted) this.track(this.finish(job, { status: 'error', error: RESTARTED }));
-    this.enqueue(rerun);
+    const notScheduled = (job: AgentJob): boolean => !this.retries.tookBack(job.runId);
+    for (const job of interrupted.filter(notScheduled))
+      this.track(this.finish(job, { status: 'error', error: RESTARTED }, []));
+    for (const { run, attempts } of this.retries.resume((job) => this.dueAgain(job))) {
+      const cutOff: RunAttempt = { at: new Date().toISOString(), status: 'error', error: RESTARTED_MID_TRY };
+      this.track(this.finish(run, { status: 'error', error: RESTARTED_MID_TRY }, [...attempts, cutOff]));
+    }
+    this.enqueue(rerun.filter(notScheduled));
+  }
+
+  /** A retry falls due: it queues whatever maxQueuedRuns says (it was accepted long ago) and runs within maxConcurrentRuns. */
+  private dueAgain(job: AgentJob): void {
+    // Once closing it stays in the retry file for the next start.
+    if (this.closing) return;
+    this.waiting.push(job);
+    this.pump();
   }
 
   /** Queues accepted jobs; once closing they end at once, as close() ends every waiting job. */
   private enqueue(jobs: readonly AgentJob[]): void {
     if (this.closing) {
-      for (const job of jobs) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }));
+      for (const job of jobs) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }, []));
       return;
     }
     for (const job of jobs) this.waiting.push(job);
     this.pump();
   }
 
-  /** Lets running jobs finish for up to graceMs, then interrupts them; jobs never started are interrupted too. */
+  /**
+   * Lets running jobs finish for up to graceMs, then interrupts them; jobs never started are
+   * interrupted too. Retries waiting for their next try stay on disk for the next start; kept in
+   * memory only, they end now as errors.
+   */
   async close(graceMs: number): Promise<void> {
     this.closing = true;
-    for (const job of this.waiting.splice(0)) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }));
+    this.retries.stop();
+    for (const job of this.waiting.splice(0)) {
+      // A due retry not yet started is one of the schedule's, ended below or left on disk.
+      if (!this.retries.attemptsOf(job.runId)) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }, []));
+    }
+    if (!this.retries.durable) {
+      for (const { run, attempts } of this.retries.waiting())
+        this.track(this.finish(run, { status: 'error', error: SHUTDOWN }, attempts));
+    }
     const all = Promise.allSettled([...this.settled]);
     const timer = setTimeout(() => {
       for (const run of this.active.values()) run.stop({ status: 'error', error: SHUTDOWN }, SHUTDOWN);
@@ -173,6 +229,7 @@ export class RunService {
     // Runs interrupted at the deadline finish right after the abort.
     await Promise.allSettled([...this.settled]);
     clearTimeout(timer);
+    await this.retries.close();
   }
 
   private pump(): void {
@@ -192,9 +249,12 @@ export class RunService {
     this.active.set(job.runId, run);
     let result: TurnResult;
     try {
-      void this.report(job, 'running');
+      const attempts = this.retries.attemptsOf(job.runId);
+      void this.report(job, 'running', attempts ? { attempts } : {});
+      // A retry's start is on disk before the model is asked: a try cut off by a crash is never repeated.
+      const started = attempts ? this.retries.starting(job.runId) : undefined;
       // turn() never rejects.
-      void this.turn(job, run).then(run.end);
+      void (started ? started.then(() => this.turn(job, run), notStarted) : this.turn(job, run)).then(run.end);
       result = await run.ended;
     } finally {
       run.settle();
@@ -202,7 +262,44 @@ export class RunService {
       this.active.delete(job.runId);
       if (!this.closing) this.pump();
     }
-    await this.finish(job, result);
+    await this.afterTry(job, result);
+  }
+
+  /** A failure that may pass, with tries left, is scheduled again; anything else is the final outcome. */
+  private async afterTry(job: AgentJob, result: TurnResult): Promise<void> {
+    const earlier = this.retries.attemptsOf(job.runId);
+    // The common case, a first try that is final, builds no attempt list here.
+    if (!earlier && !(result.status === 'error' && result.retryable)) return this.finish(job, result, []);
+    const attempt: RunAttempt = { at: new Date().toISOString(), status: result.status };
+    if (result.error !== undefined) attempt.error = result.error;
+    const attempts = [...(earlier ?? []), attempt];
+    const policy = this.limits().retry;
+    // Kept in memory only, a retry would not outlive the shutdown under way.
+    const retry =
+      result.status === 'error' &&
+      result.retryable === true &&
+      mayRetry(policy, attempts.length) &&
+      (this.retries.durable || !this.closing);
+    if (retry) {
+      const dueAt = Date.now() + retryDelayMs(policy, attempts.length, result.retryAfterMs);
+      try {
+        await this.retries.schedule(job, attempts, dueAt);
+        this.metrics.retryScheduled('run');
+        const nextAttemptAt = new Date(dueAt).toISOString();
+        void this.report(job, 'retrying', {
+          ...(result.error ? { error: result.error } : {}),
+          attempts,
+          nextAttemptAt,
+        });
+        return;
+      } catch (err) {
+        this.host.logger.error('a retry could not be scheduled; the run ends', {
+          runId: job.runId,
+          reason: reasonOf(err),
+        });
+      }
+    }
+    await this.finish(job, result, attempts);
   }
 
   private async turn(job: AgentJob, run: ActiveRun): Promise<TurnResult> {
@@ -219,27 +316,55 @@ export class RunService {
           return run.signal;
         },
       });
-      if (r.status !== 'ok') return { status: r.status, error: clip(r.error ?? r.status, REASON_MAX) };
+      if (r.status !== 'ok') {
+        const failed: TurnResult = { status: r.status, error: clip(r.error ?? r.status, REASON_MAX) };
+        // Only an error may be retried: after a timeout the model may still be acting on the first try.
+        if (r.status === 'error' && r.retryable === true) {
+          failed.retryable = true;
+          if (r.retryAfterMs !== undefined) failed.retryAfterMs = r.retryAfterMs;
+        }
+        return failed;
+      }
       return { status: 'ok', reply: typeof r.reply === 'string' ? r.reply : '' };
     } catch (err) {
       return { status: 'error', error: reasonOf(err) };
     }
   }
 
-  /** Delivers the reply if asked, then posts the summary and wakes the main session if asked. Never throws. */
-  private async finish(job: AgentJob, result: TurnResult): Promise<void> {
+  /**
+   * Delivers the reply if asked, then posts the summary and wakes the main session if asked; a
+   * retried run leaves the retry schedule once its final record is kept. Never throws.
+   */
+  private async finish(job: AgentJob, result: TurnResult, attempts: readonly RunAttempt[]): Promise<void> {
     let status = result.status;
     let error = result.error;
     const reply = result.reply;
+    const replyKind: ReplyKind =
+      status !== 'ok' ? 'none' : reply && !isHeartbeatAck(reply) && reply.trim() ? 'visible' : 'silent';
+    let delivery: RunFinal['delivery'] = 'skipped';
     if (status === 'ok' && job.deliver && reply && !isHeartbeatAck(reply)) {
       try {
         const route = resolveRoute(job.channel, job.to, job.agentId, this.host);
-        await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
+        const receipt = await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
+        delivery = receipt
+          ? receipt.outcome
+          : { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'sent' };
       } catch (err) {
         status = 'error';
         error = `delivery failed: ${reasonOf(err)}`;
       }
     }
+    const tries: readonly RunAttempt[] = attempts.length
+      ? attempts
+      : [{ at: new Date().toISOString(), status, ...(error !== undefined ? { error } : {}) }];
+    this.tellFinal({
+      run: job,
+      status,
+      reply: replyKind,
+      attempts: tries,
+      ...(error !== undefined ? { error } : {}),
+      delivery,
+    });
     // The reply may echo untrusted content into the main session: no forged markers there either.
     const summary = sanitizeMarkers(
       status === 'ok'
@@ -254,22 +379,40 @@ export class RunService {
     } catch (err) {
       this.host.logger.error('posting a hook run summary failed', { runId: job.runId, reason: reasonOf(err) });
     }
-    void this.report(job, status, reply, error);
+    const retried = this.retries.attemptsOf(job.runId) !== undefined;
+    const final = this.report(job, status, {
+      ...(reply !== undefined ? { reply } : {}),
+      ...(error !== undefined ? { error } : {}),
+      ...(retried ? { attempts: tries } : {}),
+    });
+    if (!retried) return;
+    // The host keeps the final record before the schedule forgets the run: a restart never sees it
+    // as neither scheduled nor finished (report() logs a failure).
+    await final?.catch(() => {});
+    await this.retries.done(job.runId).catch((err: unknown) =>
+      this.host.logger.error('a finished retry could not be removed from the schedule', {
+        runId: job.runId,
+        reason: reasonOf(err),
+      }),
+    );
+  }
+
+  private tellFinal(final: RunFinal): void {
+    for (const listener of this.finalListeners) {
+      try {
+        listener(final);
+      } catch (err) {
+        this.host.logger.error('a run outcome listener failed', { runId: final.run.runId, reason: reasonOf(err) });
+      }
+    }
   }
 
   /**
    * Tells the host; a promise when the host records the update and says when it has. A failure is
    * logged here, so callers that do not wait for the record need not handle it.
    */
-  private report(
-    job: AgentJob,
-    status: RunStatus,
-    reply?: string,
-    error?: string,
-    idempotency?: IdempotencyRecord,
-    run?: AgentJob,
-  ): Promise<void> | undefined {
-    this.onStatus(status);
+  private report(job: AgentJob, status: RunStatus, update: RunUpdate = {}): Promise<void> | undefined {
+    this.metrics.runStatus(status);
     const notify = this.host.runs.onRunUpdate;
     if (!notify) return undefined;
     const record: RunRecord = {
@@ -278,11 +421,8 @@ export class RunService {
       status,
       agentId: job.agentId,
       sessionKey: job.sessionKey,
+      ...update,
     };
-    if (reply !== undefined) record.reply = reply;
-    if (error !== undefined) record.error = error;
-    if (idempotency !== undefined) record.idempotency = idempotency;
-    if (run !== undefined) record.run = run;
     const failed = (err: unknown): void =>
       this.host.logger.error('onRunUpdate failed', { runId: job.runId, status, reason: reasonOf(err) });
     try {

@@ -11,6 +11,9 @@ export const DEFAULTS = Object.freeze({
   /** Three days: Stripe and Standard Webhooks senders retry for about that long. */
   dedupe: Object.freeze({ windowSeconds: 259_200, maxKeys: 100_000 }),
   sharedStateKeyPrefix: 'hookgate:',
+  retry: Object.freeze({ attempts: 5, initialDelaySeconds: 10, maxDelaySeconds: 3600 }),
+  maxWaitSeconds: 120,
+  maxHeld: 10_000,
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,
 });

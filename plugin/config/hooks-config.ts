@@ -13,6 +13,7 @@ import { DEFAULTS } from './defaults.ts';
 import { matchesSessionPrefix } from './session-prefixes.ts';
 import type { HooksSnapshot, SharedStateConfig } from './snapshot.ts';
 import { PRESETS, type PresetBlocks } from '../mappings/presets.ts';
+import type { RetryPolicy } from '../after/retry-policy.ts';
 
 /** The hooks block: the core's keys and each preset's own block (presets.ts). */
 export type HooksBlock = CoreHooksBlock & PresetBlocks;
@@ -36,6 +37,9 @@ interface CoreHooksBlock {
   maxConcurrentRuns?: number;
   maxQueuedRuns?: number;
   dedupe?: { windowSeconds?: number; maxKeys?: number };
+  retry?: Partial<RetryPolicy>;
+  maxWaitSeconds?: number;
+  maxHeld?: number;
   sharedState?: { redis: string; keyPrefix?: string };
 }
 
@@ -127,6 +131,9 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
       windowMs: Math.round((h.dedupe?.windowSeconds ?? DEFAULTS.dedupe.windowSeconds) * 1000),
       maxKeys: h.dedupe?.maxKeys ?? DEFAULTS.dedupe.maxKeys,
     }),
+    retry: Object.freeze({ ...DEFAULTS.retry, ...h.retry }),
+    maxWaitMs: Math.round((h.maxWaitSeconds ?? DEFAULTS.maxWaitSeconds) * 1000),
+    maxHeld: h.maxHeld ?? DEFAULTS.maxHeld,
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
     presetSettings: presetSettingsOf(h),
     sharedState,

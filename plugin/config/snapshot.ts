@@ -5,6 +5,7 @@ import type { Credentials } from '../auth/credentials.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import type { TrustedProxies } from '../http/trusted-proxies.ts';
 import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
+import type { RetryPolicy } from '../after/retry-policy.ts';
 
 export interface HooksSnapshot {
   readonly enabled: boolean;
@@ -32,6 +33,12 @@ export interface HooksSnapshot {
   readonly transformTimeoutMs: number;
   readonly presets: readonly string[];
   readonly dedupe: { readonly windowMs: number; readonly maxKeys: number };
+  /** hooks.retry: how failed runs and deliveries are tried again. */
+  readonly retry: Readonly<RetryPolicy>;
+  /** hooks.maxWaitSeconds in ms: the longest a waitForCompletion request waits. */
+  readonly maxWaitMs: number;
+  /** hooks.maxHeld: actions held for paused hooks, in all. */
+  readonly maxHeld: number;
   /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */
   readonly presetSettings: ReadonlyMap<string, unknown>;
   /** As configured; compileMappings turns them into `mappings`. */

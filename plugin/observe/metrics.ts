@@ -13,7 +13,10 @@ export type EndpointLabel = 'wake' | 'agent' | 'mapping' | 'unknown';
 type GaugeName = keyof typeof GAUGE_HELP;
 
 /** Run statuses a run reports (host.ts RunStatus); anything else counts as 'other'. */
-const RUN_STATUSES = new Set(['queued', 'running', 'ok', 'error', 'timeout', 'other']);
+const RUN_STATUSES = new Set(['queued', 'running', 'retrying', 'ok', 'error', 'timeout', 'other']);
+
+/** What a retry is of: an agent run, or a channel delivery (a host's). */
+export type RetryKind = 'run' | 'delivery';
 
 export interface HookMetrics {
   /** A hook request answered: its endpoint, the mapping that owned it ('' when none), status, time and body size. */
@@ -23,6 +26,8 @@ export interface HookMetrics {
   signatureFailure(scheme: string): void;
   duplicate(endpoint: EndpointLabel, mapping: string): void;
   runStatus(status: string): void;
+  /** A failed run or delivery scheduled for another try. */
+  retryScheduled(kind: RetryKind): void;
   transformCall(ok: boolean): void;
   transformTimeout(): void;
   transformWorkerRestart(): void;
@@ -91,8 +96,14 @@ class PromMetrics implements HookMetrics {
   );
   readonly #runs = new Counter({
     name: 'hookgate_runs_total',
-    help: 'Agent runs reaching each status (queued, running, ok, error, timeout).',
+    help: 'Agent runs reaching each status (queued, running, retrying, ok, error, timeout).',
     labelNames: ['status'] as const,
+    registers: [this.#registry],
+  });
+  readonly #retries = new Counter({
+    name: 'hookgate_retries_total',
+    help: 'Failed agent runs (kind "run") and channel deliveries (kind "delivery") scheduled for another try.',
+    labelNames: ['kind'] as const,
     registers: [this.#registry],
   });
   readonly #transformCalls = new Counter({
@@ -173,6 +184,9 @@ class PromMetrics implements HookMetrics {
   runStatus(status: string): void {
     this.#runs.labels(RUN_STATUSES.has(status) ? status : 'other').inc();
   }
+  retryScheduled(kind: RetryKind): void {
+    this.#retries.labels(kind).inc();
+  }
   transformCall(ok: boolean): void {
     this.#transformCalls.labels(ok ? 'ok' : 'failed').inc();
   }
@@ -221,6 +235,7 @@ export const NO_METRICS: HookMetrics = {
   signatureFailure: nothing,
   duplicate: nothing,
   runStatus: nothing,
+  retryScheduled: nothing,
   transformCall: nothing,
   transformTimeout: nothing,
   transformWorkerRestart: nothing,

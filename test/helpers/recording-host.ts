@@ -50,6 +50,8 @@ export interface TestHostOptions {
   restoreRuns?: { rerun: AcceptedRun[]; interrupted: AcceptedRun[] };
   /** Idempotency keys an earlier process kept, handed back at start (idempotency.restore). */
   restoreKeys?: IdempotencyRecord[];
+  /** host.stateDir: where the core keeps what must outlive the process (retry schedules). */
+  stateDir?: string;
 }
 
 export interface TestGateway {
@@ -66,6 +68,21 @@ export interface TestGateway {
 }
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
+
+/** An accepted run as a host hands it back at start (runs.restore). */
+export function acceptedRun(runId: string, name: string): AcceptedRun {
+  return {
+    runId,
+    name,
+    agentId: 'main',
+    sessionKey: 'agent:main:hook:ingress',
+    prompt: `prompt of ${name}`,
+    timeoutMs: 30_000,
+    wakeMode: 'next-heartbeat',
+    deliver: false,
+    channel: 'last',
+  };
+}
 
 export async function startTestGateway(opts: TestHostOptions = {}): Promise<TestGateway> {
   const dir = await tempDir('hookgate-test-');
@@ -91,6 +108,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
     },
     configPath,
     configDir: dir,
+    ...(opts.stateDir ? { stateDir: opts.stateDir } : {}),
     agents: {
       list: agents,
       defaultId: agents.find((a) => a.default)?.id ?? agents[0]!.id,

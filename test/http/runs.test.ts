@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IsolatedTurn, TurnResult } from '../../plugin/host.ts';
-import { post, startTestGateway, type TestGateway, withGateway } from '../helpers/recording-host.ts';
+import { acceptedRun, post, startTestGateway, type TestGateway, withGateway } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
 
 const START_MARKER = '<<<EXTERNAL_UNTRUSTED_CONTENT id="';
@@ -460,19 +460,8 @@ test('an acceptance the host cannot record: 500, the run never starts and is rec
 });
 
 test('runs handed back at start (runs.restore): one never started runs again, one interrupted gets its summary', async () => {
-  const accepted = (runId: string, name: string) => ({
-    runId,
-    name,
-    agentId: 'main',
-    sessionKey: 'agent:main:hook:ingress',
-    prompt: `prompt of ${name}`,
-    timeoutMs: 30_000,
-    wakeMode: 'next-heartbeat' as const,
-    deliver: false,
-    channel: 'last' as const,
-  });
   await withGateway(
-    { restoreRuns: { rerun: [accepted('r-again', 'again')], interrupted: [accepted('r-cut', 'cut')] } },
+    { restoreRuns: { rerun: [acceptedRun('r-again', 'again')], interrupted: [acceptedRun('r-cut', 'cut')] } },
     async (gw) => {
       const [again, cut] = await Promise.all([gw.finalRun('r-again'), gw.finalRun('r-cut')]);
       assert.equal(again.status, 'ok');

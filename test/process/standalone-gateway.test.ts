@@ -195,6 +195,8 @@ test('agent with an OpenAI-compatible provider on loopback, and a provider error
   });
   const dir = await tempStateDir();
   await writeConfig(dir, {
+    // One try: a 500 would otherwise be tried again (test/http/run-retries.test.ts).
+    hooks: { retry: { attempts: 1 } },
     models: { providers: { fake: { baseUrl: provider.baseUrl, apiKey: 'sk-test-key' } } },
     agents: { defaults: { models: ['fake/m1', 'fake/broken'] }, list: [{ id: 'main', default: true }] },
   });

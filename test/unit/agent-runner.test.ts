@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AgentRunner } from '../../plugin/hosts/standalone/server/agent-runner.ts';
+import { AgentRunner, retryAfterMs } from '../../plugin/hosts/standalone/server/agent-runner.ts';
 import type { RunnerConfig, TurnOutcome } from '../../plugin/hosts/standalone/server/agent-runner.ts';
 
 const API_KEY = 'sk-test-SECRET-0123456789abcdef';
@@ -254,4 +254,85 @@ test('invalid provider config is an error, never a throw', async () => {
     throw new Error('config unavailable');
   });
   assertError(await throwing.run({ prompt: 'x', signal: signal() }), /config unavailable/);
+});
+
+test('failures that may pass are retryable (no answer, 429 with its Retry-After, 5xx); other 4xx, bad answers and timeouts are not', async () => {
+  const probe = http.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const refused = await runner({ providers: { gone: { baseUrl: `http://127.0.0.1:${port}/v1` } } }).run({
+    prompt: 'x',
+    model: 'gone/m',
+    signal: signal(),
+  });
+  assert.ok(refused.status === 'error' && refused.retryable === true, JSON.stringify(refused));
+
+  const answers: Record<string, (res: http.ServerResponse) => void> = {
+    '/unavailable/chat/completions': (res) => json(res, 503, { error: { message: 'down' } }),
+    '/limited/chat/completions': (res) => {
+      res.writeHead(429, { 'retry-after': '7' });
+      res.end();
+    },
+    '/limited-until/chat/completions': (res) => {
+      res.writeHead(429, { 'retry-after': new Date(Date.now() + 60_000).toUTCString() });
+      res.end();
+    },
+    '/bad/chat/completions': (res) => json(res, 400, { error: { message: 'no such parameter' } }),
+    '/forbidden/chat/completions': (res) => json(res, 403, {}),
+    '/garbled/chat/completions': (res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"choices": [');
+    },
+  };
+  await withServer(
+    (req, _body, res) => answers[req.url!]!(res),
+    async (base) => {
+      const providers = Object.fromEntries(
+        Object.keys(answers).map((p) => [p.split('/')[1]!, { baseUrl: `${base}/${p.split('/')[1]}` }]),
+      );
+      const r = runner({ providers });
+      const run = (name: string): Promise<TurnOutcome> => r.run({ prompt: 'x', model: `${name}/m`, signal: signal() });
+      const unavailable = await run('unavailable');
+      assert.ok(unavailable.status === 'error' && unavailable.retryable === true);
+      assert.equal(unavailable.retryAfterMs, undefined);
+      const limited = await run('limited');
+      assert.ok(limited.status === 'error' && limited.retryable === true);
+      assert.equal(limited.retryAfterMs, 7000);
+      const until = await run('limited-until');
+      assert.ok(until.status === 'error' && until.retryAfterMs !== undefined);
+      assert.ok(until.retryAfterMs > 55_000 && until.retryAfterMs <= 60_000, String(until.retryAfterMs));
+      for (const name of ['bad', 'forbidden', 'garbled']) {
+        const outcome = await run(name);
+        assert.ok(outcome.status === 'error' && outcome.retryable === undefined, `${name}: ${JSON.stringify(outcome)}`);
+      }
+    },
+  );
+
+  await withServer(
+    () => {}, // never answers
+    async (base) => {
+      const controller = new AbortController();
+      const turn = runner({ providers: { slow: { baseUrl: base } } }).run({
+        prompt: 'x',
+        model: 'slow/m',
+        signal: controller.signal,
+      });
+      controller.abort('timeout');
+      const outcome = await turn;
+      assert.equal(outcome.status, 'timeout');
+      assert.ok(!('retryable' in outcome));
+    },
+  );
+});
+
+test('Retry-After: delay-seconds or an HTTP date; anything else is ignored', () => {
+  const now = Date.parse('2026-11-25T12:00:00Z');
+  assert.equal(retryAfterMs('120', now), 120_000);
+  assert.equal(retryAfterMs(' 0 ', now), 0);
+  assert.equal(retryAfterMs('Wed, 25 Nov 2026 12:00:30 GMT', now), 30_000);
+  assert.equal(retryAfterMs('Wed, 25 Nov 2026 11:00:00 GMT', now), 0, 'a date past is no wait');
+  assert.equal(retryAfterMs(null, now), undefined);
+  assert.equal(retryAfterMs('-5', now), undefined);
+  assert.equal(retryAfterMs('soon', now), undefined);
 });

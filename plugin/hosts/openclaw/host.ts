@@ -58,12 +58,14 @@ export interface OpenClawHostOptions {
   events(event: JournaledEvent): Promise<void>;
   /** What the last process left in the journal: its runs come back through runs.restore. */
   pending: Pending;
+  /** The plugin's own durable state (retries, failures, held actions, pauses). */
+  stateDir: string;
 }
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
 export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
-  const { api, configPath, queue, journal, acks, events, pending } = options;
+  const { api, configPath, queue, journal, acks, events, pending, stateDir } = options;
   const { runtime } = api;
   // Mapped once per config object: OpenClaw replaces the object when its config changes.
   let seen: unknown;
@@ -97,6 +99,7 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
     logger,
     configPath,
     configDir: path.dirname(configPath),
+    stateDir,
     selectConfig: (file) => selectOpenClawConfig(file),
     get agents() {
       refresh();

@@ -3,6 +3,7 @@
 // OpenClaw back what it had not taken in once the gateway is ready, and on stop interrupts what runs
 // within OpenClaw's stop budget.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import path from 'node:path';
 import { enqueueSystemEvent, peekSystemEventEntries } from 'openclaw/plugin-sdk/infra-runtime';
 import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
 import {
@@ -82,6 +83,7 @@ export async function startHookgate(
     acks,
     events: (event) => handover!.accept(event),
     pending,
+    stateDir: path.join(ctx.stateDir, 'hookgate', 'after'),
   });
   handover = new EventHandover(acks, openClawEvents(api), host.logger);
   const clash = builtInHooksWarning(api.config, routePath(api.pluginConfig));

@@ -22,6 +22,7 @@ import {
   type HookMetrics,
   type RequestLog,
 } from '../../../host-kit.ts';
+import type { AdminCall } from '../../../kits/admin.ts';
 import { BadCursorError, type SessionStore, type Outbox, type RunRegistry } from '../storage/index.ts';
 
 export interface AdminDeps {
@@ -38,6 +39,8 @@ export interface AdminDeps {
   /** The hooks plugin's metrics (GET /metrics), and whether they are shown without the gateway token. */
   metrics: HookMetrics;
   metricsPublic: () => boolean;
+  /** The core's routes (failures, replay, pause), asked before the gateway's own read-only ones. */
+  core: (call: AdminCall) => Promise<unknown> | undefined;
 }
 
 const PREFIX = '/api/';
@@ -132,10 +135,18 @@ export class AdminApi {
   }
 
   private async route(req: IncomingMessage, url: string): Promise<unknown> {
-    if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'the admin API is read-only: use GET');
     this.authorize(req);
     const pathname = url.split('?', 1)[0]!;
     const parts = pathname.slice(PREFIX.length).split('/');
+    const q = url.indexOf('?');
+    const core = this.deps.core({
+      method: req.method ?? 'GET',
+      parts: parts.map(decode),
+      query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)),
+      body: () => readJsonBody(req),
+    });
+    if (core !== undefined) return core;
+    if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'this admin endpoint is read-only: use GET');
     const { store, outbox, runs } = this.deps;
     if (parts.length === 1 && parts[0] === 'sessions') return { sessions: store.list() };
     if (parts.length === 3 && parts[0] === 'sessions' && parts[2] === 'history') {
@@ -183,6 +194,28 @@ function requestsLimit(url: string): number | undefined {
     throw refuse.badRequest(`limit must be a whole number from 1 to ${REQUEST_LOG_SIZE}, given once`);
   }
   return Number(text);
+}
+
+/** The largest admin request body: admin calls carry a few fields. */
+const MAX_ADMIN_BODY = 65_536;
+
+/** The request's JSON body (undefined when empty); too large or not JSON is a 400. */
+async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_ADMIN_BODY)
+      throw refuse.badRequest(`the body is larger than ${MAX_ADMIN_BODY} bytes`, { connection: 'close' });
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw refuse.badRequest('the body is not valid JSON');
+  }
 }
 
 function decode(part: string): string {

@@ -3,7 +3,8 @@
 // Model refs are "<provider>/<model>", split at the first slash. The built-in provider "echo" answers
 // with the prompt itself, offline; every other provider is an OpenAI-compatible chat-completions API.
 // run() never throws: every failure becomes an outcome with a one-line reason that never contains the
-// provider's API key.
+// provider's API key. A failure that may pass (no HTTP answer, 429, 5xx) is marked retryable, with the
+// provider's Retry-After; a timeout is not (the model may still be working on it).
 import { oneLine, truncate } from '../../../util/text.ts';
 
 export interface ProviderConfig {
@@ -23,8 +24,15 @@ export interface TurnRequest {
   signal: AbortSignal;
 }
 
-export type TurnOutcome =
-  { status: 'ok'; reply: string } | { status: 'error'; error: string } | { status: 'timeout'; error: string };
+/** An error that may pass when tried again, and the wait the provider announced (Retry-After). */
+export interface TurnFailure {
+  status: 'error';
+  error: string;
+  retryable?: true;
+  retryAfterMs?: number;
+}
+
+export type TurnOutcome = { status: 'ok'; reply: string } | TurnFailure | { status: 'timeout'; error: string };
 
 const DEFAULT_MODEL = 'echo/echo';
 const ECHO = 'echo';
@@ -35,6 +43,27 @@ const TIMED_OUT: TurnOutcome = { status: 'timeout', error: 'timed out' };
 
 function fail(error: string): TurnOutcome {
   return { status: 'error', error };
+}
+
+/** The provider did not answer, or answered 429 or 5xx: the same request may pass later. */
+function failRetryable(error: string, retryAfterMs?: number): TurnOutcome {
+  return { status: 'error', error, retryable: true, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+}
+
+/** Whether an HTTP status says "not now" rather than "not this request". */
+function isRetryableStatus(status: number): boolean {
+  return status === 429 || status >= 500;
+}
+
+/** Retry-After as delay-seconds or an HTTP date (RFC 9110 10.2.3), in ms from now; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | null, now: number = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // Every HTTP-date form opens with the day's name; Date.parse alone takes "-5" for a year.
+  if (!/^[A-Za-z]{3}/.test(text)) return undefined;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** For user-controlled names inside messages: one line, bounded. */
@@ -173,7 +202,7 @@ export class AgentRunner {
         secret = key;
       });
       if (outcome.status === 'ok') return outcome;
-      return { status: outcome.status, error: redact(outcome.error, secret) };
+      return { ...outcome, error: redact(outcome.error, secret) };
     } catch (err) {
       if (req.signal?.aborted) return TIMED_OUT;
       return fail(redact(oneLine(`agent turn failed: ${errorMessage(err)}`), secret));
@@ -252,7 +281,8 @@ export class AgentRunner {
       res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: req.signal });
     } catch (err) {
       if (req.signal.aborted) return TIMED_OUT;
-      return fail(oneLine(`${who} at ${where} failed: ${networkReason(err)}`));
+      // No HTTP answer: the provider never took the request.
+      return failRetryable(oneLine(`${who} at ${where} failed: ${networkReason(err)}`));
     }
 
     let text: string;
@@ -268,7 +298,10 @@ export class AgentRunner {
       const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
       const detail = parsed.ok ? providerMessage(parsed.value) : undefined;
       const suffix = detail ? `: ${truncate(oneLine(detail), MAX_PROVIDER_MESSAGE)}` : '';
-      return fail(oneLine(`${who} answered ${status}${suffix}`));
+      const error = oneLine(`${who} answered ${status}${suffix}`);
+      return isRetryableStatus(res.status)
+        ? failRetryable(error, retryAfterMs(res.headers.get('retry-after')))
+        : fail(error);
     }
     if (!parsed.ok) return fail(`${who} answered with invalid JSON (HTTP ${res.status})`);
 

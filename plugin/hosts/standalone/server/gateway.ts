@@ -87,6 +87,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     logger,
     configPath: opts.configPath,
     configDir: path.dirname(opts.configPath),
+    stateDir: path.join(dataDir, 'after'),
     agents: hostAgents(settings),
     channels: settings.channels,
     sessions: {
@@ -118,9 +119,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
             ? { kind: 'reply' as const, text: outcome.reply, runId: turn.runId }
             : { kind: 'reply' as const, text: '', runId: turn.runId, error: outcome.error };
         store.write(turn.sessionKey, reply);
-        return outcome.status === 'ok'
-          ? { status: 'ok', reply: outcome.reply }
-          : { status: outcome.status, error: outcome.error };
+        // A failure says whether it may pass (retryable, Retry-After): the core decides on a retry.
+        return outcome;
       },
       onRunUpdate: (record) => registry.update(record),
     },
@@ -159,7 +159,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const deliveries = new ChannelDeliveries(outbox, logger, metrics, settings.senders);
   started = true;
   await plugin.watching();
-  await reportInterrupted(interrupted, host, registry);
+  // A run in the core's retry schedule is the core's to finish (its retry, or its cut-off try).
+  await reportInterrupted(
+    interrupted.filter((run) => !plugin.runs.tookBack(run.runId)),
+    host,
+    registry,
+  );
   const admin = new AdminApi({
     gatewayToken: () => settings.gatewayToken,
     trustedProxies: () => plugin.snapshot().trustedProxies,
@@ -170,6 +175,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     requests: plugin.requests,
     metrics: plugin.metrics,
     metricsPublic: () => settings.metrics.public,
+    core: (call) => plugin.admin(call),
   });
   let gmail: GatewayGmail | undefined;
 

@@ -6,7 +6,7 @@
 // the run index, run-index.ts) for as long as the file still holds it. Replies are what can be large:
 // memory keeps the newest up to REPLY_BYTES_IN_MEMORY, and an older reply (or one restored on start)
 // is read back from its session file when the run is asked for.
-import type { IdempotencyRecord, RunRecord, RunStatus } from '../../../host.ts';
+import type { IdempotencyRecord, RunAttempt, RunRecord, RunStatus } from '../../../host.ts';
 import { isoNow } from '../io/iso-now.ts';
 
 /** A run's status line in its session file. */
@@ -20,6 +20,10 @@ export interface RunLine {
   at: string;
   /** On an acceptance: the idempotency key of the request, kept in the same line. */
   idem?: IdempotencyRecord;
+  /** Once the run was retried: every try so far. */
+  attempts?: RunAttempt[];
+  /** With status "retrying": when the next try is due (ISO time). */
+  next?: string;
 }
 
 /** Adds a line to a session's file: `record` settles once it is written; `queue` has nobody waiting. */
@@ -32,7 +36,7 @@ const KEEP_IN_MEMORY = 10_000;
 /** Replies kept in memory, in UTF-8 bytes: 10,000 runs of 250 KB replies once held 2.5 GB. */
 export const REPLY_BYTES_IN_MEMORY = 32 * 1024 * 1024;
 const FINAL: ReadonlySet<string> = new Set(['ok', 'error', 'timeout']);
-const STATUSES: ReadonlySet<string> = new Set(['queued', 'running', 'ok', 'error', 'timeout']);
+const STATUSES: ReadonlySet<string> = new Set(['queued', 'running', 'retrying', 'ok', 'error', 'timeout']);
 
 interface RestoredRun extends RunRecord {
   /** When it was accepted, to keep the most recent runs across session files. */
@@ -52,6 +56,15 @@ function isRunLine(record: object): record is RunLine {
     typeof r.agentId === 'string' &&
     typeof r.at === 'string'
   );
+}
+
+/** A run's record as its status line tells it. */
+function runOf(line: RunLine, sessionKey: string): RunRecord {
+  const run: RunRecord = { runId: line.runId, name: line.name, status: line.status, agentId: line.agentId, sessionKey };
+  if (typeof line.error === 'string') run.error = line.error;
+  if (Array.isArray(line.attempts)) run.attempts = line.attempts;
+  if (typeof line.next === 'string') run.nextAttemptAt = line.next;
+  return run;
 }
 
 /** Reads a run back from disk; undefined when no file holds it any more. */
@@ -77,9 +90,8 @@ export async function readRun(scan: SessionScan, sessionKey: string, runId: stri
     return true;
   });
   if (!latest) return undefined;
-  const run: RunRecord = { runId, name: latest.name, status: latest.status, agentId: latest.agentId, sessionKey };
+  const run = runOf(latest, sessionKey);
   if (reply !== undefined) run.reply = reply;
-  if (typeof latest.error === 'string') run.error = latest.error;
   return run;
 }
 
@@ -112,16 +124,8 @@ export class RunRegistry {
     for (const record of records) {
       if (isRunLine(record)) {
         const before = this.restoring.get(record.runId);
-        const run: RestoredRun = {
-          runId: record.runId,
-          name: record.name,
-          status: record.status,
-          agentId: record.agentId,
-          sessionKey,
-          acceptedAt: before?.acceptedAt ?? record.at,
-        };
+        const run: RestoredRun = { ...runOf(record, sessionKey), acceptedAt: before?.acceptedAt ?? record.at };
         if (before?.replied) run.replied = true;
-        if (typeof record.error === 'string') run.error = record.error;
         this.restoring.set(record.runId, run);
         continue;
       }
@@ -171,8 +175,12 @@ export class RunRegistry {
     };
     if (record.error !== undefined) line.error = record.error;
     if (record.idempotency !== undefined) line.idem = record.idempotency;
+    if (record.attempts !== undefined) line.attempts = [...record.attempts];
+    if (record.nextAttemptAt !== undefined) line.next = record.nextAttemptAt;
     // A lost final line is not worth failing a finished run for; the session log logs write failures.
-    if (record.status === 'queued') return this.writeLine.record(record.sessionKey, line);
+    // A retried run's are awaited: the core forgets its retry only once the final line is kept.
+    if (record.status === 'queued' || record.attempts !== undefined)
+      return this.writeLine.record(record.sessionKey, line);
     this.writeLine.queue(record.sessionKey, line);
   }
 

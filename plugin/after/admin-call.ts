@@ -1,0 +1,14 @@
+// The admin API's requests as the core's routes see them, whichever host serves them (the standalone
+// under /api/, OpenClaw under /hookgate/api/): the host authenticates the caller first.
+
+export interface AdminCall {
+  method: string;
+  /** The path after the API's prefix, split at "/" and percent-decoded. */
+  parts: readonly string[];
+  query: URLSearchParams;
+  /** The JSON body (undefined when empty); a body that is not JSON is a 400. */
+  body(): Promise<unknown>;
+}
+
+/** Answers a call it owns (the JSON body of a 200, or throws a HookError); undefined: not its path. */
+export type AdminRoute = (call: AdminCall) => Promise<unknown> | undefined;

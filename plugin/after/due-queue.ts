@@ -1,0 +1,138 @@
+// Things due at a time (retries, resumptions): a binary heap ordered by due time and one timer for
+// the earliest, so ten thousand waiting items cost one timer and nothing while idle. Removal is
+// lazy: a removed or replaced item stays in the heap until it reaches the top and is skipped there.
+
+interface Slot<T> {
+  id: string;
+  at: number;
+  item: T;
+}
+
+/** Node's timers hold at most 2^31-1 ms; a later item is looked at again then. */
+const LONGEST_TIMER_MS = 2_147_483_647;
+
+export class DueQueue<T> {
+  readonly #heap: Slot<T>[] = [];
+  /** The live slot of each id; a heap slot not in here is stale. */
+  readonly #live = new Map<string, Slot<T>>();
+  readonly #onDue: (item: T, id: string) => void;
+  readonly #now: () => number;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
+  #closed = false;
+
+  constructor(onDue: (item: T, id: string) => void, now: () => number = Date.now) {
+    this.#onDue = onDue;
+    this.#now = now;
+  }
+
+  get size(): number {
+    return this.#live.size;
+  }
+
+  has(id: string): boolean {
+    return this.#live.has(id);
+  }
+
+  /** When the item is due (ms since the epoch), or undefined. */
+  dueAt(id: string): number | undefined {
+    return this.#live.get(id)?.at;
+  }
+
+  /** Schedules the item; an id already waiting is moved to the new time. */
+  add(id: string, atMs: number, item: T): void {
+    if (this.#closed) return;
+    const slot = { id, at: atMs, item };
+    this.#live.set(id, slot);
+    this.#push(slot);
+    // Old slots of removed ids pile up only if items are replaced far more often than they fall due.
+    if (this.#heap.length > 2 * this.#live.size + 1024) this.#rebuild();
+    this.#arm();
+  }
+
+  /** True when the id was waiting. */
+  remove(id: string): boolean {
+    return this.#live.delete(id);
+  }
+
+  /** Stops the timer; nothing falls due after this. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(): void {
+    this.#dropStale();
+    const top = this.#heap[0];
+    if (!top || this.#closed) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      return;
+    }
+    if (this.#timer && this.#timerAt <= top.at) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = top.at;
+    const wait = Math.min(Math.max(top.at - this.#now(), 0), LONGEST_TIMER_MS);
+    this.#timer = setTimeout(() => this.#fire(), wait);
+    // Waiting items never keep the process alive on their own.
+    this.#timer.unref();
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = this.#now();
+    const due: Slot<T>[] = [];
+    for (;;) {
+      this.#dropStale();
+      const top = this.#heap[0];
+      if (!top || top.at > now) break;
+      this.#pop();
+      this.#live.delete(top.id);
+      due.push(top);
+    }
+    this.#arm();
+    for (const slot of due) this.#onDue(slot.item, slot.id);
+  }
+
+  #dropStale(): void {
+    while (this.#heap.length && this.#live.get(this.#heap[0]!.id) !== this.#heap[0]) this.#pop();
+  }
+
+  #rebuild(): void {
+    this.#heap.length = 0;
+    for (const slot of this.#live.values()) this.#push(slot);
+  }
+
+  #push(slot: Slot<T>): void {
+    const heap = this.#heap;
+    heap.push(slot);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (heap[parent]!.at <= slot.at) break;
+      heap[i] = heap[parent]!;
+      i = parent;
+    }
+    heap[i] = slot;
+  }
+
+  #pop(): void {
+    const heap = this.#heap;
+    const last = heap.pop()!;
+    if (heap.length === 0) return;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= heap.length) break;
+      const right = left + 1;
+      const child = right < heap.length && heap[right]!.at < heap[left]!.at ? right : left;
+      if (heap[child]!.at >= last.at) break;
+      heap[i] = heap[child]!;
+      i = child;
+    }
+    heap[i] = last;
+  }
+}

@@ -1,0 +1,23 @@
+// A run's final outcome, told to whoever follows runs after the 200 (the failure book, waiters):
+// once per run, after its last try, with its reply's delivery accepted (or not asked for).
+import type { AcceptedRun, DeliveryFact, RunAttempt } from '../host.ts';
+
+/** visible: a reply meant for a person; silent: empty or a heartbeat acknowledgement; none: no reply. */
+export type ReplyKind = 'visible' | 'silent' | 'none';
+
+export interface RunFinal {
+  run: Readonly<AcceptedRun>;
+  status: 'ok' | 'error' | 'timeout';
+  reply: ReplyKind;
+  /** Every try, the last included. */
+  attempts: readonly RunAttempt[];
+  /** Why it failed (one line), when it did. */
+  error?: string;
+  /**
+   * skipped: no delivery was asked for or there was nothing to deliver; else what the host reports,
+   * possibly later (a host sending after acceptance settles it after the last attempt).
+   */
+  delivery: 'skipped' | DeliveryFact | Promise<DeliveryFact>;
+}
+
+export type RunFinalListener = (final: RunFinal) => void;

@@ -1,0 +1,119 @@
+// Retry schedules outlive the gateway process: kill -9 while a run waits for its next try, then a
+// restart runs it once; kill -9 during a retry's try ends the run as interrupted, never tried again
+// (the model may have acted on it).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { startFakeProvider } from '../helpers/fake-provider.ts';
+import { eventually, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+
+async function summaries(gw: SpawnedGateway, runId: string): Promise<string[]> {
+  const page = await gw.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000`);
+  return (page.entries as { runId?: string; text: string }[]).filter((e) => e.runId === runId).map((e) => e.text);
+}
+
+function retrying(gw: SpawnedGateway, runId: string): Promise<any> {
+  return eventually(async () => {
+    const run = await gw.admin(`/api/runs/${runId}`);
+    return run.status === 'retrying' && run;
+  });
+}
+
+function finalRun(gw: SpawnedGateway, runId: string): Promise<any> {
+  return eventually(async () => {
+    const run = await gw.admin(`/api/runs/${runId}`);
+    return ['ok', 'error', 'timeout'].includes(run.status) && run;
+  });
+}
+
+async function config(dir: string, baseUrl: string): Promise<void> {
+  await writeConfig(dir, {
+    hooks: { retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 } },
+    models: { providers: { fake: { baseUrl } } },
+    agents: { defaults: { models: ['fake/m'] }, list: [{ id: 'main', default: true }] },
+  });
+}
+
+function unavailable(res: ServerResponse, retryAfterSeconds: number): void {
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': String(retryAfterSeconds) });
+  res.end('{"error":{"message":"overloaded"}}');
+}
+
+/** A run waits for its next try; the gateway is stopped with `signal`, the provider comes back, a restart runs it once. */
+function waitingRetrySurvives(title: string, signal: NodeJS.Signals): void {
+  test(title, async () => {
+    let up = false;
+    const provider = await startFakeProvider((_req, res) => {
+      if (!up) return unavailable(res, 2);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ choices: [{ message: { content: 'made it' } }] }));
+    });
+    const dir = await tempStateDir();
+    await config(dir, provider.baseUrl);
+    const first = await spawnGateway(dir);
+    let second: SpawnedGateway | undefined;
+    try {
+      const r = await first.hook('/hooks/agent', { message: 'x', model: 'fake/m', name: 'Survivor' });
+      assert.equal(r.status, 202);
+      const waiting = await retrying(first, r.body.runId);
+      await first.stop(signal);
+      up = true;
+      second = await spawnGateway(dir);
+      const run = await finalRun(second, r.body.runId);
+      assert.equal(run.status, 'ok');
+      assert.equal(run.reply, 'made it');
+      assert.equal(provider.requests.length, 2, 'the first try and one retry');
+      assert.equal(run.attempts.length, 2);
+      // The due time set before the stop held: the retry did not start before it.
+      assert.ok(Date.parse(run.attempts[1].at) >= Date.parse(waiting.nextAttemptAt), JSON.stringify(run));
+      assert.deepEqual(await summaries(second, r.body.runId), ['Hook Survivor: made it']);
+    } finally {
+      await first.stop();
+      await second?.stop();
+      await provider.close();
+    }
+  });
+}
+
+waitingRetrySurvives(
+  'kill -9 while a run waits for its next try: after the restart it runs once, with one summary',
+  'SIGKILL',
+);
+waitingRetrySurvives('a clean stop keeps a waiting retry on disk: the next start runs it once', 'SIGTERM');
+
+test('kill -9 during a retry: after the restart the run ends as interrupted and is not tried again', async () => {
+  const provider = await startFakeProvider((_req, res) => {
+    // The first try fails; the retry hangs until the gateway is killed.
+    if (provider.requests.length === 1) unavailable(res, 0);
+  });
+  const dir = await tempStateDir();
+  await config(dir, provider.baseUrl);
+  const first = await spawnGateway(dir);
+  let second: SpawnedGateway | undefined;
+  try {
+    const r = await first.hook('/hooks/agent', { message: 'x', model: 'fake/m', name: 'CutOff' });
+    await eventually(async () => provider.requests.length === 2);
+    await first.stop('SIGKILL');
+    second = await spawnGateway(dir);
+    const run = await finalRun(second, r.body.runId);
+    assert.equal(run.status, 'error');
+    assert.match(run.error, /interrupted: the gateway restarted during a retry/);
+    assert.deepEqual(
+      run.attempts.map((a: { status: string }) => a.status),
+      ['error', 'error'],
+    );
+    const posted = await summaries(second, r.body.runId);
+    assert.equal(posted.length, 1, JSON.stringify(posted));
+    assert.match(posted[0]!, /^Hook CutOff \(error\): interrupted/);
+    // A second start finds nothing left to do for it.
+    await second.stop();
+    second = await spawnGateway(dir);
+    assert.equal((await second.admin(`/api/runs/${r.body.runId}`)).status, 'error');
+    assert.equal((await summaries(second, r.body.runId)).length, 1);
+    assert.equal(provider.requests.length, 2, 'never tried a third time');
+  } finally {
+    await first.stop();
+    await second?.stop();
+    await provider.close();
+  }
+});
