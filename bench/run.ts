@@ -12,7 +12,16 @@ import autocannon from 'autocannon';
 import { AGENT_RUNS_ROW, agentRunsAgainstModel, type BackHalfRow } from './back-half.ts';
 import { drive, quietCpu, type Figures, type Load } from './drive.ts';
 import { lockOnOpenClaw, startOpenClaw } from './openclaw-peer.ts';
-import { ROOT, gatewayConfig, rssMb, startBare, startHookgate, watchRss, type Side } from './processes.ts';
+import {
+  GATEWAY_TOKEN,
+  ROOT,
+  gatewayConfig,
+  rssMb,
+  startBare,
+  startHookgate,
+  watchRss,
+  type Side,
+} from './processes.ts';
 import { GATEWAYS, LOCKED_ADDRESS, SCENARIOS, type Scenario } from './scenarios.ts';
 import { startRedis } from '../test/helpers/redis-server.ts';
 
@@ -114,7 +123,15 @@ async function main(): Promise<void> {
   for (const name of names) {
     const spec = GATEWAYS[name]!;
     const hooks = spec.redis ? { ...spec.hooks, sharedState: { redis: redis!.url } } : spec.hooks;
-    gateways.set(name, await startHookgate(hooks, spec.gateway));
+    const gw = await startHookgate(hooks, spec.gateway);
+    for (const hook of spec.paused ?? []) {
+      const res = await fetch(`${gw.url}/api/hooks/${hook}/pause`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${GATEWAY_TOKEN}` },
+      });
+      if (res.status !== 200) throw new Error(`pausing ${hook} answered ${res.status}`);
+    }
+    gateways.set(name, gw);
   }
   const locked = gateways.get('locked');
   if (locked) {

@@ -49,6 +49,8 @@ export interface GatewaySpec {
   gateway?: Record<string, unknown>;
   /** Shares its state on a Redis server the bench starts (hooks.sharedState). */
   redis?: boolean;
+  /** Hooks paused through the admin API once it is up. */
+  paused?: string[];
 }
 
 // maxFailures is high so the 401 scenario stays 401.
@@ -66,6 +68,8 @@ export const GATEWAYS: Record<string, GatewaySpec> = {
   'metrics off': { hooks: MAIN_HOOKS, gateway: { metrics: { enabled: false } } },
   // The main gateway sharing lockouts and dedupe keys on Redis: what sharing costs.
   'redis on': { hooks: MAIN_HOOKS, redis: true },
+  // The main gateway with /hooks/wake paused: every request held (room for a whole run of them).
+  paused: { hooks: { ...MAIN_HOOKS, maxHeld: 2_000_000 }, paused: ['wake'] },
 };
 
 /** The address the `locked` gateway (and the OpenClaw peer) has locked, sent as X-Forwarded-For. */
@@ -109,6 +113,15 @@ export const SCENARIOS: Scenario[] = [
   wake(32, 0.8),
   wake(1),
   wake(256),
+  {
+    // Held actions per second, beside the same wakes acted on at once (the main gateway) in the same rounds.
+    name: 'wake, hook paused (held)',
+    load: { path: '/hooks/wake', body: WAKE, headers: bearer(HOOK_TOKEN) },
+    gateway: 'paused',
+    connections: 32,
+    expect: 202,
+    variants: ['main'],
+  },
   {
     name: 'agent accept (echo, deliver off)',
     load: { path: '/hooks/agent', body: '{"message":"bench run","deliver":false}', headers: bearer(HOOK_TOKEN) },

@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'too_many_items'
   | 'output_too_large'
   | 'overloaded'
+  | 'paused_full'
   | 'bad_request'
   | 'headers_too_large'
   | 'request_timeout'
@@ -160,6 +161,13 @@ export const refuse = {
   mappingFailed: (what: string): HookError => new HookError(500, 'mapping_failed', what),
   overloaded: (what: string, headers: Headers = RETRY_SOON): HookError =>
     new HookError(503, 'overloaded', what, headers),
+  pausedFull: (max: number, retryAfterSeconds: number): HookError =>
+    new HookError(
+      503,
+      'paused_full',
+      `${max} actions are already held for paused hooks (hooks.maxHeld); resume a hook or try again later`,
+      { 'retry-after': String(retryAfterSeconds) },
+    ),
   badRequest: (what: string, headers?: Headers): HookError => new HookError(400, 'bad_request', what, headers),
   headersTooLarge: (): HookError => new HookError(431, 'headers_too_large', 'the request headers are too large', CLOSE),
   requestTimeout: (): HookError =>

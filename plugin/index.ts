@@ -26,6 +26,9 @@ import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './after/admin-call.ts';
 import { adminRoutes } from './after/routes.ts';
 import { RunRetries } from './after/run-retries.ts';
+import { HookPauses } from './after/hook-pauses.ts';
+import { SharedPauses } from './after/shared-pauses.ts';
+import { hooksRoute } from './after/hooks-route.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -78,6 +81,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), metrics);
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
+  const pauses = await HookPauses.open(host, runs, () => current);
+  metrics.observeGauge('held_actions', () => pauses.held.size);
   const transforms = new TransformRunner({
     timeoutMs: current.transformTimeoutMs,
     logger: host.logger,
@@ -89,6 +94,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe, host.logger);
   if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
+  // A held request's key is kept with its held action until the resume hands it to the host.
+  dedupe.restore(pauses.held.keys());
   const restored = await host.runs.restore?.();
   // Lockouts and dedupe keys shared with other instances; read at start only.
   const sharedState = current.sharedState;
@@ -100,10 +107,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
+  const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
   await shared?.connect();
   const deliverer = new Deliverer({
     dedupe,
-    executor: new ActionExecutor(host, runs),
+    executor: new ActionExecutor(host, runs, pauses),
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
@@ -196,7 +204,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   }
 
   runs.resume(restored?.rerun ?? [], restored?.interrupted ?? []);
-  const admin = adminRoutes([]);
+  pauses.start();
+  const setPaused = async (hook: string, paused: boolean): Promise<void> => {
+    if (sharedPauses) await sharedPauses.set(hook, paused);
+    else await pauses.pauses.set(hook, paused);
+  };
+  const admin = adminRoutes([hooksRoute(pauses, setPaused)]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -206,6 +219,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     watching: () => watcher?.ready ?? Promise.resolve(),
     async close(graceMs = 5000) {
       await watcher?.close();
+      await pauses.close();
       await runs.close(graceMs);
       await transforms.close();
       bodies.close();

@@ -6,7 +6,7 @@ import { refuse } from '../errors.ts';
 import type { Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import type { Action, Outcome } from './action.ts';
-import type { ActionExecutor } from './execute.ts';
+import type { ActionExecutor, ActionOrigin } from './execute.ts';
 import { buildItemAction, buildMappedAction } from '../mappings/build-action.ts';
 import type { TransformRunner } from '../transforms/index.ts';
 import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
@@ -23,7 +23,7 @@ async function firstOf(seen: Seen): Promise<FirstAnswer> {
 }
 
 /** The answer, whether it repeats an earlier one, and the key the plan was deduplicated by. */
-export type Delivered = Outcome & { duplicate: boolean; key?: string };
+export type Delivered = Outcome & { duplicate: boolean; key?: string; held?: boolean };
 
 function repeatOf(first: FirstAnswer, key: string): Delivered {
   return { ...duplicateOf(first), duplicate: true, key };
@@ -105,8 +105,15 @@ export class Deliverer {
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
    * the raw body, whose hash (`bodyHash`, when already taken) is kept beside the key.
    */
-  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer, bodyHash?: BodyHash): Promise<Delivered> {
-    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap);
+  async deliver(
+    plan: ActingPlan,
+    snap: HooksSnapshot,
+    body: Buffer,
+    requestId: string,
+    bodyHash?: BodyHash,
+  ): Promise<Delivered> {
+    const origin = { hook: plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id, requestId };
+    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, origin);
     const { key } = plan;
     const hash = key && (bodyHash ?? bodyHashOf(body));
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
@@ -114,9 +121,9 @@ export class Deliverer {
     const claim = acquired ? acquired.claim : undefined;
     try {
       const action = plan.kind === 'endpoint' ? plan.action : await this.#build(plan);
-      const outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex });
+      const outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex }, origin);
       claim?.settle(outcome.record!);
-      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key };
+      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key, held: outcome.held };
     } catch (err) {
       claim?.release(err);
       throw err;
@@ -137,6 +144,7 @@ export class Deliverer {
   async #eachItemOnce(
     { mapping, request, payload, scope, items }: Extract<ActingPlan, { kind: 'each' }>,
     snap: HooksSnapshot,
+    origin: ActionOrigin,
   ): Promise<Delivered> {
     const { executor, transforms, logger } = this.parts;
     const built: { key: string | undefined; action: Action }[] = [];
@@ -152,6 +160,8 @@ export class Deliverer {
     let wakes = 0;
     let mode: unknown;
     let duplicates = 0;
+    let held = 0;
+    let heldAs: unknown;
     for (const { key, action } of built) {
       const acquired = key === undefined ? undefined : await this.#acquire(scope, key, undefined, snap);
       let body: Record<string, unknown> | undefined;
@@ -161,13 +171,19 @@ export class Deliverer {
       } else {
         const claim = acquired?.claim;
         try {
-          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key });
+          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key }, origin);
           claim?.settle(outcome.record!);
           body = outcome.body;
+          if (outcome.held) held++;
         } catch (err) {
           claim?.release(err);
           throw err;
         }
+      }
+      if (body?.held === true) {
+        // A duplicate answers with the request id its item was first held under.
+        heldAs ??= body.requestId;
+        continue;
       }
       if (typeof body?.runId === 'string')
         runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
@@ -181,6 +197,11 @@ export class Deliverer {
       ...(duplicate ? { duplicate: true } : {}),
       ...(duplicates > 0 && !duplicate ? { duplicates } : {}),
     };
+    // Items held now or by an earlier request: the request is answered as held (one hook, one pause).
+    if (heldAs !== undefined) {
+      const body = { ok: true, held: true, requestId: held ? origin.requestId : heldAs, ...extra };
+      return { status: 202, body, duplicate, held: held > 0 };
+    }
     if (runIds.length) return { status: 202, body: { ok: true, runId: runIds[0], runIds, ...extra }, duplicate };
     if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
     return { status: 204, duplicate };

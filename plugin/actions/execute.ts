@@ -12,12 +12,27 @@ import { runWake } from './wake.ts';
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */
   record?: IdempotencyRecord;
+  /** The hook is paused: the action was held, not carried out. */
+  held?: boolean;
+}
+
+/** Where a request's action came from: its hook (wake, agent or the mapping's id) and request id. */
+export interface ActionOrigin {
+  hook: string;
+  requestId: string;
+}
+
+/** The pause gate (after/hook-pauses.ts): a paused hook's checked actions are held for its resume. */
+export interface HoldGate {
+  isPaused(hook: string): boolean;
+  hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void>;
 }
 
 export class ActionExecutor {
   constructor(
     private readonly host: GatewayHost,
     private readonly runs: RunService,
+    private readonly gate?: HoldGate,
   ) {}
 
   /** Throws the refusal of the first policy that refuses; nothing is done then. */
@@ -25,9 +40,13 @@ export class ActionExecutor {
     action: Action,
     snap: HooksSnapshot,
     key?: { scope: string; key: string; bodyHash?: string },
+    origin?: ActionOrigin,
   ): Promise<ExecutedOutcome> {
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
-    const { jobs, outcome } = prepareAction(action, snap, this.host);
+    const prepared = prepareAction(action, snap, this.host);
+    const { jobs } = prepared;
+    const held = origin !== undefined && this.gate?.isPaused(origin.hook) === true;
+    const outcome: Outcome = held ? heldAnswer(origin.requestId) : prepared.outcome;
     const record: IdempotencyRecord | undefined = key && {
       scope: key.scope,
       key: key.key,
@@ -36,6 +55,10 @@ export class ActionExecutor {
       ...(outcome.body ? { body: outcome.body } : {}),
       ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
     };
+    if (held) {
+      await this.gate!.hold(origin.hook, origin.requestId, action, record);
+      return { ...outcome, record, held };
+    }
     for (const wake of action.wakes) await runWake(wake, this.host, record);
     if (jobs.length) await this.runs.submit(jobs, record);
     return { ...outcome, record };
@@ -59,6 +82,11 @@ export function prepareAction(
       jobs.map((j) => j.runId),
     ),
   };
+}
+
+/** A paused hook's answer (its request id is the one the request log shows). */
+function heldAnswer(requestId: string): Outcome {
+  return { status: 202, body: { ok: true, held: true, requestId } };
 }
 
 const WAKE_ANSWERS = Object.freeze({

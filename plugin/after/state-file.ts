@@ -1,6 +1,6 @@
 // A durable keyed record file: the live records of one kind (retry schedules, failures, held actions,
 // pauses), kept in memory and on disk as JSON lines of upserts and removals. Writes made in the same
-// turn of the event loop (or while a write is under way) go out together with one fsync; the file is
+// turn of the event loop (or while a write is under way) go out together in one write; the file is
 // rewritten with the live records only, atomically, when removed or replaced lines outweigh them. A
 // torn last line (a crash mid-write) is dropped at open. Without a path it lives in memory only.
 import { open, readFile, type FileHandle } from 'node:fs/promises';
@@ -46,34 +46,8 @@ export class StateFile<T> {
     isRecord: (value: unknown) => value is T,
     logger: Logger,
   ): Promise<StateFile<T>> {
-    const records = new Map<string, T>();
-    if (path === undefined) return new StateFile(undefined, records, 0, logger);
-    let text = '';
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    }
-    let lines = 0;
-    let refused = 0;
-    for (const raw of text.split('\n')) {
-      if (raw === '') continue;
-      lines++;
-      let line: Partial<Line> & { r?: unknown; del?: unknown };
-      try {
-        line = JSON.parse(raw) as typeof line;
-      } catch {
-        refused++;
-        continue;
-      }
-      if (typeof line !== 'object' || line === null || typeof line.id !== 'string') {
-        refused++;
-      } else if (line.del === true) {
-        records.delete(line.id);
-      } else if (isRecord(line.r)) {
-        records.set(line.id, line.r);
-      } else refused++;
-    }
+    if (path === undefined) return new StateFile(undefined, new Map<string, T>(), 0, logger);
+    const { records, lines, refused } = await readStateRecords(path, isRecord);
     // A last line cut by a crash never resolved its write: it is one of these, dropped by the rewrite.
     if (refused) logger.warn('state file lines unreadable, dropped', { file: path, count: refused });
     const file = new StateFile(path, records, lines, logger);
@@ -129,7 +103,11 @@ export class StateFile<T> {
     return done;
   }
 
-  /** Writes what is batched, one write and one fsync; then the next batch, if one gathered meanwhile. */
+  /**
+   * Writes what is batched in one write; then the next batch, if one gathered meanwhile. No fsync: the
+   * promise is the storage's (plugin/hosts/standalone/storage/README.md), surviving a killed process,
+   * not power loss; a sync per batch bounded how fast a paused hook holds (docs/performance.md).
+   */
   #flush(): Promise<void> {
     if (this.#writing || this.#batch.length === 0) return this.#writing ?? Promise.resolve();
     const lines = this.#batch;
@@ -144,7 +122,6 @@ export class StateFile<T> {
         } else {
           this.#handle ??= await open(this.#path!, 'a', 0o600);
           await this.#handle.write(lines.join(''));
-          await this.#handle.datasync();
           this.#lines += lines.length;
         }
         for (const w of waiters) w.resolve();
@@ -168,4 +145,42 @@ export class StateFile<T> {
     await writeFileAtomic(this.#path!, out.join(''));
     this.#lines = out.length;
   }
+}
+
+/**
+ * The live records of a state file as it is on disk, nothing written (a missing file has none);
+ * `refused` counts the lines `isRecord` or JSON refused.
+ */
+export async function readStateRecords<T>(
+  path: string,
+  isRecord: (value: unknown) => value is T,
+): Promise<{ records: Map<string, T>; lines: number; refused: number }> {
+  const records = new Map<string, T>();
+  let text = '';
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+  }
+  let lines = 0;
+  let refused = 0;
+  for (const raw of text.split('\n')) {
+    if (raw === '') continue;
+    lines++;
+    let line: Partial<Line> & { r?: unknown; del?: unknown };
+    try {
+      line = JSON.parse(raw) as typeof line;
+    } catch {
+      refused++;
+      continue;
+    }
+    if (typeof line !== 'object' || line === null || typeof line.id !== 'string') {
+      refused++;
+    } else if (line.del === true) {
+      records.delete(line.id);
+    } else if (isRecord(line.r)) {
+      records.set(line.id, line.r);
+    } else refused++;
+  }
+  return { records, lines, refused };
 }

@@ -23,11 +23,15 @@ export interface DryRunRequest {
   body: Buffer;
   /** The query string without '?', if any. */
   query?: string;
+  /** The hooks paused now (wake, agent, mapping ids): their actions would be held. */
+  paused?: ReadonlySet<string>;
 }
 
 export interface DryRunResult {
   /** The mapping that owns the request, or the endpoint (wake, agent). */
   target?: string;
+  /** The hook it resolves to (wake, agent or the mapping's id), and whether that hook is paused. */
+  hook?: { name: string; paused: boolean };
   /** How the request is admitted: the hook token (not checked here), or the sender's signature. */
   verification?: string;
   /** Each transform call's outcome (its output, or why it failed). */
@@ -117,6 +121,8 @@ export async function dryRun(
       return result;
     }
     result.target = plan.kind === 'endpoint' ? `the ${plan.endpoint} endpoint` : plan.mapping.where;
+    const hook = plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id;
+    result.hook = { name: hook, paused: request.paused?.has(hook) === true };
     result.dedupeKeys = planKeys(plan);
     const action =
       plan.kind === 'endpoint'
@@ -126,7 +132,11 @@ export async function dryRun(
     result.wakes = action.wakes;
     result.jobs = jobs;
     const reply = replyOf(plan, outcome);
-    result.answer = reply ? replyAsOutcome(reply, outcome) : outcome;
+    result.answer = result.hook.paused
+      ? { status: 202, body: { ok: true, held: true, requestId: '<its request id>' } }
+      : reply
+        ? replyAsOutcome(reply, outcome)
+        : outcome;
   } catch (err) {
     result.refusal = err instanceof HookError ? err : refuse.internal();
   }

@@ -20,7 +20,8 @@
 //                one per item for a forEach whose key reads the item)
 //   deliver      once per key (actions/deliver.ts): a key seen before gets the first answer again;
 //                otherwise the mapping builds its action (templates, preset, transform; every forEach
-//                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts)
+//                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts),
+//                or held when its hook is paused (after/hook-pauses.ts)
 //   answer       the outcome (or the mapping's `respond`), or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -83,6 +84,8 @@ interface Trace {
   code?: string;
   /** The idempotency key the plan was carried out under. */
   key?: string;
+  /** Its hook was paused: the action was held. */
+  held?: boolean;
 }
 
 type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
@@ -177,7 +180,7 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      this.answer(request, plan, await this.parts.deliverer.deliver(plan, snap, body, hash));
+      this.answer(request, plan, await this.parts.deliverer.deliver(plan, snap, body, request.id, hash));
     } catch (err) {
       this.refuse(request, this.refusalOf(err, request));
     }
@@ -195,8 +198,10 @@ export class HookLifecycle {
     const { answers } = this.parts;
     trace.duplicate = outcome.duplicate;
     trace.key = outcome.key;
+    trace.held = outcome.held;
     const headers = trace.duplicate ? DUPLICATE : undefined;
-    const reply = plan && replyOf(plan, outcome);
+    // A held request is answered as held, whatever its mapping's `respond` says for an accepted one.
+    const reply = outcome.body?.held === true || !plan ? undefined : replyOf(plan, outcome);
     if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, id, headers);
     else
       answers.send(
@@ -250,6 +255,7 @@ export class HookLifecycle {
       bytes: trace.bytes,
       ...(key ? { idempotencyKey: loggableKey(key) } : {}),
       ...(trace.duplicate ? { duplicate: true } : {}),
+      ...(trace.held ? { held: true } : {}),
     });
     return true;
   }

@@ -7,6 +7,7 @@ export { resolveHooksConfig, selectStandaloneConfig } from '../config/hooks-conf
 export { readSecretFile, resolveSecret } from '../config/secret-values.ts';
 export { compileSchema, formatErrors } from '../config/schemas.ts';
 export { dryRun, loadForDryRun, type DryRunResult } from '../http/dry-run.ts';
+export { readPausedHooks } from '../after/pauses.ts';
 export { TransformRunner } from '../transforms/index.ts';
 export { unwrapExternalContent } from '../safety/index.ts';
 export { PRESETS } from '../mappings/presets.ts';

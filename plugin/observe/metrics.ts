@@ -223,6 +223,7 @@ class PromMetrics implements HookMetrics {
 const GAUGE_HELP = {
   run_queue_depth: 'Agent runs accepted and waiting for a slot.',
   runs_running: 'Agent runs running now.',
+  held_actions: 'Actions held for paused hooks, waiting for their resume.',
 } as const;
 
 const nothing = (): void => {};

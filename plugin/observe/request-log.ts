@@ -23,6 +23,8 @@ export interface RequestEntry {
   bytes: number;
   idempotencyKey?: string;
   duplicate?: boolean;
+  /** Its hook was paused: the action was held for the resume. */
+  held?: boolean;
 }
 
 /** As held in the ring: the time as a number, formatted only when read. */

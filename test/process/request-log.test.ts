@@ -153,7 +153,10 @@ describe('hookgate requests', () => {
     const all = await cli(['requests']);
     assert.equal(all.code, 0, all.out);
     const lines = all.out.trimEnd().split('\n');
-    assert.match(lines[0]!, /^TIME\s+STATUS\s+CODE\s+MS\s+BYTES\s+PATH\s+MAPPING\s+CLIENT\s+KEY\s+DUP\s+REQUEST ID$/);
+    assert.match(
+      lines[0]!,
+      /^TIME\s+STATUS\s+CODE\s+MS\s+BYTES\s+PATH\s+MAPPING\s+CLIENT\s+KEY\s+DUP\s+HELD\s+REQUEST ID$/,
+    );
     assert.ok(lines.length >= 8, all.out);
     const refused = await cli(['requests', '--status', '4xx']);
     const rows = refused.out.trimEnd().split('\n').slice(1);

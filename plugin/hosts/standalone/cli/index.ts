@@ -7,6 +7,7 @@ import { configCommand } from './commands/config-command.ts';
 import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
 import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
 import { webhooksCommand } from './commands/webhooks-command.ts';
+import { pauseCommands } from './commands/pause.ts';
 import { OPENCLAW_IMPORT_HELP, openClawCommand } from './commands/openclaw-import.ts';
 import { UsageError } from './support/cli-common.ts';
 import { commandName } from './support/command-name.ts';
@@ -31,6 +32,7 @@ const COMMANDS: readonly Command[] = [
     run: runChannels,
   },
   webhooksCommand,
+  ...pauseCommands,
   {
     name: 'openclaw',
     summary: "  openclaw import  Move OpenClaw's built-in hooks settings into hookgate's plugin config",

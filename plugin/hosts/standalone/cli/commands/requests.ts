@@ -11,8 +11,8 @@ import { asRun } from '../support/command-name.ts';
 export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
 
 Shows the gateway's last hook requests (it keeps ${REQUEST_LOG_SIZE}), oldest first: time, status, error code,
-milliseconds, body bytes, path, mapping, client, idempotency key, duplicate, request id. Never payloads,
-tokens or signatures. Reads the gateway's address and token from the config.
+milliseconds, body bytes, path, mapping, client, idempotency key, duplicate, held (its hook was paused),
+request id. Never payloads, tokens or signatures. Reads the gateway's address and token from the config.
 
 Options:
   --status S     Only this status (404) or class (4xx).
@@ -37,6 +37,7 @@ const COLUMNS: readonly Column<RequestEntry>[] = [
   { header: 'CLIENT', cell: (r) => r.client, max: 39, min: 15 },
   { header: 'KEY', cell: (r) => r.idempotencyKey, max: 24, min: 8 },
   { header: 'DUP', cell: (r) => (r.duplicate ? 'dup' : '') },
+  { header: 'HELD', cell: (r) => (r.held ? 'held' : '') },
   { header: 'REQUEST ID', cell: (r) => r.requestId },
 ];
 

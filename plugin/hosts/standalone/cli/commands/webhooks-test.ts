@@ -4,10 +4,12 @@
 // gateway would refuse the request.
 import { readFile } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   dryRun,
   loadForDryRun,
+  readPausedHooks,
   TransformRunner,
   unwrapExternalContent,
   type DryRunResult,
@@ -22,7 +24,8 @@ export const WEBHOOKS_TEST_HELP = `Usage: hookgate webhooks test <name> --payloa
 Resolves POST <hooks.path>/<name> with the body in FILE exactly as the gateway would: the mapping that
 owns it, the signature check (when the mapping is signed and its signature headers are given), the
 transform's output, the action with every policy applied, every rendered text in full (the
-untrusted-content wrapper shown once), and the idempotency key it would be deduplicated by. Nothing is
+untrusted-content wrapper shown once), the idempotency key it would be deduplicated by, and whether its
+hook is paused (read from the gateway's pauses file: its action would be held). Nothing is
 carried out: no session, run, dedupe key or file is written, and the hook token is not asked for.
 Exits 1 and prints the error code when the gateway would refuse it. A mapping whose "\${NAME}" is unset
 in this shell fails its own dry run, naming the variable; the others can still be tried.
@@ -61,14 +64,23 @@ export async function runWebhooksTest(args: string[]): Promise<number> {
   const headers = parseHeaders(values.header ?? []);
   const body = await readFile(values.payload);
 
-  const { configPath, settings } = await loadContext(values);
+  const { configPath, settings, stateDir } = await loadContext(values);
+  // The gateway's pauses file: written before a pause or resume is answered, and by every instance
+  // when the pause is shared, so it is the live state, read with no token and no running gateway.
+  const paused = await readPausedHooks(path.join(stateDir, 'data', 'after', 'pauses.jsonl'));
   const host = checkingHost(configPath, settings);
   const { snapshot, unavailable } = await loadForDryRun(host);
   // One worker, stopped at once when the call is done: the transform runs as it would in the gateway.
   const transforms = new TransformRunner({ timeoutMs: snapshot.transformTimeoutMs, workers: 1 });
   let result: DryRunResult;
   try {
-    result = await dryRun({ name, headers, body, query: values.query }, snapshot, host, transforms, unavailable);
+    result = await dryRun(
+      { name, headers, body, query: values.query, paused },
+      snapshot,
+      host,
+      transforms,
+      unavailable,
+    );
   } finally {
     await transforms.close();
   }
@@ -107,6 +119,7 @@ function shown(text: string): Shown {
 function asJson(r: DryRunResult): unknown {
   return {
     target: r.target ?? null,
+    hook: r.hook ?? null,
     verification: r.verification ?? null,
     transforms: r.transforms,
     wakes: r.wakes.map((w) => ({ ...w, content: shown(w.text).content })),
@@ -129,6 +142,7 @@ function report(r: DryRunResult): string {
     return out.join('\n');
   }
   row('target', r.target ?? '(none)');
+  if (r.hook?.paused) row('paused', `yes: hook ${r.hook.name}'s action would be held until it is resumed`);
   if (r.verification) row('verification', r.verification);
   for (const t of r.transforms) {
     if (t.ok) row('transform', t.value === null ? 'returned null: the request is skipped (204)' : json(t.value));
