@@ -10,13 +10,20 @@ import type { ActionExecutor, ActionOrigin } from './execute.ts';
 import { buildItemAction, buildMappedAction } from '../mappings/build-action.ts';
 import type { TransformRunner } from '../transforms/index.ts';
 import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
-import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from '../dedupe/dedupe-keys.ts';
+import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer, type Seen } from '../dedupe/dedupe-keys.ts';
+import type { DedupeKey } from '../dedupe/idempotency.ts';
 import type { SharedDedupe } from '../dedupe/shared-dedupe.ts';
 import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { ActingPlan } from '../http/plan.ts';
 import type { ServerResponse } from 'node:http';
 import { clientOf, type FollowedRuns, type RunWaiters, type WaitedRun } from '../after/waiters.ts';
 import { outcomesIn, runIdsOf, waitedAnswer } from '../after/wait-answer.ts';
+
+/** A key's first answer, once its first request has one; 422 when that request had another body. */
+async function firstOf(seen: Seen): Promise<FirstAnswer> {
+  if ('reused' in seen) throw refuse.idempotencyKeyReused();
+  return 'answer' in seen ? seen.answer : seen.pending;
+}
 
 /** How long a waited request waited, and the status it learned (the runs', or 'running'). */
 export interface Waited {
@@ -33,6 +40,10 @@ export type Delivered = Outcome & { duplicate: boolean; key?: string; held?: boo
 /** Whether the request waits for its runs: the /agent body's choice or the mapping's, never a transform's. */
 function waitsFor(plan: ActingPlan): boolean {
   return plan.kind === 'endpoint' ? plan.action.waitForCompletion === true : plan.mapping.waitForCompletion === true;
+}
+
+function repeatOf(first: FirstAnswer, key: string): Delivered {
+  return { ...duplicateOf(first), duplicate: true, key };
 }
 
 export class Deliverer {
@@ -63,10 +74,7 @@ export class Deliverer {
   ): Promise<{ answer: FirstAnswer } | { claim: Claim }> {
     const { dedupe, shared } = this.parts;
     const seen = dedupe.seen(scope, key, hash);
-    if (seen) {
-      if ('reused' in seen) throw refuse.idempotencyKeyReused();
-      return { answer: 'answer' in seen ? seen.answer : await seen.pending };
-    }
+    if (seen) return { answer: await firstOf(seen) };
     const local = dedupe.claim(scope, key, hash);
     if (!shared) return { claim: local };
     const across = await shared.claim(scope, key, hash, snap.dedupe);
@@ -107,11 +115,28 @@ export class Deliverer {
   }
 
   /**
+   * A key already answered here (or under way here), before any plan: its first answer, or the 422
+   * of another body; undefined when the key is new here (the plan then runs, and deliver() claims
+   * it, across instances too).
+   */
+  repeated(key: DedupeKey, hash: BodyHash): Promise<Delivered> | undefined {
+    const seen = this.parts.dedupe.seen(key.scope, key.key, hash);
+    if (!seen) return undefined;
+    // A first answer still coming, or one whose runs a waiting request follows: whether this
+    // request waits too is in its body, so the plan decides.
+    if ('pending' in seen) return undefined;
+    if ('answer' in seen && seen.answer.status === 202 && this.parts.waiters.of(runIdsOf(seen.answer.body)))
+      return undefined;
+    return firstOf(seen).then((first) => repeatOf(first, key.key));
+  }
+
+  /**
    * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
-   * the raw body, whose hash is kept beside the key; `requestId` goes with the runs it starts. A
-   * waited request (waitForCompletion) is answered once its runs ended, or what is known when the
-   * wait ends (its client leaving ends it); its key's kept answer becomes the final one when they end.
+   * the raw body, whose hash (`bodyHash`, when already taken) is kept beside the key; `requestId`
+   * goes with the runs it starts. A waited request (waitForCompletion) is answered once its runs
+   * ended, or what is known when the wait ends (its client leaving ends it); its key's kept answer
+   * becomes the final one when they end.
    */
   async deliver(
     plan: ActingPlan,
@@ -119,18 +144,19 @@ export class Deliverer {
     body: Buffer,
     requestId: string,
     res?: ServerResponse,
+    bodyHash?: BodyHash,
   ): Promise<Delivered> {
     const origin = { hook: plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id, requestId };
     const wait = waitsFor(plan);
     if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, origin, wait, res);
     const { key } = plan;
-    const hash = key && bodyHashOf(body);
+    const hash = key && (bodyHash ?? bodyHashOf(body));
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap, wait));
     if (acquired && 'answer' in acquired) {
       const { answer } = acquired;
       // A duplicate of a waited request whose runs are still followed waits too, within its own bound.
       const followed = wait && answer.status === 202 ? this.parts.waiters.of(runIdsOf(answer.body)) : undefined;
-      if (!followed) return { ...duplicateOf(answer), duplicate: true, key: key.key };
+      if (!followed) return repeatOf(answer, key.key);
       const waited = await this.#wait(answer.body!, [followed], snap, res);
       return { ...waited, body: { ...waited.body, duplicate: true }, duplicate: true, key: key.key };
     }

@@ -10,6 +10,7 @@ import type {
   Delivery,
   DeliveryReceipt,
   GatewayHost,
+  IdempotencyRecord,
   IsolatedTurn,
   LogFields,
   Route,
@@ -49,6 +50,8 @@ export interface TestHostOptions {
   files?: Record<string, string>;
   /** Runs an earlier process accepted, handed back at start (runs.restore). */
   restoreRuns?: { rerun: AcceptedRun[]; interrupted: AcceptedRun[] };
+  /** Idempotency keys an earlier process kept, handed back at start (idempotency.restore). */
+  restoreKeys?: IdempotencyRecord[];
   /** host.stateDir: where the core keeps what must outlive the process (retry schedules). */
   stateDir?: string;
 }
@@ -142,6 +145,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
       rec.deliveries.push(d);
       return receipt ?? undefined;
     },
+    ...(opts.restoreKeys ? { idempotency: { restore: () => Promise.resolve(opts.restoreKeys!) } } : {}),
   };
 
   const plugin = await createHooksPlugin(host);
