@@ -53,7 +53,7 @@ export async function drive(
 }
 
 /** The machine's CPU time so far, in all and stolen (the first line of /proc/stat, in ticks). */
-async function hostTimes(): Promise<{ total: number; steal: number }> {
+export async function hostTimes(): Promise<{ total: number; steal: number }> {
   const line = (await readFile('/proc/stat', 'utf8')).split('\n', 1)[0]!;
   // cpu user nice system idle iowait irq softirq steal guest guest_nice (guest time is inside user)
   const ticks = line.split(/\s+/).slice(1, 9).map(Number);

@@ -9,6 +9,7 @@ import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
+import { AGENT_RUNS_ROW, agentRunsAgainstModel, type BackHalfRow } from './back-half.ts';
 import { drive, quietCpu, type Figures, type Load } from './drive.ts';
 import { lockOnOpenClaw, startOpenClaw } from './openclaw-peer.ts';
 import {
@@ -22,6 +23,7 @@ import {
   type Side,
 } from './processes.ts';
 import { GATEWAYS, LOCKED_ADDRESS, SCENARIOS, type Scenario } from './scenarios.ts';
+import { benchDeliveries } from './deliveries.ts';
 import { startRedis } from '../test/helpers/redis-server.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -227,9 +229,20 @@ async function main(): Promise<void> {
       );
     if (o) console.log(`  ${describe('openclaw', o)} | status ${row.openclaw!.statusSeen}`);
     console.log(
-      `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}${row.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${row.stealPct}% of the CPU meanwhile` : ''}`,
+      `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}, p99 ${g.p99Ms} ms against bare's ${b.p99Ms}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}${row.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${row.stealPct}% of the CPU meanwhile` : ''}`,
     );
   }
+  const backHalf: BackHalfRow[] = [];
+  if (AGENT_RUNS_ROW.includes(ONLY)) backHalf.push(await agentRunsAgainstModel(SECONDS));
+  for (const r of backHalf) {
+    const met = Math.abs(r.perSecond - r.goal) <= r.goal * r.tolerance;
+    console.log(`${r.name}`);
+    console.log(
+      `  ${r.perSecond} ${r.unit} (goal ${r.goal} within ${r.tolerance * 100}%: ${met ? 'met' : 'missed'}), ${r.items} in all, CPU ${r.cpuUsPerItem} µs per item${r.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${r.stealPct}% of the CPU meanwhile` : `, steal ${r.stealPct}%`}`,
+    );
+  }
+  console.log('');
+  const deliveries = await benchDeliveries(ONLY);
   const main = gateways.get('main')!;
   const reload = await reloadApplyTimes(main, GATEWAYS.main!.hooks);
   console.log(
@@ -256,6 +269,8 @@ async function main(): Promise<void> {
     rounds: ROUNDS,
     peers: PEERS,
     rows,
+    deliveries,
+    backHalf,
     reloadApplyMs: reload,
     memory: { peakRssMb: peakRss, settledRssMb, openclawRssMb },
   };

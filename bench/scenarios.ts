@@ -213,3 +213,23 @@ export const SCENARIOS: Scenario[] = [
     expect: 200,
   },
 ];
+
+/** A delivery row: agent replies to `chats` different chats of one platform, paced (bench/deliveries.ts). */
+export interface DeliveryRowSpec {
+  name: string;
+  platform: 'telegram' | 'slack';
+  chats: number;
+  firstChat: number;
+}
+
+export const DELIVERY_ROWS: DeliveryRowSpec[] = [
+  // Telegram paces 30 a second for the whole bot: the row shows the pace held right under it.
+  {
+    name: 'replies to 1,000 chats, paced (telegram, 30/s per bot)',
+    platform: 'telegram',
+    chats: 1000,
+    firstChat: 100000,
+  },
+  // Slack paces per channel only: the row shows what the gateway itself delivers.
+  { name: 'replies to 1,000 chats, paced (slack, 1/s per channel)', platform: 'slack', chats: 1000, firstChat: 200000 },
+];

@@ -1,6 +1,7 @@
 // Prints bench/results/latest.json as the README's Markdown table: `npx tsx bench/table.ts`.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { BackHalfRow } from './back-half.ts';
 import { ROOT } from './processes.ts';
 
 interface SideFigures {
@@ -31,6 +32,7 @@ const result = JSON.parse(await readFile(path.join(ROOT, 'bench', 'results', 'la
   secondsPerRun: number;
   rounds: number;
   rows: Row[];
+  backHalf?: BackHalfRow[];
   reloadApplyMs: { medianMs: number };
   memory: { peakRssMb: Record<string, number>; settledRssMb: number; openclawRssMb?: number };
 };
@@ -40,8 +42,8 @@ const peers = result.rows.some((r) => r.openclaw);
 const lines = [
   `${result.date.slice(0, 10)}, ${result.machine.cpus} vCPU ${result.machine.model}, ${result.machine.memGiB} GiB, Node ${result.machine.node.slice(1)}; ${result.rounds} x ${result.secondsPerRun} s per side and row.`,
   '',
-  `| Row | conn. | hookgate req/s | p50 / p99 | CPU µs/req | bare req/s | bare CPU µs/req | ratio (goal) | CPU vs bare (at most) | steal |${peers ? ' OpenClaw req/s | CPU µs/req | hookgate ÷ OpenClaw |' : ''}`,
-  `|---|---|---|---|---|---|---|---|---|---|${peers ? '---|---|---|' : ''}`,
+  `| Row | conn. | hookgate req/s | p50 / p99 | CPU µs/req | bare req/s | bare p50 / p99 | bare CPU µs/req | ratio (goal) | CPU vs bare (at most) | steal |${peers ? ' OpenClaw req/s | CPU µs/req | hookgate ÷ OpenClaw |' : ''}`,
+  `|---|---|---|---|---|---|---|---|---|---|---|${peers ? '---|---|---|' : ''}`,
 ];
 for (const r of result.rows) {
   const goal = r.goal ? ` (${r.goal})` : '';
@@ -52,11 +54,18 @@ for (const r of result.rows) {
       ? ' | | |'
       : '';
   lines.push(
-    `| ${r.scenario} | ${r.connections} | ${n(r.hookgate.reqPerSec)} | ${ms(r.hookgate)} | ${r.hookgate.cpuUsPerReq} | ${n(r.bare.reqPerSec)} | ${r.bare.cpuUsPerReq} | ${r.ratio.toFixed(2)}${goal} | ${r.cpuRatio.toFixed(2)}${cpuGoal} | ${r.stealPct === undefined ? '' : `${r.stealPct}%`} |${peer}`,
+    `| ${r.scenario} | ${r.connections} | ${n(r.hookgate.reqPerSec)} | ${ms(r.hookgate)} | ${r.hookgate.cpuUsPerReq} | ${n(r.bare.reqPerSec)} | ${ms(r.bare)} | ${r.bare.cpuUsPerReq} | ${r.ratio.toFixed(2)}${goal} | ${r.cpuRatio.toFixed(2)}${cpuGoal} | ${r.stealPct === undefined ? '' : `${r.stealPct}%`} |${peer}`,
   );
   for (const v of r.variants ?? [])
     lines.push(
-      `| … ${v.gateway} | ${r.connections} | ${n(v.reqPerSec)} | ${ms(v)} | ${v.cpuUsPerReq} | | | ${v.ofHookgate.toFixed(2)} of the row above | ${v.cpuOfHookgate.toFixed(2)}x the row above | |${peers ? ' | | |' : ''}`,
+      `| … ${v.gateway} | ${r.connections} | ${n(v.reqPerSec)} | ${ms(v)} | ${v.cpuUsPerReq} | | | | ${v.ofHookgate.toFixed(2)} of the row above | ${v.cpuOfHookgate.toFixed(2)}x the row above | |${peers ? ' | | |' : ''}`,
+    );
+}
+if (result.backHalf?.length) {
+  lines.push('', '| After the 200 | per second (goal) | CPU µs per item | steal |', '|---|---|---|---|');
+  for (const r of result.backHalf)
+    lines.push(
+      `| ${r.name} | ${r.perSecond} ${r.unit} (${r.goal} ± ${r.tolerance * 100}%) | ${n(r.cpuUsPerItem)} | ${r.stealPct}% |`,
     );
 }
 const m = result.memory;

@@ -1,17 +1,12 @@
 // One configured channel: its platform sender behind a pacer. A delivery is split at the platform's
-// limit and its parts are sent in order, each when the pacer gives it a turn. A 429 is waited out
-// for the time it announced and the same part sent again; any other failure ends the delivery with
-// the platform's words and what was sent before it (so a later retry can start at the first part
-// not sent).
+// limit and its parts are sent in order, each when the pacer gives it a turn. A failure ends the
+// attempt with the platform's words and what was sent before it, so the next attempt (the retry
+// schedule's business) starts at the first part not sent. A 429's announced wait holds the pacer
+// (the recipient or the whole channel, as the platform said), so no send goes out before it ends.
 
 import { Pacer, PacerClosedError } from './pacer.ts';
 import { splitMessage } from './split.ts';
 import type { CheckResult, PlatformSender, SendOutcome } from './types.ts';
-
-/** A 429 announcing a longer wait ends the delivery (retryable): the pacer still holds the wait. */
-const INLINE_WAIT_MAX_MS = 60_000;
-/** 429s waited out for one part before the delivery gives up (retryable). */
-const WAITS_PER_PART = 3;
 
 export type DeliveryResult =
   | { status: 'sent'; messageIds: string[]; parts: number }
@@ -33,6 +28,8 @@ export interface DeliverOptions {
   signal?: AbortSignal;
   /** Skip the parts a previous attempt sent. */
   fromPart?: number;
+  /** Told after each part sent but the last: how many are sent by now, and their ids. */
+  onPart?: (partsSent: number, messageIds: readonly string[]) => void;
 }
 
 export class Channel {
@@ -42,6 +39,8 @@ export class Channel {
   constructor(
     readonly name: string,
     sender: PlatformSender,
+    /** Changes when the channel's config block (or a secret it reads) does: a reload keeps an unchanged channel. */
+    readonly fingerprint = '',
   ) {
     this.#sender = sender;
     this.#pacer = new Pacer(sender.pacing);
@@ -87,6 +86,7 @@ export class Channel {
       const outcome = await this.#sendPart(recipient, parts[i]!, signal);
       if (outcome.kind !== 'sent') return failed(outcome, i);
       messageIds.push(...outcome.messageIds);
+      if (i + 1 < parts.length) opts.onPart?.(i + 1, messageIds);
     }
     return { status: 'sent', messageIds, parts: parts.length };
   }
@@ -101,28 +101,23 @@ export class Channel {
   }
 
   async #sendPart(to: string, text: string, signal: AbortSignal): Promise<SendOutcome> {
-    for (let waits = 0; ; waits++) {
-      let release;
-      try {
-        release = await this.#pacer.turn(to);
-      } catch (err) {
-        if (err instanceof PacerClosedError) return { kind: 'retryable', description: err.message };
-        throw err;
-      }
-      let outcome: SendOutcome;
-      try {
-        outcome = await this.#sender.send(to, text, signal);
-      } catch (err) {
-        release();
-        throw err;
-      }
-      if (outcome.kind !== 'retryable' || outcome.waitMs === undefined) {
-        release();
-        return outcome;
-      }
-      release({ ms: outcome.waitMs, scope: outcome.scope ?? 'channel' });
-      if (outcome.waitMs > INLINE_WAIT_MAX_MS || waits + 1 >= WAITS_PER_PART) return outcome;
-      // The pacer holds this recipient (or the channel) until the wait is over: the next turn comes after it.
+    let release;
+    try {
+      release = await this.#pacer.turn(to);
+    } catch (err) {
+      if (err instanceof PacerClosedError) return { kind: 'retryable', description: err.message };
+      throw err;
     }
+    let outcome: SendOutcome;
+    try {
+      outcome = await this.#sender.send(to, text, signal);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    if (outcome.kind === 'retryable' && outcome.waitMs !== undefined)
+      release({ ms: outcome.waitMs, scope: outcome.scope ?? 'channel' });
+    else release();
+    return outcome;
   }
 }

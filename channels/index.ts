@@ -2,6 +2,7 @@
 // a gateway config into one Channel per block that has credentials (the rest only record), with
 // every problem named by its key; nothing is sent until a delivery or a check asks.
 
+import { createHash } from 'node:crypto';
 import { Channel } from './channel.ts';
 import { discordSender } from './discord.ts';
 import { imessageSender } from './imessage.ts';
@@ -57,7 +58,10 @@ export function resolveChannels(
     const reader = new ChannelBlock(block, `channels.${name}`, configDir, problems);
     const sender = factory(reader, () => redactor);
     secrets.push(...reader.secrets);
-    if (sender) senders.set(name, new Channel(name, sender));
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify([block, reader.secrets]))
+      .digest('hex');
+    if (sender) senders.set(name, new Channel(name, sender, fingerprint));
   }
   redactor = new Redactor(secrets);
   return { senders, redactor };

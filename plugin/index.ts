@@ -31,6 +31,7 @@ import { SharedPauses } from './after/shared-pauses.ts';
 import { hooksRoute } from './after/hooks-route.ts';
 import { openFailures } from './after/failure-setup.ts';
 import type { DeliveryFailureInput } from './after/failures.ts';
+import { RunWaiters } from './after/waiters.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -52,6 +53,8 @@ export interface HooksPlugin {
   watching(): Promise<void>;
   /** Stops watching and taking runs, lets running ones finish for up to graceMs, interrupts the rest. */
   close(graceMs?: number): Promise<void>;
+  /** Answers every request waiting for its runs now, with what is known: a shutdown does not wait for them. */
+  stopWaiting(): void;
   readonly runs: {
     readonly queued: number;
     readonly running: number;
@@ -90,6 +93,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   metrics.observeGauge('runs_running', () => runs.running);
   const pauses = await HookPauses.open(host, runs, () => current);
   metrics.observeGauge('held_actions', () => pauses.held.size);
+  // A waited run is followed until it ends: at most as many as the run queue and the running slots hold.
+  const waiters = new RunWaiters(() => current.maxQueuedRuns + current.maxConcurrentRuns);
+  runs.onFinal((final) => waiters.told(final));
+  metrics.observeGauge('requests_waiting', () => waiters.waiting);
   const transforms = new TransformRunner({
     timeoutMs: current.transformTimeoutMs,
     logger: host.logger,
@@ -118,10 +125,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   await shared?.connect();
   const deliverer = new Deliverer({
     dedupe,
-    executor: new ActionExecutor(host, runs, pauses),
+    executor: new ActionExecutor(host, runs, waiters, pauses),
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
+    waiters,
   });
   const lifecycle = new HookLifecycle({
     host,
@@ -228,6 +236,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     watching: () => watcher?.ready ?? Promise.resolve(),
     async close(graceMs = 5000) {
       await watcher?.close();
+      waiters.stop();
       await pauses.close();
       await runs.close(graceMs);
       await failures.close();
@@ -237,6 +246,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       strangerWarnings.flush();
       shared?.close();
     },
+    stopWaiting: () => waiters.stop(),
     runs,
     limiter,
     metrics,

@@ -50,6 +50,8 @@ export interface Action {
   runs: AgentSpec[];
   /** Made by a mapping's forEach, one per item: a wake answer counts them. */
   fanOut?: boolean;
+  /** The /agent body asked to be answered once its run ended (a mapping says so in its config). */
+  waitForCompletion?: boolean;
 }
 
 export const SKIP: Action = Object.freeze({

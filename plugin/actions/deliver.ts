@@ -10,13 +10,41 @@ import type { ActionExecutor, ActionOrigin } from './execute.ts';
 import { buildItemAction, buildMappedAction } from '../mappings/build-action.ts';
 import type { TransformRunner } from '../transforms/index.ts';
 import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
-import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer } from '../dedupe/dedupe-keys.ts';
+import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer, type Seen } from '../dedupe/dedupe-keys.ts';
+import type { DedupeKey } from '../dedupe/idempotency.ts';
 import type { SharedDedupe } from '../dedupe/shared-dedupe.ts';
 import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { ActingPlan } from '../http/plan.ts';
+import type { ServerResponse } from 'node:http';
+import { clientOf, type FollowedRuns, type RunWaiters, type WaitedRun } from '../after/waiters.ts';
+import { outcomesIn, runIdsOf, waitedAnswer } from '../after/wait-answer.ts';
 
-/** The answer, whether it repeats an earlier one, and the key the plan was deduplicated by. */
-export type Delivered = Outcome & { duplicate: boolean; key?: string; held?: boolean };
+/** A key's first answer, once its first request has one; 422 when that request had another body. */
+async function firstOf(seen: Seen): Promise<FirstAnswer> {
+  if ('reused' in seen) throw refuse.idempotencyKeyReused();
+  return 'answer' in seen ? seen.answer : seen.pending;
+}
+
+/** How long a waited request waited, and the status it learned (the runs', or 'running'). */
+export interface Waited {
+  ms: number;
+  status: string;
+}
+
+/**
+ * The answer, whether it repeats an earlier one, the key the plan was deduplicated by, and for a
+ * request that waited for its runs, how long and what came of them.
+ */
+export type Delivered = Outcome & { duplicate: boolean; key?: string; held?: boolean; waited?: Waited };
+
+/** Whether the request waits for its runs: the /agent body's choice or the mapping's, never a transform's. */
+function waitsFor(plan: ActingPlan): boolean {
+  return plan.kind === 'endpoint' ? plan.action.waitForCompletion === true : plan.mapping.waitForCompletion === true;
+}
+
+function repeatOf(first: FirstAnswer, key: string): Delivered {
+  return { ...duplicateOf(first), duplicate: true, key };
+}
 
 export class Deliverer {
   constructor(
@@ -27,6 +55,7 @@ export class Deliverer {
       logger: Logger;
       /** Keys claimed across instances (hooks.sharedState); local keys are kept as well. */
       shared?: SharedDedupe;
+      waiters: RunWaiters;
     },
   ) {}
 
@@ -41,19 +70,19 @@ export class Deliverer {
     key: string,
     hash: BodyHash | undefined,
     snap: HooksSnapshot,
+    wait: boolean,
   ): Promise<{ answer: FirstAnswer } | { claim: Claim }> {
     const { dedupe, shared } = this.parts;
     const seen = dedupe.seen(scope, key, hash);
-    if (seen) {
-      if ('reused' in seen) throw refuse.idempotencyKeyReused();
-      return { answer: 'answer' in seen ? seen.answer : await seen.pending };
-    }
+    if (seen) return { answer: await firstOf(seen) };
     const local = dedupe.claim(scope, key, hash);
     if (!shared) return { claim: local };
     const across = await shared.claim(scope, key, hash, snap.dedupe);
     if (!across) return { claim: local };
     if ('answer' in across) {
-      local.settle(across.answer);
+      // A waited request's 202 becomes its final outcome on Redis: not kept here, asked again next time.
+      if (wait && across.answer.status === 202) local.pass(across.answer);
+      else local.settle(across.answer);
       return across;
     }
     if ('claim' in across) {
@@ -66,6 +95,10 @@ export class Deliverer {
           release(failure) {
             local.release(failure);
             across.claim.release();
+          },
+          amend(answer) {
+            local.amend(answer);
+            across.claim.amend(answer);
           },
         },
       };
@@ -82,27 +115,87 @@ export class Deliverer {
   }
 
   /**
+   * A key already answered here (or under way here), before any plan: its first answer, or the 422
+   * of another body; undefined when the key is new here (the plan then runs, and deliver() claims
+   * it, across instances too).
+   */
+  repeated(key: DedupeKey, hash: BodyHash): Promise<Delivered> | undefined {
+    const seen = this.parts.dedupe.seen(key.scope, key.key, hash);
+    if (!seen) return undefined;
+    // A first answer still coming, or one whose runs a waiting request follows: whether this
+    // request waits too is in its body, so the plan decides.
+    if ('pending' in seen) return undefined;
+    if ('answer' in seen && seen.answer.status === 202 && this.parts.waiters.of(runIdsOf(seen.answer.body)))
+      return undefined;
+    return firstOf(seen).then((first) => repeatOf(first, key.key));
+  }
+
+  /**
    * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
-   * the raw body, whose hash is kept beside the key; `requestId` goes with the runs it starts.
+   * the raw body, whose hash (`bodyHash`, when already taken) is kept beside the key; `requestId`
+   * goes with the runs it starts. A waited request (waitForCompletion) is answered once its runs
+   * ended, or what is known when the wait ends (its client leaving ends it); its key's kept answer
+   * becomes the final one when they end.
    */
-  async deliver(plan: ActingPlan, snap: HooksSnapshot, body: Buffer, requestId: string): Promise<Delivered> {
+  async deliver(
+    plan: ActingPlan,
+    snap: HooksSnapshot,
+    body: Buffer,
+    requestId: string,
+    res?: ServerResponse,
+    bodyHash?: BodyHash,
+  ): Promise<Delivered> {
     const origin = { hook: plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id, requestId };
-    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, origin);
+    const wait = waitsFor(plan);
+    if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, origin, wait, res);
     const { key } = plan;
-    const hash = key && bodyHashOf(body);
-    const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap));
-    if (acquired && 'answer' in acquired) return { ...duplicateOf(acquired.answer), duplicate: true, key: key.key };
+    const hash = key && (bodyHash ?? bodyHashOf(body));
+    const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap, wait));
+    if (acquired && 'answer' in acquired) {
+      const { answer } = acquired;
+      // A duplicate of a waited request whose runs are still followed waits too, within its own bound.
+      const followed = wait && answer.status === 202 ? this.parts.waiters.of(runIdsOf(answer.body)) : undefined;
+      if (!followed) return repeatOf(answer, key.key);
+      const waited = await this.#wait(answer.body!, [followed], snap, res);
+      return { ...waited, body: { ...waited.body, duplicate: true }, duplicate: true, key: key.key };
+    }
     const claim = acquired ? acquired.claim : undefined;
+    let outcome: Awaited<ReturnType<ActionExecutor['execute']>>;
     try {
       const action = plan.kind === 'endpoint' ? plan.action : await this.#build(plan);
-      const outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex }, origin);
+      outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex }, origin, wait);
       claim?.settle(outcome.record!);
-      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key, held: outcome.held };
     } catch (err) {
       claim?.release(err);
       throw err;
     }
+    const { followed, record } = outcome;
+    // A held action has no runs yet: its answer is the held one, waited for or not.
+    if (!wait || outcome.status !== 202 || outcome.held)
+      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key, held: outcome.held };
+    if (followed && claim) amendWhenDone(claim, record!.at, outcome.body!, followed);
+    // Not followed (too many are): answered at once, as a wait that ended.
+    const runs = followed ?? knownRuns(outcome.body);
+    return { ...(await this.#wait(outcome.body!, [runs], snap, res)), duplicate: false, key: key?.key };
+  }
+
+  /** The waited answer: the runs' outcomes once all ended, else what is known when the wait ends. */
+  async #wait(
+    accepted: Record<string, unknown>,
+    followed: readonly (FollowedRuns | RunOutcomeList)[],
+    snap: HooksSnapshot,
+    res: ServerResponse | undefined,
+  ): Promise<Outcome & { waited: Waited }> {
+    const started = performance.now();
+    const { waiters } = this.parts;
+    const client = res && clientOf(res);
+    const lists = await Promise.all(
+      followed.map((f) => (Array.isArray(f) ? f : waiters.wait(f, snap.maxWaitMs, client))),
+    );
+    const answer = waitedAnswer(accepted, lists.flat());
+    const ms = Math.round(performance.now() - started);
+    return { ...answer, waited: { ms, status: answer.body!.status as string } };
   }
 
   #build({ mapping, payload, request }: Extract<ActingPlan, { kind: 'mapped' }>): Promise<Action> {
@@ -120,8 +213,10 @@ export class Deliverer {
     { mapping, request, payload, scope, items }: Extract<ActingPlan, { kind: 'each' }>,
     snap: HooksSnapshot,
     origin: ActionOrigin,
+    wait: boolean,
+    res: ServerResponse | undefined,
   ): Promise<Delivered> {
-    const { executor, transforms, logger } = this.parts;
+    const { executor, transforms, logger, waiters } = this.parts;
     const built: { key: string | undefined; action: Action }[] = [];
     let bytes = 0;
     for (const item of items) {
@@ -137,23 +232,31 @@ export class Deliverer {
     let duplicates = 0;
     let held = 0;
     let heldAs: unknown;
+    /** What each item's runs are known by: followed, or told by a duplicate's kept answer. */
+    const followed: (FollowedRuns | RunOutcomeList)[] = [];
     for (const { key, action } of built) {
-      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, undefined, snap);
+      const acquired = key === undefined ? undefined : await this.#acquire(scope, key, undefined, snap, wait);
       let body: Record<string, unknown> | undefined;
       if (acquired && 'answer' in acquired) {
         duplicates++;
         body = acquired.answer.body;
+        if (wait) followed.push(waiters.of(runIdsOf(body)) ?? knownRuns(body));
       } else {
         const claim = acquired?.claim;
+        let outcome: Awaited<ReturnType<ActionExecutor['execute']>>;
         try {
-          const outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key }, origin);
+          outcome = await executor.execute(action, snap, key === undefined ? undefined : { scope, key }, origin, wait);
           claim?.settle(outcome.record!);
-          body = outcome.body;
           if (outcome.held) held++;
         } catch (err) {
           claim?.release(err);
           throw err;
         }
+        body = outcome.body;
+        if (outcome.followed) {
+          followed.push(outcome.followed);
+          if (claim) amendWhenDone(claim, outcome.record!.at, body!, outcome.followed);
+        } else if (wait) followed.push(knownRuns(body));
       }
       if (body?.held === true) {
         // A duplicate answers with the request id its item was first held under.
@@ -177,8 +280,25 @@ export class Deliverer {
       const body = { ok: true, held: true, requestId: held ? origin.requestId : heldAs, ...extra };
       return { status: 202, body, duplicate, held: held > 0 };
     }
-    if (runIds.length) return { status: 202, body: { ok: true, runId: runIds[0], runIds, ...extra }, duplicate };
+    if (runIds.length) {
+      const accepted = { ok: true, runId: runIds[0], runIds, ...extra };
+      if (!wait) return { status: 202, body: accepted, duplicate };
+      return { ...(await this.#wait(accepted, followed, snap, res)), duplicate };
+    }
     if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
     return { status: 204, duplicate };
   }
+}
+
+/** Runs known only by an answer: the outcomes it tells, the rest as still running (not followed here). */
+type RunOutcomeList = WaitedRun[];
+
+function knownRuns(body: Record<string, unknown> | undefined): RunOutcomeList {
+  const told = outcomesIn(body);
+  return runIdsOf(body).map((runId) => told.find((o) => o.runId === runId) ?? { runId, status: 'running' });
+}
+
+/** Once the runs end, the key's kept answer (the first request's, by its time) becomes the final one. */
+function amendWhenDone(claim: Claim, at: number, accepted: Record<string, unknown>, followed: FollowedRuns): void {
+  followed.whenDone(() => claim.amend({ at, ...waitedAnswer(accepted, followed.known()) }));
 }

@@ -8,12 +8,15 @@ import type { Action, AgentJob, Outcome } from './action.ts';
 import { prepareAgentJob } from './agent.ts';
 import type { RunService } from './run-service.ts';
 import { runWake } from './wake.ts';
+import type { FollowedRuns, RunWaiters } from '../after/waiters.ts';
 
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */
   record?: IdempotencyRecord;
   /** The hook is paused: the action was held, not carried out. */
   held?: boolean;
+  /** The runs, followed until they end, when the request waits for them (and the followed runs are not at their limit). */
+  followed?: FollowedRuns;
 }
 
 /** Where a request's action came from: its hook (wake, agent or the mapping's id) and request id. */
@@ -32,15 +35,20 @@ export class ActionExecutor {
   constructor(
     private readonly host: GatewayHost,
     private readonly runs: RunService,
+    private readonly waiters: RunWaiters,
     private readonly gate?: HoldGate,
   ) {}
 
-  /** Throws the refusal of the first policy that refuses; nothing is done then. */
+  /**
+   * Throws the refusal of the first policy that refuses; nothing is done then. With `wait`, the runs
+   * are followed from before they are submitted, so not even the fastest run ends unseen.
+   */
   async execute(
     action: Action,
     snap: HooksSnapshot,
     key?: { scope: string; key: string; bodyHash?: string },
     origin?: ActionOrigin,
+    wait = false,
   ): Promise<ExecutedOutcome> {
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
     const prepared = prepareAction(action, snap, this.host);
@@ -61,8 +69,15 @@ export class ActionExecutor {
       return { ...outcome, record, held };
     }
     for (const wake of action.wakes) await runWake(wake, this.host, record);
-    if (jobs.length) await this.runs.submit(jobs, record);
-    return { ...outcome, record };
+    if (!jobs.length) return { ...outcome, record };
+    const followed = wait ? this.waiters.follow(jobs) : undefined;
+    try {
+      await this.runs.submit(jobs, record);
+    } catch (err) {
+      if (followed) this.waiters.forget(followed);
+      throw err;
+    }
+    return { ...outcome, record, ...(followed ? { followed } : {}) };
   }
 }
 

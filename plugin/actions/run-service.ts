@@ -2,7 +2,7 @@
 // tries again a run that failed in a way that may pass (hooks.retry, same runId), and posts one
 // summary in the main session for every job, for its final outcome, whatever happens to it.
 import { refuse } from '../errors.ts';
-import type { GatewayHost, IdempotencyRecord, RunAttempt, RunRecord, RunStatus, TurnResult } from '../host.ts';
+import type { GatewayHost, IdempotencyRecord, Route, RunAttempt, RunRecord, RunStatus, TurnResult } from '../host.ts';
 import type { AgentJob } from './action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
@@ -11,6 +11,7 @@ import type { ReplyKind, RunFinal, RunFinalListener } from '../after/run-final.t
 import { mayRetry, retryDelayMs, type RetryPolicy } from '../after/retry-policy.ts';
 import type { RunRetries } from '../after/run-retries.ts';
 import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
+import { ActiveRun } from './active-run.ts';
 
 export interface RunLimits {
   maxConcurrentRuns: number;
@@ -48,50 +49,6 @@ function reasonOf(err: unknown): string {
 /** A retry whose start could not be recorded is not tried: a crash during it could repeat it. */
 function notStarted(err: unknown): TurnResult {
   return { status: 'error', error: `not tried again: the retry could not be recorded (${reasonOf(err)})` };
-}
-
-/**
- * A run's way to end early: its deadline or a shutdown aborts the signal the host was given and
- * settles `ended` at once, whether or not the host honours the signal; otherwise `ended` settles
- * with the host's answer. A timer and a resolver rather than a listener on the signal, and the
- * signal made only when the host asks for it: for a fast model, an AbortSignal and its listener
- * (or a Promise.race) cost more than the rest of the run's bookkeeping.
- */
-class ActiveRun {
-  /** The first of the host's answer and a stop. */
-  readonly ended: Promise<TurnResult>;
-  /** Settles `ended`; later calls do nothing, as for any promise. */
-  end!: (result: TurnResult) => void;
-  private readonly timer: NodeJS.Timeout;
-  private controller?: AbortController;
-  private reason?: string;
-
-  constructor(timeoutMs: number) {
-    this.ended = new Promise((resolve) => (this.end = resolve));
-    this.timer = setTimeout(
-      () => this.stop({ status: 'timeout', error: `no reply within ${timeoutMs / 1000} s` }, 'timeout'),
-      timeoutMs,
-    );
-  }
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.reason !== undefined) this.controller.abort(this.reason);
-    }
-    return this.controller.signal;
-  }
-
-  stop(result: TurnResult, reason: string): void {
-    if (this.reason !== undefined) return;
-    this.reason = reason;
-    this.controller?.abort(reason);
-    this.end(result);
-  }
-
-  settle(): void {
-    clearTimeout(this.timer);
-  }
 }
 
 export class RunService {
@@ -343,8 +300,9 @@ export class RunService {
       status !== 'ok' ? 'none' : reply && !isHeartbeatAck(reply) && reply.trim() ? 'visible' : 'silent';
     let delivery: RunFinal['delivery'] = 'skipped';
     if (status === 'ok' && job.deliver && reply && !isHeartbeatAck(reply)) {
+      let route: Route | undefined;
       try {
-        const route = resolveRoute(job.channel, job.to, job.agentId, this.host);
+        route = resolveRoute(job.channel, job.to, job.agentId, this.host);
         const receipt = await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
         delivery = receipt
           ? receipt.outcome
@@ -352,19 +310,13 @@ export class RunService {
       } catch (err) {
         status = 'error';
         error = `delivery failed: ${reasonOf(err)}`;
+        // Refused by the host: not 'skipped', which says nothing was to be delivered.
+        if (route) delivery = { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'failed' };
       }
     }
     const tries: readonly RunAttempt[] = attempts.length
       ? attempts
       : [{ at: new Date().toISOString(), status, ...(error !== undefined ? { error } : {}) }];
-    this.tellFinal({
-      run: job,
-      status,
-      reply: replyKind,
-      attempts: tries,
-      ...(error !== undefined ? { error } : {}),
-      delivery,
-    });
     // The reply may echo untrusted content into the main session: no forged markers there either.
     const summary = sanitizeMarkers(
       status === 'ok'
@@ -385,10 +337,19 @@ export class RunService {
       ...(error !== undefined ? { error } : {}),
       ...(retried ? { attempts: tries } : {}),
     });
-    if (!retried) return;
-    // The host keeps the final record before the schedule forgets the run: a restart never sees it
-    // as neither scheduled nor finished (report() logs a failure).
+    // Listeners (a waiting request, the failure book) hear of the outcome once the host keeps it, so
+    // GET /api/runs/<id> agrees with them; and the host keeps it before the schedule forgets the run,
+    // so a restart never sees it as neither scheduled nor finished (report() logs a failure).
     await final?.catch(() => {});
+    this.tellFinal({
+      run: job,
+      status,
+      reply: replyKind,
+      attempts: tries,
+      ...(error !== undefined ? { error } : {}),
+      delivery,
+    });
+    if (!retried) return;
     await this.retries.done(job.runId).catch((err: unknown) =>
       this.host.logger.error('a finished retry could not be removed from the schedule', {
         runId: job.runId,

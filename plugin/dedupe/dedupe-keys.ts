@@ -27,6 +27,14 @@ export interface Claim {
   settle(answer: FirstAnswer): void;
   /** It failed: nothing is kept, so a retry is processed. */
   release(failure: unknown): void;
+  /** After settle: the answer became final (a waited run ended); duplicates get it from now on. */
+  amend(answer: FirstAnswer): void;
+}
+
+/** A claim on this instance's keys. */
+export interface LocalClaim extends Claim {
+  /** Answers the requests waiting on it, keeping nothing: the key's answer lives elsewhere and may change. */
+  pass(answer: FirstAnswer): void;
 }
 
 /**
@@ -41,7 +49,7 @@ const REUSED: Seen = Object.freeze({ reused: true as const });
 const SWEEP_MS = 1000;
 
 /** A request under way; the promise is made only if a duplicate comes to wait for it. */
-class InFlight implements Claim {
+class InFlight implements LocalClaim {
   #promise: Promise<FirstAnswer> | undefined;
   #resolve: ((a: FirstAnswer) => void) | undefined;
   #reject: ((err: unknown) => void) | undefined;
@@ -49,6 +57,7 @@ class InFlight implements Claim {
   constructor(
     readonly hash: BodyHash | undefined,
     private readonly done: (answer: FirstAnswer | undefined) => void,
+    readonly amend: (answer: FirstAnswer) => void,
   ) {}
 
   get hi(): number | undefined {
@@ -72,6 +81,11 @@ class InFlight implements Claim {
     this.#resolve?.(answer);
   }
 
+  pass(answer: FirstAnswer): void {
+    this.done(undefined);
+    this.#resolve?.(answer);
+  }
+
   release(failure: unknown): void {
     this.done(undefined);
     this.#reject?.(failure);
@@ -90,8 +104,9 @@ class Kept implements FirstAnswer {
   constructor(
     readonly key: string,
     readonly at: number,
-    readonly status: number,
-    readonly body: Record<string, unknown> | undefined,
+    /** Amended when a waited request's runs end. */
+    public status: number,
+    public body: Record<string, unknown> | undefined,
     hash: BodyHash | undefined,
   ) {
     this.hi = hash?.hi;
@@ -184,14 +199,18 @@ export class DedupeKeys {
   }
 
   /** Marks the key as under way; duplicates wait on it. Call only after seen() said it is new. */
-  claim(scope: string, key: string, hash?: BodyHash): Claim {
+  claim(scope: string, key: string, hash?: BodyHash): LocalClaim {
     let flights = this.#inFlight.get(scope);
     if (!flights) this.#inFlight.set(scope, (flights = new Map()));
-    const flight = new InFlight(hash, (answer) => {
-      flights.delete(key);
-      if (flights.size === 0) this.#inFlight.delete(scope);
-      if (answer) this.#add(scope, key, answer, hash);
-    });
+    const flight = new InFlight(
+      hash,
+      (answer) => {
+        flights.delete(key);
+        if (flights.size === 0) this.#inFlight.delete(scope);
+        if (answer) this.#add(scope, key, answer, hash);
+      },
+      (answer) => this.#amend(scope, key, answer),
+    );
     flights.set(key, flight);
     return flight;
   }
@@ -202,6 +221,14 @@ export class DedupeKeys {
     for (const r of records) {
       if (r.at > oldest) this.#add(r.scope, r.key, r, parseBodyHash(r.bodyHash));
     }
+  }
+
+  /** The kept answer of the same first request (same time) takes the final one; a key gone stays gone. */
+  #amend(scope: string, key: string, answer: FirstAnswer): void {
+    const kept = this.#scopes.get(scope)?.byKey.get(key);
+    if (!kept || kept.at !== answer.at) return;
+    kept.status = answer.status;
+    kept.body = answer.body;
   }
 
   #add(scope: string, key: string, answer: FirstAnswer, hash: BodyHash | undefined): void {

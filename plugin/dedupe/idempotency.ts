@@ -14,10 +14,16 @@ const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
 export function idempotencyKeyHeader(headers: IncomingHttpHeaders): string | undefined {
   const value = headers['idempotency-key'];
   if (value === undefined) return undefined;
+  const key = validHeaderKey(headers);
+  if (key === undefined) throw refuse.invalidIdempotencyKey();
+  return key;
+}
+
+/** The Idempotency-Key header when it is valid; undefined when absent or not (the plan refuses it). */
+export function validHeaderKey(headers: IncomingHttpHeaders): string | undefined {
+  const value = headers['idempotency-key'];
   const key = Array.isArray(value) ? value[0] : value;
-  if (key === undefined || key.length === 0 || key.length > MAX_KEY || !PRINTABLE_ASCII.test(key)) {
-    throw refuse.invalidIdempotencyKey();
-  }
+  if (key === undefined || key.length === 0 || key.length > MAX_KEY || !PRINTABLE_ASCII.test(key)) return undefined;
   return key;
 }
 

@@ -77,10 +77,23 @@ redis.call('PEXPIRE', KEYS[2], windowMs)
 return 1
 `);
 
+/**
+ * KEYS: the key. ARGV: the amended answer, the stored answer's opening (its time). Replaces the
+ * answer of the same first request, keeping its expiry; a claim or another answer stays.
+ */
+const AMEND = script(`
+local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, #ARGV[2]) ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+return 1
+`);
+
 /** This instance holds the key across instances (or may: see the file's comment). */
 export interface SharedClaim {
   settle(answer: FirstAnswer): void;
   release(): void;
+  /** After settle: the answer became final (a waited run ended). */
+  amend(answer: FirstAnswer): void;
 }
 
 export type SharedClaimResult =
@@ -122,7 +135,7 @@ export class SharedDedupe {
     // Loaded whenever the connection is (re)made: a claim or answer sent while Redis hangs must not
     // meet NOSCRIPT when Redis wakes, as its sender no longer waits to send the script's source.
     redis.onReady(async () => {
-      for (const lua of [CLAIM, RENEW, FINISH]) await redis.commands.script('LOAD', lua.source);
+      for (const lua of [CLAIM, RENEW, FINISH, AMEND]) await redis.commands.script('LOAD', lua.source);
     });
     this.#unreadable = new LimitedWarning(
       logger,
@@ -188,13 +201,16 @@ export class SharedDedupe {
       this.redis.script(FINISH, [id, index], [pending, answer, limits.windowMs, at, limits.maxKeys]).catch(() => {});
     };
     const bodyHash = pending.slice(pending.indexOf(':') + 1);
+    // `at` first: AMEND knows the first request's answer by its opening.
+    const stored = ({ at, status, body }: FirstAnswer): string =>
+      JSON.stringify({ at, status, ...(body === undefined ? {} : { body }), ...(bodyHash ? { bodyHash } : {}) });
     return {
-      settle: ({ at, status, body }) =>
-        finish(
-          JSON.stringify({ at, status, ...(body === undefined ? {} : { body }), ...(bodyHash ? { bodyHash } : {}) }),
-          at,
-        ),
+      settle: (answer) => finish(stored(answer), answer.at),
       release: () => finish('', 0),
+      // Sent after the settle's FINISH on the same connection, so Redis carries them out in that order.
+      amend: (answer) => {
+        this.redis.script(AMEND, [id], [stored(answer), `{"at":${answer.at},`]).catch(() => {});
+      },
     };
   }
 }

@@ -22,6 +22,15 @@ export function errorBody(err: HookError): { ok: false; error: string; code: str
   return { ok: false, error: err.message, code: err.code };
 }
 
+/** Refusals anyone can provoke at will are made once (errors.ts), so their text is kept with them. */
+const errorTexts = new WeakMap<HookError, string>();
+
+function errorText(err: HookError): string {
+  let text = errorTexts.get(err);
+  if (text === undefined) errorTexts.set(err, (text = JSON.stringify(errorBody(err))));
+  return text;
+}
+
 /** Status line headers for an answer: one object, so writeHead sets them all at once. */
 function headersFor(
   text: string,
@@ -105,7 +114,9 @@ export class AnswerBatch {
   }
 
   sendError(res: ServerResponse, err: HookError, requestId?: string): void {
-    this.send(res, err.status, errorBody(err), requestId, err.headers);
+    if (res.headersSent) return;
+    const text = errorText(err);
+    this.#queue({ res, status: err.status, headers: headersFor(text, requestId, err.headers), text });
   }
 
   /** Settles when every answer queued so far has been handed to its socket. */

@@ -5,6 +5,9 @@
 //   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name;
 //                for a signed mapping, a request without any of its proof headers is refused here
 //   receive      the body, within the target's limit and the body timeout
+//   repeat       a key the headers alone decide (plan.ts keyBeforeBody), answered here before: the
+//                first answer again (422 for another body), after a signed mapping's signature, the
+//                body never parsed
 //   plan         what the request would do, decided with nothing done (plan.ts; the dry run calls it too):
 //     verify     a signed mapping's signature over the raw bytes (instead of the token)
 //     parse      a JSON object, a form or a multipart body (for a mapping, one that nests no deeper than
@@ -27,7 +30,8 @@ import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { Deliverer } from '../actions/deliver.ts';
+import type { Deliverer, Delivered, Waited } from '../actions/deliver.ts';
+import { bodyHashOf } from '../dedupe/body-hash.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
 import { loggableKey, type RequestLog } from '../observe/request-log.ts';
@@ -36,7 +40,7 @@ import type { BodyReceiver } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import type { RefusalLog } from './refusal-log.ts';
 import { isKnownName, metaHandshakeOf, targetOf, type Target } from './resolve.ts';
-import { planRequest, replyOf, type ProofChecks, type RequestFacts } from './plan.ts';
+import { keyBeforeBody, planRequest, replyOf, type ActingPlan, type ProofChecks, type RequestFacts } from './plan.ts';
 import { hookTokenCredential, mappingCredential } from '../auth/credentials.ts';
 import { metaChallenge, type Handshake } from '../mappings/handshake.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
@@ -82,6 +86,8 @@ interface Trace {
   key?: string;
   /** Its hook was paused: the action was held. */
   held?: boolean;
+  /** A request that waited for its runs: how long, and what it learned. */
+  waited?: Waited;
 }
 
 type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
@@ -132,19 +138,24 @@ export class HookLifecycle {
     traceTarget(trace, target);
     try {
       const meta = metaHandshakeOf(target);
-      this.admit(request, meta !== undefined);
+      const verifier = target.kind === 'mapped' ? target.verifier : undefined;
+      // Refusals anyone can flood (429, 401) come back as values rather than throws: a throw and its
+      // catch cost more than the rest of such an answer.
+      const refused =
+        this.admit(request, meta !== undefined) ??
+        (meta && req.method === 'GET'
+          ? undefined
+          : verifier
+            ? this.requireProof(request, verifier, snap)
+            : this.authenticate(request, snap, target));
+      if (refused) {
+        this.refuse(request, refused);
+        return await this.finish(request, pathname, started, snap, trace);
+      }
       if (meta && req.method === 'GET') {
         answers.sendText(res, 200, this.metaHandshake(request, meta, snap), request.id);
         trace.authenticated = true;
         return await this.finish(request, pathname, started, snap, trace);
-      }
-      const verifier = target.kind === 'mapped' ? target.verifier : undefined;
-      if (!verifier) {
-        this.authenticate(request, snap);
-        trace.authenticated = true;
-        if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
-      } else {
-        this.requireProof(request, verifier, snap);
       }
       const body = await this.parts.bodies.read(
         req,
@@ -154,35 +165,55 @@ export class HookLifecycle {
         options.expectsContinue === true,
       );
       trace.bytes = body.length;
+      // repeat: a key the headers decide, answered here before: the first answer, the body unparsed.
+      const known = keyBeforeBody(target, req.headers);
+      const hash = known && bodyHashOf(body);
+      if (known && hash) {
+        if (verifier) this.#proofs.verify(request, verifier, body, snap);
+        const repeated = this.parts.deliverer.repeated(known, hash);
+        if (repeated) {
+          this.answer(request, undefined, await repeated);
+          return await this.finish(request, pathname, started, snap, trace);
+        }
+      }
       const plan = planRequest(target, body, request, snap, this.#proofs);
       if (plan.kind === 'handshake') {
         answers.send(res, 200, plan.answer, request.id);
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      const outcome = await this.parts.deliverer.deliver(plan, snap, body, request.id);
-      trace.duplicate = outcome.duplicate;
-      trace.key = outcome.key;
-      trace.held = outcome.held;
-      const headers = trace.duplicate ? DUPLICATE : undefined;
-      // A held request is answered as held, whatever its mapping's `respond` says for an accepted one.
-      const reply = outcome.body?.held === true ? undefined : replyOf(plan, outcome);
-      if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, request.id, headers);
-      else
-        answers.send(
-          res,
-          reply?.status ?? outcome.status,
-          reply ? (reply.json ?? outcome.body) : outcome.body,
-          request.id,
-          headers,
-        );
+      this.answer(request, plan, await this.parts.deliverer.deliver(plan, snap, body, request.id, res, hash));
     } catch (err) {
-      const refusal = this.refusalOf(err, request);
-      trace.code = refusal.code;
-      answers.sendError(res, refusal, request.id);
+      this.refuse(request, this.refusalOf(err, request));
     }
 
     return this.finish(request, pathname, started, snap, trace);
+  }
+
+  private refuse({ res, id, trace }: HookRequest, refusal: HookError): void {
+    trace.code = refusal.code;
+    this.parts.answers.sendError(res, refusal, id);
+  }
+
+  /** The outcome as answered: a mapping's `respond` when it has one, marked when it repeats a first answer. */
+  private answer({ res, id, trace }: HookRequest, plan: ActingPlan | undefined, outcome: Delivered): void {
+    const { answers } = this.parts;
+    trace.duplicate = outcome.duplicate;
+    trace.key = outcome.key;
+    trace.held = outcome.held;
+    trace.waited = outcome.waited;
+    const headers = trace.duplicate ? DUPLICATE : undefined;
+    // A held request is answered as held, whatever its mapping's `respond` says for an accepted one.
+    const reply = outcome.body?.held === true || !plan ? undefined : replyOf(plan, outcome);
+    if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, id, headers);
+    else
+      answers.send(
+        res,
+        reply?.status ?? outcome.status,
+        reply ? (reply.json ?? outcome.body) : outcome.body,
+        id,
+        headers,
+      );
   }
 
   /** Logs, counts and records the request once its answer is out; the host hears back after that. */
@@ -207,6 +238,7 @@ export class HookLifecycle {
       ms: Math.round(ms * 10) / 10,
       client: request.client,
       ...(trace.duplicate ? { duplicate: true } : {}),
+      ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
     };
     // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.
     if (trace.authenticated) this.parts.host.logger.info('hook request', fields);
@@ -228,26 +260,35 @@ export class HookLifecycle {
       ...(key ? { idempotencyKey: loggableKey(key) } : {}),
       ...(trace.duplicate ? { duplicate: true } : {}),
       ...(trace.held ? { held: true } : {}),
+      ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
     });
     return true;
   }
 
   /** Token in the query, method, address lock: decided before the token is even looked at. */
-  private admit({ req, query, client }: HookRequest, getAllowed: boolean): void {
-    if (query !== undefined && new URLSearchParams(query).has('token')) throw refuse.tokenInQuery();
+  private admit({ req, query, client }: HookRequest, getAllowed: boolean): HookError | undefined {
+    if (query !== undefined && new URLSearchParams(query).has('token')) return refuse.tokenInQuery();
     if (getAllowed) {
       if (req.method !== 'POST' && req.method !== 'GET')
-        throw refuse.methodNotAllowed('GET, POST', 'only GET and POST are accepted');
-    } else if (req.method !== 'POST') throw refuse.methodNotAllowed();
+        return refuse.methodNotAllowed('GET, POST', 'only GET and POST are accepted');
+    } else if (req.method !== 'POST') return refuse.methodNotAllowed();
     const lockedFor = this.parts.limiter.lockedFor(client);
-    if (lockedFor > 0) throw refuse.rateLimited(lockedFor);
+    return lockedFor > 0 ? refuse.rateLimited(lockedFor) : undefined;
   }
 
-  private authenticate({ req, client }: HookRequest, snap: HooksSnapshot): void {
+  /** The hook token; then 404 for a name no mapping owns. */
+  private authenticate(
+    { req, client, trace }: HookRequest,
+    snap: HooksSnapshot,
+    target: Target,
+  ): HookError | undefined {
     const token = extractToken(req.headers);
-    if (matchesAnyToken(token, snap.tokenDigests)) return;
-    this.failedAuthentication(client, snap, token === undefined ? undefined : hookTokenCredential(token));
-    throw refuse.unauthorized();
+    if (!matchesAnyToken(token, snap.tokenDigests)) {
+      this.failedAuthentication(client, snap, token === undefined ? undefined : hookTokenCredential(token));
+      return refuse.unauthorized();
+    }
+    trace.authenticated = true;
+    return target.kind === 'mapped' && target.candidates.length === 0 ? refuse.notFound() : undefined;
   }
 
   /** Meta's GET: the challenge when the verify token matches; a missing or wrong one counts as a failure. */
@@ -263,15 +304,17 @@ export class HookLifecycle {
   }
 
   /** A signed request without any of its scheme's proof headers is refused before its body is read. */
-  private requireProof(request: HookRequest, verifier: Verifier, snap: HooksSnapshot): void {
+  private requireProof(request: HookRequest, verifier: Verifier, snap: HooksSnapshot): HookError | undefined {
     const { headers } = request.req;
-    if (verifier.proofHeaders.some((name) => headers[name] !== undefined)) return;
-    throw this.signatureFailure(request, verifier, snap, { expired: false });
+    if (verifier.proofHeaders.some((name) => headers[name] !== undefined)) return undefined;
+    return this.signatureFailure(request, verifier, snap, { expired: false });
   }
 
   /** The planner's proof checks: a bad or late signature is refused and counted against the address. */
   readonly #proofs: ProofChecks<HookRequest> = {
     verify: (request, verifier, body, snap) => {
+      // Verified already, before the duplicate check.
+      if (request.trace.authenticated) return true;
       const outcome = verifier.verify({ headers: request.headers, body, nowMs: Date.now() });
       if (!outcome.ok) throw this.signatureFailure(request, verifier, snap, outcome);
       request.trace.authenticated = true;

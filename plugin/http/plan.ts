@@ -12,10 +12,12 @@ import type { CompiledMapping } from '../mappings/mapping.ts';
 import { pickMapping } from '../mappings/mapping-index.ts';
 import { forEachItems, type MappedRequest } from '../mappings/build-action.ts';
 import {
+  derivedKey,
   endpointKey,
   itemKeys,
   mappingKey,
   mappingScope,
+  validHeaderKey,
   type DedupeKey,
   type KeyedItem,
 } from '../dedupe/idempotency.ts';
@@ -114,6 +116,28 @@ export function planRequest<R extends RequestFacts>(
   return { kind: 'mapped', mapping, request: mapped, payload, key: mappingKey(mapping, mapped, payload) };
 }
 
+/**
+ * The key the plan will pick, when the headers alone decide it: the Idempotency-Key of wake and
+ * agent; for a name only one mapping owns, its sender's delivery id from a header, else the header
+ * key. Undefined whenever the body could change the key or what a duplicate is answered (a dedupe.key
+ * template, a `respond`, a handshake, a timestamp signed inside the payload), or the key is invalid
+ * (the plan refuses it). With it, a key already answered is answered before the body is parsed.
+ */
+export function keyBeforeBody(target: Target, headers: IncomingHttpHeaders): DedupeKey | undefined {
+  if (target.kind !== 'mapped') {
+    const key = validHeaderKey(headers);
+    return key === undefined ? undefined : { scope: target.kind, key };
+  }
+  if (target.candidates.length !== 1) return undefined;
+  const mapping = target.candidates[0]!;
+  const { verifier } = mapping;
+  if (mapping.dedupeKey || mapping.respond || mapping.handshake || verifier?.fresh) return undefined;
+  const fromSender = verifier?.headerDeliveryId;
+  if (verifier && !fromSender) return undefined;
+  const key = derivedKey(fromSender?.(headers)) ?? validHeaderKey(headers);
+  return key === undefined ? undefined : { scope: mappingScope(mapping), key };
+}
+
 /** A mapping's `respond` once its action was accepted (not skipped), rendered for this request. */
 export function replyOf(plan: ActingPlan, outcome: Outcome): Reply | undefined {
   if (plan.kind === 'endpoint') return undefined;
@@ -139,7 +163,7 @@ function mappedRequest(facts: RequestFacts, bodyLimit: number, hooksPath: string
 function endpointAction(kind: 'wake' | 'agent', payload: Record<string, unknown>): Action {
   return kind === 'wake'
     ? { wakes: [parseWakePayload(payload)], runs: [] }
-    : { wakes: [], runs: [parseAgentPayload(payload)] };
+    : { wakes: [], runs: [parseAgentPayload(payload)], waitForCompletion: payload.waitForCompletion === true };
 }
 
 function firstValue(value: string | string[] | undefined): string | undefined {

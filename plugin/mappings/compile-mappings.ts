@@ -31,6 +31,7 @@ export interface MappingConfig extends RunOptions {
   handshake?: HandshakeConfig;
   respond?: RespondConfig;
   verify?: VerifyConfig;
+  waitForCompletion?: boolean;
   dedupe?: { key: string };
   forEach?: string;
   maxItems?: number;
@@ -111,6 +112,9 @@ export async function compileMappings(
       m.handshake &&
       compileHandshake(m.handshake, `${where}.handshake`, { matchPath, scheme: m.verify?.scheme }, problems);
     const respond = m.respond && compileRespond(m.respond, `${where}.respond`, hiddenHeaders, problems);
+    if (m.waitForCompletion && m.respond) {
+      problems.push(`${where}: waitForCompletion and respond cannot be used together (respond replaces the answer)`);
+    }
     if (m.maxParts !== undefined && m.body !== 'multipart') problems.push(`${where}.maxParts needs body "multipart"`);
     const action = m.action ?? (m.textTemplate !== undefined && m.messageTemplate === undefined ? 'wake' : 'agent');
     if (action === 'wake' && m.textTemplate === undefined && !m.transform) {
@@ -170,6 +174,7 @@ export async function compileMappings(
       sessionKey,
       agentId,
       deliver: m.deliver,
+      waitForCompletion: m.waitForCompletion,
       channel: m.channel,
       to: template('to', m.to),
       model,

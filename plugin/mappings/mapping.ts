@@ -22,6 +22,8 @@ export interface CompiledMapping {
   readonly sessionKey?: Template;
   readonly agentId?: Template;
   readonly deliver?: boolean;
+  /** The answer waits for the runs' outcomes (the config's choice; a transform cannot turn it on). */
+  readonly waitForCompletion?: boolean;
   readonly channel?: 'last' | ChannelName;
   readonly to?: Template;
   readonly model?: Template;

@@ -4,7 +4,8 @@
 // so an attacker cannot grow the series. Event sites call the small methods below; metrics off
 // gives NO_METRICS, whose methods do nothing. A host's own events (its outbox, a watcher,
 // channel deliveries) are its own series, registered on `registry`.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { FastCounter, FastHistogram, type CounterSeries, type HistogramSeries } from './fast-series.ts';
 
 /** The endpoint a request counts under: wake, agent, a mapped hook, or a name no mapping owns. */
 export type EndpointLabel = 'wake' | 'agent' | 'mapping' | 'unknown';
@@ -49,9 +50,10 @@ const BODY_BUCKETS = [0, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304
 
 /** The series of one endpoint and mapping. */
 interface Children {
-  byStatus: Map<number, Counter.Internal>;
-  duration: Histogram.Internal<string>;
-  bodies: Histogram.Internal<string>;
+  byStatus: Map<number, CounterSeries>;
+  duration: HistogramSeries;
+  bodies: HistogramSeries;
+  duplicates: CounterSeries | undefined;
 }
 
 class PromMetrics implements HookMetrics {
@@ -59,26 +61,26 @@ class PromMetrics implements HookMetrics {
   get registry(): Registry {
     return this.#registry;
   }
-  readonly #requests = new Counter({
-    name: 'hookgate_requests_total',
-    help: 'Hook requests answered, by endpoint, mapping id and HTTP status.',
-    labelNames: ['endpoint', 'mapping', 'status'] as const,
-    registers: [this.#registry],
-  });
-  readonly #duration = new Histogram({
-    name: 'hookgate_request_duration_seconds',
-    help: 'Time from the request head to the answer written, by endpoint and mapping id.',
-    labelNames: ['endpoint', 'mapping'] as const,
-    buckets: DURATION_BUCKETS,
-    registers: [this.#registry],
-  });
-  readonly #bodies = new Histogram({
-    name: 'hookgate_request_body_bytes',
-    help: 'Body bytes received per hook request, by endpoint and mapping id.',
-    labelNames: ['endpoint', 'mapping'] as const,
-    buckets: BODY_BUCKETS,
-    registers: [this.#registry],
-  });
+  readonly #requests = new FastCounter(
+    'hookgate_requests_total',
+    'Hook requests answered, by endpoint, mapping id and HTTP status.',
+    ['endpoint', 'mapping', 'status'],
+    this.#registry,
+  );
+  readonly #duration = new FastHistogram(
+    'hookgate_request_duration_seconds',
+    'Time from the request head to the answer written, by endpoint and mapping id.',
+    ['endpoint', 'mapping'],
+    DURATION_BUCKETS,
+    this.#registry,
+  );
+  readonly #bodies = new FastHistogram(
+    'hookgate_request_body_bytes',
+    'Body bytes received per hook request, by endpoint and mapping id.',
+    ['endpoint', 'mapping'],
+    BODY_BUCKETS,
+    this.#registry,
+  );
   readonly #authFailures = this.#counter(
     'hookgate_auth_failures_total',
     'Wrong or missing hook tokens and signatures.',
@@ -90,12 +92,12 @@ class PromMetrics implements HookMetrics {
     labelNames: ['scheme'] as const,
     registers: [this.#registry],
   });
-  readonly #duplicates = new Counter({
-    name: 'hookgate_duplicates_total',
-    help: 'Requests answered as duplicates of an idempotency key seen before.',
-    labelNames: ['endpoint', 'mapping'] as const,
-    registers: [this.#registry],
-  });
+  readonly #duplicates = new FastCounter(
+    'hookgate_duplicates_total',
+    'Requests answered as duplicates of an idempotency key seen before.',
+    ['endpoint', 'mapping'],
+    this.#registry,
+  );
   readonly #runs = new Counter({
     name: 'hookgate_runs_total',
     help: 'Agent runs reaching each status (queued, running, retrying, ok, error, timeout).',
@@ -147,32 +149,40 @@ class PromMetrics implements HookMetrics {
     registers: [this.#registry],
   });
 
-  // Children per label set, looked up once: the hot path then costs two Map lookups and three updates.
-  readonly #children = new Map<string, Children>();
+  // Children per label set, looked up once: the hot path then costs two Map lookups and three updates
+  // (these series are our own, fast-series.ts: prom-client's re-hash their labels at every update).
+  readonly #children = new Map<EndpointLabel, Map<string, Children>>();
 
   #counter(name: string, help: string): Counter {
     return new Counter({ name, help, registers: [this.#registry] });
   }
 
   request(endpoint: EndpointLabel, mapping: string, status: number, seconds: number, bodyBytes: number): void {
-    const key = `${endpoint}\0${mapping}`;
-    let children = this.#children.get(key);
-    if (!children) {
-      children = {
-        byStatus: new Map(),
-        duration: this.#duration.labels(endpoint, mapping),
-        bodies: this.#bodies.labels(endpoint, mapping),
-      };
-      this.#children.set(key, children);
-    }
+    const children = this.#childrenOf(endpoint, mapping);
     let counter = children.byStatus.get(status);
     if (!counter) {
-      counter = this.#requests.labels(endpoint, mapping, String(status));
+      counter = this.#requests.series(endpoint, mapping, String(status));
       children.byStatus.set(status, counter);
     }
     counter.inc();
     children.duration.observe(seconds);
     children.bodies.observe(bodyBytes);
+  }
+
+  #childrenOf(endpoint: EndpointLabel, mapping: string): Children {
+    let byMapping = this.#children.get(endpoint);
+    if (!byMapping) this.#children.set(endpoint, (byMapping = new Map()));
+    let children = byMapping.get(mapping);
+    if (!children) {
+      children = {
+        byStatus: new Map(),
+        duration: this.#duration.series(endpoint, mapping),
+        bodies: this.#bodies.series(endpoint, mapping),
+        duplicates: undefined,
+      };
+      byMapping.set(mapping, children);
+    }
+    return children;
   }
 
   authFailure(): void {
@@ -185,7 +195,8 @@ class PromMetrics implements HookMetrics {
     this.#signatures.labels(scheme).inc();
   }
   duplicate(endpoint: EndpointLabel, mapping: string): void {
-    this.#duplicates.labels(endpoint, mapping).inc();
+    const children = this.#childrenOf(endpoint, mapping);
+    (children.duplicates ??= this.#duplicates.series(endpoint, mapping)).inc();
   }
   runStatus(status: string): void {
     this.#runs.labels(RUN_STATUSES.has(status) ? status : 'other').inc();
@@ -236,6 +247,7 @@ const GAUGE_HELP = {
   run_queue_depth: 'Agent runs accepted and waiting for a slot.',
   runs_running: 'Agent runs running now.',
   held_actions: 'Actions held for paused hooks, waiting for their resume.',
+  requests_waiting: 'Hook requests waiting for their runs to end (waitForCompletion).',
 } as const;
 
 const nothing = (): void => {};

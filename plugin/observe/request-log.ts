@@ -25,6 +25,10 @@ export interface RequestEntry {
   duplicate?: boolean;
   /** Its hook was paused: the action was held for the resume. */
   held?: boolean;
+  /** A request that waited for its runs (waitForCompletion): milliseconds waited... */
+  waited?: number;
+  /** ...and what it learned: ok, error, timeout, or running when the wait ended first. */
+  runStatus?: string;
 }
 
 /** As held in the ring: the time as a number, formatted only when read. */

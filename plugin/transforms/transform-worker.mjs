@@ -2,7 +2,8 @@
 //
 // Plain JavaScript on purpose: a worker thread does not reliably inherit the main thread's TypeScript
 // loader hooks (tsx) on every Node version, and the runner starts workers with an empty execArgv, so
-// this file must run on bare Node. Transform modules themselves (TS or JS, ESM or CJS) load through jiti.
+// this file must run on bare Node. Transform modules themselves (TS or JS, ESM or CJS) load through jiti,
+// which compiles what needs compiling with esbuild (esbuild-transform.mjs).
 //
 // Protocol (every message carries the call id; the runner ignores answers it no longer waits for):
 //   in:  { type: 'call', id, file, exportName, ctx, maxOutputBytes }
@@ -22,6 +23,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createJiti } from 'jiti';
+import { transformModule } from './esbuild-transform.mjs';
 import { checkOutput } from './output-size.mjs';
 import { offHeapWatch } from './off-heap-watch.mjs';
 
@@ -63,6 +65,8 @@ const jiti = createJiti(import.meta.url, {
   interopDefault: false,
   sourceMaps: false,
   debug: false,
+  // esbuild rather than jiti's Babel (esbuild-transform.mjs).
+  transform: transformModule,
 });
 
 /** file -> Promise of the module namespace (only successful loads stay). */

@@ -27,6 +27,8 @@ const EXPIRED: VerifyOutcome = Object.freeze({ ok: false, expired: true });
 /** A wrong secret presented as it is: the limiter may forgive it once a rotation makes it valid. */
 const wrongSecret = (presented: string): VerifyOutcome => ({ ok: false, expired: false, presented });
 
+type HeaderDeliveryId = NonNullable<Verifier['headerDeliveryId']>;
+
 const noDeliveryId = (): undefined => undefined;
 const headerId =
   (...names: string[]) =>
@@ -49,7 +51,7 @@ function bodyDigest(
   scheme: Scheme,
   o: SchemeOptions,
   sent: { header: string; prefix: string; encoding: 'hex' | 'base64'; algorithm: Algorithm },
-  deliveryId: Verifier['deliveryId'],
+  deliveryId: HeaderDeliveryId,
 ): Verifier {
   return {
     scheme,
@@ -61,6 +63,7 @@ function bodyDigest(
       return anyKeyMatches(o.keys, provided, (key) => hmac(sent.algorithm, key, body)) ? OK : INVALID;
     },
     deliveryId,
+    headerDeliveryId: deliveryId,
   };
 }
 
@@ -105,6 +108,8 @@ function slack(o: SchemeOptions): Verifier {
   };
 }
 
+const standardWebhookId = headerId('webhook-id', 'svix-id');
+
 /** Standard Webhooks, and Svix under its own header names. */
 function standardWebhooks(o: SchemeOptions): Verifier {
   return {
@@ -123,7 +128,8 @@ function standardWebhooks(o: SchemeOptions): Verifier {
       if (!anyKeyMatches(o.keys, provided, (key) => hmac('sha256', key, `${id}.${ts!.trim()}.`, body))) return INVALID;
       return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : EXPIRED;
     },
-    deliveryId: headerId('webhook-id', 'svix-id'),
+    deliveryId: standardWebhookId,
+    headerDeliveryId: standardWebhookId,
   };
 }
 
@@ -150,7 +156,7 @@ function sharedSecret(
   o: SchemeOptions,
   proofHeader: string,
   read: (headers: IncomingHttpHeaders) => string | undefined,
-  deliveryId: Verifier['deliveryId'],
+  deliveryId: HeaderDeliveryId,
 ): Verifier {
   return {
     scheme,
@@ -164,6 +170,7 @@ function sharedSecret(
     },
     accepted: () => o.keys.map((key) => key.toString('utf8')),
     deliveryId,
+    headerDeliveryId: deliveryId,
   };
 }
 
@@ -186,6 +193,7 @@ function basic(o: SchemeOptions): Verifier {
     },
     accepted: () => o.keys.map((key) => `${o.username ?? ''}:${key.toString('utf8')}`),
     deliveryId: noDeliveryId,
+    headerDeliveryId: noDeliveryId,
   };
 }
 
@@ -213,6 +221,7 @@ function genericHmac(o: SchemeOptions): Verifier {
       return withinWindow(sentAt, nowMs, o.toleranceSeconds) ? OK : EXPIRED;
     },
     deliveryId: noDeliveryId,
+    headerDeliveryId: noDeliveryId,
   };
 }
 

@@ -43,4 +43,9 @@ export interface Verifier {
   accepted?(): readonly string[];
   /** The sender's id for this delivery (retries carry the same), when the scheme has one. */
   deliveryId(headers: IncomingHttpHeaders, payload: Record<string, unknown>): string | undefined;
+  /**
+   * The same id, for schemes that send it in a header (or have none): set, it lets a duplicate be
+   * answered before its body is parsed. Absent when the id is in the payload (Stripe, Slack).
+   */
+  readonly headerDeliveryId?: (headers: IncomingHttpHeaders) => string | undefined;
 }

@@ -8,7 +8,9 @@ import type {
   AcceptedRun,
   ChannelName,
   Delivery,
+  DeliveryReceipt,
   GatewayHost,
+  IdempotencyRecord,
   IsolatedTurn,
   LogFields,
   Route,
@@ -40,13 +42,16 @@ export interface TestHostOptions {
   lastRoute?: Route;
   /** Replaces the default turn (which replies "reply to: <prompt>"). */
   turn?: (turn: IsolatedTurn) => Promise<TurnResult>;
-  deliver?: (d: Delivery) => Promise<void>;
+  /** What the host's deliver() does; it may return a receipt whose outcome settles later. */
+  deliver?: (d: Delivery) => Promise<void | DeliveryReceipt>;
   /** Called after each run update is recorded; what it returns is what the host answers. */
   runUpdate?: (r: RunRecord) => void | Promise<void>;
   /** Files to write under the config dir before the plugin starts, e.g. transforms. */
   files?: Record<string, string>;
   /** Runs an earlier process accepted, handed back at start (runs.restore). */
   restoreRuns?: { rerun: AcceptedRun[]; interrupted: AcceptedRun[] };
+  /** Idempotency keys an earlier process kept, handed back at start (idempotency.restore). */
+  restoreKeys?: IdempotencyRecord[];
   /** host.stateDir: where the core keeps what must outlive the process (retry schedules). */
   stateDir?: string;
 }
@@ -136,9 +141,11 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
       ...(opts.restoreRuns ? { restore: () => Promise.resolve(opts.restoreRuns!) } : {}),
     },
     deliver: async (d) => {
-      if (opts.deliver) await opts.deliver(d);
+      const receipt = opts.deliver ? await opts.deliver(d) : undefined;
       rec.deliveries.push(d);
+      return receipt ?? undefined;
     },
+    ...(opts.restoreKeys ? { idempotency: { restore: () => Promise.resolve(opts.restoreKeys!) } } : {}),
   };
 
   const plugin = await createHooksPlugin(host);

@@ -133,3 +133,19 @@ test('a held run refused by the policies in force at resume is dropped and logge
     assert.equal(gw.rec.turns.length, 1);
   });
 });
+
+test('a request that waits for its run while the hook is paused is answered held at once, its run later', async () => {
+  await withGateway({ hooks: { maxWaitSeconds: 30 } }, async (gw) => {
+    await admin(gw, 'POST', 'hooks/agent/pause');
+    const held = await post(gw.url, '/hooks/agent', { message: 'wait for me', waitForCompletion: true });
+    assert.equal(held.status, 202, JSON.stringify(held.body));
+    assert.deepEqual(held.body, { ok: true, held: true, requestId: held.body.requestId });
+    assert.equal(gw.rec.turns.length, 0);
+    await admin(gw, 'POST', 'hooks/agent/resume');
+    await gw.finalRuns(1);
+    assert.deepEqual(
+      gw.rec.turns.map((t) => t.prompt.includes('wait for me')),
+      [true],
+    );
+  });
+});

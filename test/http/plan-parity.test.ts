@@ -8,7 +8,8 @@ import { sign as githubSign } from '@octokit/webhooks-methods';
 import { post, withGateway, type TestGateway } from '../helpers/recording-host.ts';
 import { Deliverer } from '../../plugin/actions/deliver.ts';
 import { dryRun } from '../../plugin/http/dry-run.ts';
-import type { Plan } from '../../plugin/http/plan.ts';
+import { keyBeforeBody, type Plan } from '../../plugin/http/plan.ts';
+import { targetOf } from '../../plugin/http/resolve.ts';
 import type { Transforms } from '../../plugin/mappings/build-action.ts';
 
 const GH_SECRET = 'github-secret-for-the-plan-0123';
@@ -185,5 +186,26 @@ test('the plan carries the keys: the header for an endpoint, the delivery id for
       p3.items.map((i) => i.key),
       ['a1', 'a2'],
     );
+  });
+});
+
+test('the key known before the body is the key the plan picks, or none', async (t) => {
+  await withGateway({ hooks }, async (gw) => {
+    const known: string[] = [];
+    for (const f of await fixtures()) {
+      const { plans } = await both(t, gw, f);
+      const name = f.path.split('?')[0]!;
+      const early = keyBeforeBody(targetOf(name, gw.plugin.snapshot()), f.headers);
+      if (!early) continue;
+      known.push(f.name);
+      const plan = plans[0];
+      if (plan) assert.deepEqual(early, plan.kind === 'each' || plan.kind === 'handshake' ? undefined : plan.key);
+    }
+    // The header key of wake and GitHub's delivery id; not a forEach keyed by items, nor Slack's handshake.
+    assert.deepEqual(known, [
+      'wake',
+      'a signed GitHub delivery',
+      'a refusal: a GitHub delivery signed with another secret',
+    ]);
   });
 });

@@ -24,7 +24,10 @@ let configPath: string;
 before(async () => {
   fakes = await startFakes();
   const dir = await tempStateDir();
-  configPath = await writeConfig(dir, { channels: channelsConfig(fakes) });
+  configPath = await writeConfig(dir, {
+    channels: channelsConfig(fakes),
+    hooks: { retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.5 } },
+  });
   gw = await spawnGateway(dir);
 });
 after(async () => {
@@ -36,7 +39,7 @@ async function deliveryOf(runId: string): Promise<any> {
   return eventually(async () => {
     const { deliveries } = await gw.admin('/api/outbox?limit=1000');
     const d = deliveries.find((e: any) => e.runId === runId);
-    return d && d.status !== 'pending' && d;
+    return d && d.status !== 'pending' && d.status !== 'retrying' && d;
   }, 20_000);
 }
 

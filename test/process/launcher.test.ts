@@ -144,3 +144,15 @@ test('the help names the command as it is run: `npx hookgate` from a clone, `hoo
   const npx = (await run('npx', ['hookgate', 'requests', '--help'], { cwd: ROOT })).stdout;
   assert.match(npx, /^Usage: npx hookgate requests /m);
 });
+
+test("the launcher fixes glibc's mmap threshold for the gateway; a value in the caller's environment wins", async () => {
+  // The exec'd Node process prints what it was given, before the CLI prints its help.
+  const printer = '--import=data:text/javascript,console.log(`threshold=${process.env.MALLOC_MMAP_THRESHOLD_}`)';
+  const { MALLOC_MMAP_THRESHOLD_: _threshold, ...env } = process.env;
+  const given = async (extra: Record<string, string>): Promise<string | undefined> =>
+    /^threshold=(.*)$/m.exec(
+      (await run(LAUNCHER, ['--help'], { env: { ...env, ...extra, NODE_OPTIONS: printer } })).stdout,
+    )?.[1];
+  assert.equal(await given({}), '131072');
+  assert.equal(await given({ MALLOC_MMAP_THRESHOLD_: '65536' }), '65536');
+});

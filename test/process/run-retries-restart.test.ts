@@ -9,7 +9,10 @@ import { eventually, spawnGateway, tempStateDir, writeConfig, type SpawnedGatewa
 
 async function summaries(gw: SpawnedGateway, runId: string): Promise<string[]> {
   const page = await gw.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000`);
-  return (page.entries as { runId?: string; text: string }[]).filter((e) => e.runId === runId).map((e) => e.text);
+  // The run's own summaries; a failed run's dead-letter notice (failures.test.ts) is another event.
+  return (page.entries as { runId?: string; text: string }[])
+    .filter((e) => e.runId === runId && !/ failed after \d+ attempts?: /.test(e.text))
+    .map((e) => e.text);
 }
 
 function retrying(gw: SpawnedGateway, runId: string): Promise<any> {

@@ -106,19 +106,20 @@ test('a 5xx is retryable and not retried here (the retry schedule is not this la
   assert.equal(fakes.imessage.arrivals.length - before, 1);
 });
 
-test('a 429 announced wait is honoured: the same part goes again, no earlier, by the platform clock', async () => {
+test('a 429 ends the attempt with its announced wait, and the pacer holds every send until it is over', async () => {
   fakes.telegram.scriptLimit(tooManyRequests(1), 1000);
   const r = await sender('telegram').deliver('2002', 'after the wait');
-  assert.equal(r.status, 'sent');
-  const [limited, again] = fakes.telegram.arrivals.filter((a) => a.body?.chat_id === '2002');
-  assert.equal(limited!.body.text, 'after the wait');
-  assert.equal(again!.body.text, 'after the wait');
-  assert.ok(again!.at >= fakes.telegram.limited[0]!.at + 1000, 'no request before the announced wait');
+  assert.ok(r.status === 'failed' && r.retryable && r.waitMs === 1000, JSON.stringify(r));
+  // Telegram's wait holds the whole bot: a send to another chat waits too.
+  assert.equal((await sender('telegram').deliver('2003', 'another chat')).status, 'sent');
+  const next = fakes.telegram.arrivals.find((a) => a.body?.chat_id === '2003')!;
+  assert.ok(next.at >= fakes.telegram.limited[0]!.at + 1000, 'no request before the announced wait');
 
   // Discord's body says 0.4 s, its Retry-After header rounds up: the body's precise wait is used.
   fakes.discord.scriptLimit(discordLimited(0.4), 400);
   const d = await sender('discord').deliver(undefined, 'discord after the wait');
-  assert.equal(d.status, 'sent');
+  assert.ok(d.status === 'failed' && d.retryable && d.waitMs === 400, JSON.stringify(d));
+  assert.equal((await sender('discord').deliver(undefined, 'discord after the wait', { fromPart: 0 })).status, 'sent');
   const posts = fakes.discord.arrivals.filter((a) => a.body?.content === 'discord after the wait');
   assert.equal(posts.length, 2);
   assert.ok(posts[1]!.at >= fakes.discord.limited[0]!.at + 400);

@@ -87,3 +87,51 @@ test('a delivery left pending by a stopped process stays pending', async () => {
   );
   await second.close();
 });
+
+test('a retrying delivery shows its attempts and next time, also after a restart and past rotated segments', async () => {
+  const file = path.join(await tempDir('outbox-status-'), 'outbox.jsonl');
+  const limits = { segmentBytes: 2048, retainBytes: 64 * 1024 };
+  const first = new Outbox(file, quiet, limits);
+  await first.append(entry('r'));
+  const attempts = [{ at: '2026-11-25T10:00:00.000Z', error: 'HTTP 502: Bad Gateway' }];
+  await first.settle('r', {
+    status: 'retrying',
+    attempts,
+    nextAttemptAt: '2026-11-25T10:00:10.000Z',
+    partsSent: 1,
+    messageIds: ['7'],
+  });
+  assert.equal(first.pending, 1);
+  // Later deliveries push r's lines into older segments.
+  for (let i = 0; i < 40; i++) await first.append({ ...entry(`x${i}`, 'recorded'), text: 'y'.repeat(100) });
+  const shown = async (o: Outbox) => {
+    let before: string | undefined;
+    for (;;) {
+      const page = await o.page(5, before);
+      const r = page.deliveries.find((d) => d.id === 'r');
+      if (r) return r;
+      before = page.before;
+      if (!before) return undefined;
+    }
+  };
+  const expected = {
+    ...entry('r'),
+    status: 'retrying',
+    attempts,
+    nextAttemptAt: '2026-11-25T10:00:10.000Z',
+    partsSent: 1,
+    messageIds: ['7'],
+  };
+  const { at: _at, ...live } = (await shown(first))!;
+  assert.deepEqual(live, expected);
+  await first.close();
+
+  const second = new Outbox(file, quiet, limits);
+  const { at: _at2, ...after } = (await shown(second))!;
+  assert.deepEqual(after, expected);
+  // Settled: the whole state replaces the last one (no nextAttemptAt left over).
+  await second.settle('r', { status: 'sent', messageIds: ['7', '9'], attempts });
+  const { at: _at3, ...sent } = (await shown(second))!;
+  assert.deepEqual(sent, { ...entry('r'), status: 'sent', messageIds: ['7', '9'], attempts });
+  await second.close();
+});

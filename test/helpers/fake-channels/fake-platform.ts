@@ -30,6 +30,8 @@ export class FakePlatform {
   readonly arrivals: Arrival[] = [];
   /** Replies handed out before the handler, in order (the test's script). */
   readonly scripted: Reply[] = [];
+  /** Replies for the first request each matches, used once (a script aimed at one chat or one part). */
+  readonly aimed: { match: (a: Arrival) => boolean; reply: Reply }[] = [];
   /** 429s the fake's own rate limit gave (not scripted): a paced sender never causes one. */
   unprovoked429 = 0;
   /** When each scripted 429 was answered, with its announced wait in ms. */
@@ -59,7 +61,9 @@ export class FakePlatform {
           body,
         };
         this.arrivals.push(arrival);
-        const reply = this.scripted.shift() ?? this.handler(arrival, this);
+        const aimed = this.aimed.findIndex((s) => s.match(arrival));
+        const reply =
+          aimed >= 0 ? this.aimed.splice(aimed, 1)[0]!.reply : (this.scripted.shift() ?? this.handler(arrival, this));
         const text =
           typeof reply.body === 'string' ? reply.body : reply.body === undefined ? '' : JSON.stringify(reply.body);
         res.writeHead(reply.status, {
@@ -104,16 +108,18 @@ export class FakePlatform {
     return false;
   }
 
-  /** Scripts a 429 and notes when it was answered. */
-  scriptLimit(reply: Reply, waitMs: number): void {
+  /** Scripts a 429 (for the first request `match` accepts, else the next) and notes when it was answered. */
+  scriptLimit(reply: Reply, waitMs: number, match?: (a: Arrival) => boolean): void {
     const limited = this.limited;
-    this.scripted.push({
+    const scripted: Reply = {
       get status() {
         limited.push({ at: Date.now(), waitMs });
         return reply.status;
       },
       headers: reply.headers,
       body: reply.body,
-    });
+    };
+    if (match) this.aimed.push({ match, reply: scripted });
+    else this.scripted.push(scripted);
   }
 }

@@ -4,12 +4,15 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { GMAIL_FAILURE_STAGES, type GmailFailureStage } from '../../../../gmail/index.ts';
 
-export type DeliveryOutcome = 'sent' | 'failed' | 'recorded';
+export type DeliveryOutcome = 'sent' | 'retrying' | 'failed' | 'recorded';
 
 const DELIVERY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
 
 export interface GatewayMetrics {
-  /** A reply delivered to a channel (sent, failed) or only recorded; seconds from accepted to its outcome. */
+  /**
+   * A reply delivered to a channel (sent, failed), scheduled to be tried again (retrying, once per
+   * retry) or only recorded; seconds from accepted to its final outcome.
+   */
   delivery(channel: string, outcome: DeliveryOutcome, seconds?: number): void;
   gmailNotifications(count: number): void;
   gmailError(stage: GmailFailureStage): void;
@@ -36,18 +39,18 @@ export function gatewayMetrics(
   gauge('hookgate_outbox_size', 'Deliveries written to the outbox since the gateway started.', gauges.outboxSize);
   gauge(
     'hookgate_deliveries_pending',
-    'Deliveries to channels that send, waiting for their outcome (paced, or being sent).',
+    'Deliveries to channels that send, waiting for their outcome (paced, being sent, or retrying).',
     gauges.deliveriesPending,
   );
   const deliveries = new Counter({
     name: 'hookgate_deliveries_total',
-    help: 'Replies delivered to a channel, by channel and outcome (sent, failed, recorded: a channel without credentials).',
+    help: 'Replies delivered to a channel, by channel and outcome (sent; retrying: a failed try to be tried again; failed: a dead letter; recorded: a channel without credentials).',
     labelNames: ['channel', 'outcome'] as const,
     registers,
   });
   const deliverySeconds = new Histogram({
     name: 'hookgate_delivery_duration_seconds',
-    help: 'Time from a reply handed to a channel to its outcome (all parts sent, or failed), pacing and 429 waits included.',
+    help: 'Time from a reply handed to a channel to its final outcome (all parts sent, or failed), pacing and retries included.',
     labelNames: ['channel'] as const,
     buckets: DELIVERY_BUCKETS,
     registers,

@@ -125,9 +125,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       onRunUpdate: (record) => registry.update(record),
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
-    async deliver(d) {
-      await deliveries.deliver({ ...d, to: d.to ?? settings.channelDefaults[d.channel] });
-    },
+    deliver: (d) => deliveries.deliver({ ...d, to: d.to ?? settings.channelDefaults[d.channel] }),
   };
 
   /** The gateway's own keys are part of every reload: checked with the hooks block, applied with it. */
@@ -143,7 +141,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
     if (JSON.stringify(fresh.storage) !== JSON.stringify(settings.storage))
       logger.warn('storage changes apply at the next start');
-    if (fresh.channelsText !== settings.channelsText) logger.warn('channel changes apply at the next start');
+    if (fresh.channelsText !== settings.channelsText) {
+      const changed = deliveries.useChannels(fresh.senders);
+      if (changed.length) logger.info('channels reloaded', { changed: changed.join(', ') });
+    }
     if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
     settings = fresh;
     host.agents = hostAgents(settings);
@@ -151,12 +152,25 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 
   const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
-  // Channel senders are built once: their pacers must see every send to a platform.
   const metrics = gatewayMetrics(plugin.metrics.registry, {
     outboxSize: () => outbox.appended,
     deliveriesPending: () => deliveries.pending,
   });
-  const deliveries = new ChannelDeliveries(outbox, logger, metrics, settings.senders);
+  // Channel senders live as long as their config block: their pacers must see every send to a platform.
+  const deliveries = await ChannelDeliveries.open({
+    outbox,
+    stateFile: path.join(dataDir, 'deliveries.jsonl'),
+    logger,
+    metrics,
+    channels: settings.senders,
+    retry: () => plugin.snapshot().retry,
+    retried: () => plugin.metrics.retryScheduled('delivery'),
+    // A dead letter goes to the failure book under the hook whose run produced the reply.
+    onFailed: async (f) => {
+      const hook = f.hook ?? (await registry.find(f.runId))?.name ?? 'unknown';
+      await plugin.after.recordFailure({ ...f, hook, channel: f.channel as ChannelName });
+    },
+  });
   started = true;
   await plugin.watching();
   // A run in the core's retry schedule is the core's to finish (its retry, or its cut-off try).
@@ -165,6 +179,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     host,
     registry,
   );
+  const resumed = deliveries.resume();
+  if (resumed) logger.info('deliveries left by the last stop resumed', { count: resumed });
   const admin = new AdminApi({
     gatewayToken: () => settings.gatewayToken,
     trustedProxies: () => plugin.snapshot().trustedProxies,
@@ -218,6 +234,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   // Slow clients: headers must arrive within 10 s; the hooks body reader has its own timeout.
   server.headersTimeout = 10_000;
+  // It bounds receiving a request, not answering it: a waited answer (hooks.maxWaitSeconds, up to an
+  // hour) after a complete request is not cut.
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;
 
@@ -252,6 +270,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         await gmail?.stop();
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        plugin.stopWaiting(); // requests waiting for their runs are answered now, not at their bound
         await stopped; // in-flight requests are answered first
         await plugin.close(settings.shutdownGraceMs);
         await deliveries.close(settings.shutdownGraceMs);

@@ -3,5 +3,6 @@
 export { Storage } from './storage.ts';
 export { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './storage-limits.ts';
 export { agentIdOfKey, BadCursorError, type SessionStore } from './session-store.ts';
-export type { Outbox } from './outbox.ts';
+export { isUnsettledDelivery } from './outbox.ts';
+export type { Outbox, UnsettledDelivery, DeliveryState, DeliveryAttempt } from './outbox.ts';
 export type { RunRegistry } from './run-registry.ts';

@@ -2,8 +2,10 @@
 // (a segmented log, jsonl-log.ts). Memory holds only the "last" route of each agent; the admin API
 // reads the deliveries a page at a time from the file. Every segment starts with a "routes" line, the
 // last routes as they were when it began, so a start reads only the newest segments to rebuild them.
-// A delivery to a channel that sends is written `pending` before its first attempt; its outcome is a
-// later `status` line (the log stays append-only), and a page shows each delivery's latest state.
+// A delivery to a channel that sends is written `pending` before its first attempt; each change of
+// state is a later `status` line carrying the whole state (the log stays append-only), and a page
+// shows each delivery's latest state. (What a start must take up again is kept by the deliveries
+// themselves, in their own state file: the outbox is the record people read.)
 
 import type { Logger } from '../../../host.ts';
 import { JsonlLog, LogResources, type Position } from './log/jsonl-log.ts';
@@ -12,7 +14,13 @@ import { BadCursorError, PAGE_MAX_BYTES } from './session-store.ts';
 import { DEFAULT_STORAGE_LIMITS } from './storage-limits.ts';
 
 /** recorded: a channel without credentials (nothing is sent); the rest: a channel that sends. */
-export type DeliveryStatus = 'recorded' | 'pending' | 'sent' | 'failed';
+export type DeliveryStatus = 'recorded' | 'pending' | 'retrying' | 'sent' | 'failed';
+
+/** One failed try of a delivery. */
+export interface DeliveryAttempt {
+  at: string;
+  error: string;
+}
 
 export interface OutboxEntry {
   /** Absent on entries written before deliveries had states. */
@@ -28,17 +36,33 @@ export interface OutboxEntry {
   messageIds?: string[];
   /** Why it failed, in the platform's words (secrets removed). */
   error?: string;
+  /** The failed tries so far. */
+  attempts?: DeliveryAttempt[];
+  /** When a retrying delivery is tried again. */
+  nextAttemptAt?: string;
+  /** Parts of a split reply already sent: the next try starts after them. */
+  partsSent?: number;
 }
 
-/** A delivery's outcome, appended after its entry. */
-export interface StatusLine {
-  kind: 'status';
-  id: string;
-  status: 'sent' | 'failed';
-  at: string;
+/** A delivery's state: the whole of it, so the latest line alone tells it. */
+export interface DeliveryState {
+  status: 'pending' | 'retrying' | 'sent' | 'failed';
   messageIds?: string[];
   error?: string;
+  attempts?: DeliveryAttempt[];
+  nextAttemptAt?: string;
+  partsSent?: number;
 }
+
+/** A change of a delivery's state, appended after its entry. */
+export interface StatusLine extends DeliveryState {
+  kind: 'status';
+  id: string;
+  at: string;
+}
+
+/** A delivery still to be sent or tried again, with its latest state. */
+export type UnsettledDelivery = OutboxEntry & { id: string; status: 'pending' | 'retrying' };
 
 interface Route {
   channel: string;
@@ -83,11 +107,24 @@ function isStatusLine(value: unknown): value is StatusLine {
   return typeof v === 'object' && v !== null && v.kind === 'status' && typeof v.id === 'string';
 }
 
+const isUnsettledStatus = (status: unknown): status is UnsettledDelivery['status'] =>
+  status === 'pending' || status === 'retrying';
+
+export function isUnsettledDelivery(value: unknown): value is UnsettledDelivery {
+  return isOutboxEntry(value) && typeof value.id === 'string' && isUnsettledStatus(value.status);
+}
+
 /** An entry as the admin API shows it: its latest state, `recorded` for entries from before states. */
 function withStatus(entry: OutboxEntry, line: StatusLine | undefined): OutboxEntry {
   if (!line) return entry.status ? entry : { ...entry, status: 'recorded' };
   const { kind: _kind, id: _id, at: _at, ...state } = line;
-  return { ...entry, ...state };
+  return { ...stateless(entry), ...state };
+}
+
+/** The entry without the state fields a status line replaces whole. */
+function stateless(entry: OutboxEntry): OutboxEntry {
+  const { status: _s, messageIds: _m, error: _e, attempts: _a, nextAttemptAt: _n, partsSent: _p, ...rest } = entry;
+  return rest;
 }
 
 function isRoutesLine(value: unknown): value is RoutesLine {
@@ -108,8 +145,10 @@ export class Outbox {
   readonly #file: string;
   readonly #last = new Map<string, Route>();
   readonly #opening = new LoadOnce(() => this.#load());
-  /** Deliveries of this process not yet settled on disk: pending, or with a status line being written. */
-  readonly #live = new Map<string, StatusLine | undefined>();
+  /** Deliveries of this process pending or retrying, in their latest state. */
+  readonly #open = new Map<string, UnsettledDelivery>();
+  /** Deliveries whose final status line is being written. */
+  readonly #settling = new Map<string, StatusLine>();
   #entries = 0;
 
   constructor(file: string, logger: Logger, limits: OutboxLimits = {}) {
@@ -132,11 +171,9 @@ export class Outbox {
     return this.#entries;
   }
 
-  /** Deliveries of this process waiting for their outcome. */
+  /** Deliveries of this process waiting for their outcome: pending or retrying. */
   get pending(): number {
-    let n = 0;
-    for (const line of this.#live.values()) if (line === undefined) n++;
-    return n;
+    return this.#open.size;
   }
 
   append(e: Omit<OutboxEntry, 'at'>): Promise<void> {
@@ -152,17 +189,24 @@ export class Outbox {
     };
     if (!isOutboxEntry(entry)) return Promise.reject(new TypeError('invalid outbox entry'));
     this.#entries++;
-    if (entry.id !== undefined && entry.status === 'pending') this.#live.set(entry.id, undefined);
     // Once open, memory is updated synchronously in call order; before that, after loading.
     if (this.#opening.done) return this.#appendNow(entry);
     return this.open().then(() => this.#appendNow(entry));
   }
 
-  /** Appends a delivery's outcome; a page shows it at once, the log once written. */
-  settle(id: string, outcome: Omit<StatusLine, 'kind' | 'id' | 'at'>): Promise<void> {
-    const line: StatusLine = { kind: 'status', id, ...outcome, at: new Date().toISOString() };
-    this.#live.set(id, line);
-    return this.#log.append(line).finally(() => this.#live.delete(id));
+  /** Appends a delivery's new state; a page shows it at once, the log once written. */
+  settle(id: string, state: DeliveryState): Promise<void> {
+    const line: StatusLine = { kind: 'status', id, ...state, at: new Date().toISOString() };
+    const open = this.#open.get(id);
+    if (isUnsettledStatus(state.status)) {
+      if (open) this.#open.set(id, { ...(stateless(open) as UnsettledDelivery), ...state, status: state.status });
+      return this.#log.append(line);
+    }
+    this.#open.delete(id);
+    this.#settling.set(id, line);
+    return this.#log.append(line).finally(() => {
+      if (this.#settling.get(id) === line) this.#settling.delete(id);
+    });
   }
 
   /** Every delivery still held, oldest first, in its latest state. All in memory: for tests and tools. */
@@ -197,15 +241,12 @@ export class Outbox {
    * end finds each outcome before it reaches the entry; it stops once every pending entry is settled.
    */
   async #latest(entries: OutboxEntry[]): Promise<OutboxEntry[]> {
-    const found = new Map<string, StatusLine | undefined>();
+    const found = new Map<string, OutboxEntry | StatusLine | undefined>();
     for (const e of entries) {
       if (e.status !== 'pending' || e.id === undefined) continue;
-      if (this.#live.has(e.id)) found.set(e.id, this.#live.get(e.id));
-      else found.set(e.id, undefined);
+      found.set(e.id, this.#open.get(e.id) ?? this.#settling.get(e.id));
     }
-    const open = new Set(
-      [...found].filter(([id, line]) => line === undefined && !this.#live.has(id)).map(([id]) => id),
-    );
+    const open = new Set([...found].filter(([, line]) => line === undefined).map(([id]) => id));
     if (open.size > 0) {
       await this.#log.scanBackward((r) => {
         if (isStatusLine(r) && open.has(r.id)) {
@@ -215,7 +256,10 @@ export class Outbox {
         return open.size > 0;
       });
     }
-    return entries.map((e) => withStatus(e, e.id === undefined ? undefined : found.get(e.id)));
+    return entries.map((e) => {
+      const latest = e.id === undefined ? undefined : found.get(e.id);
+      return latest === undefined || isStatusLine(latest) ? withStatus(e, latest) : latest;
+    });
   }
 
   lastRoute(agentId: string): { channel: string; to?: string } | undefined {
@@ -229,6 +273,7 @@ export class Outbox {
 
   #appendNow(entry: OutboxEntry): Promise<void> {
     this.#remember(entry);
+    if (isUnsettledDelivery(entry)) this.#open.set(entry.id, entry);
     return this.#log.append(entry);
   }
 
