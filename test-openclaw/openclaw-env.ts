@@ -6,7 +6,9 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
+import type { ServerResponse } from 'node:http';
 import path from 'node:path';
+import { startFakeProvider, type FakeProvider, type ProviderRequest } from '../test/helpers/fake-provider.ts';
 import JSON5 from 'json5';
 
 export const REPO = path.resolve(import.meta.dirname, '..');
@@ -126,6 +128,63 @@ export function gatewayConfig(files: GatewayFiles, hooks: HooksBlock): Record<st
       entries: { hookgate: { enabled: true, config: hooks } },
     },
   };
+}
+
+/** The config with a fake OpenAI-compatible provider (model fake/m1) as the default agent's model. */
+export function withFakeModel(config: Record<string, unknown>, baseUrl: string): Record<string, unknown> {
+  const agents = config.agents as { defaults: Record<string, unknown> };
+  return {
+    ...config,
+    models: {
+      ...(config.models as object),
+      providers: {
+        fake: {
+          baseUrl,
+          apiKey: 'fake-key',
+          api: 'openai-completions',
+          models: [
+            {
+              id: 'm1',
+              name: 'm1',
+              reasoning: true,
+              // The fake reads reasoning_effort: OpenClaw sends it only to a route that says it takes it.
+              compat: { supportsReasoningEffort: true },
+              input: ['text'],
+              contextWindow: 128000,
+              maxTokens: 4096,
+            },
+          ],
+        },
+      },
+    },
+    agents: { ...agents, defaults: { ...agents.defaults, model: { primary: 'fake/m1' } } },
+  };
+}
+
+/** A gateway of its own with the installed plugin and a fake model (fake/m1) answering as told. */
+export interface ModelGateway {
+  files: GatewayFiles;
+  gw: RunningGateway;
+  model: FakeProvider;
+}
+
+export async function startModelGateway(
+  hooks: HooksBlock,
+  answer: (req: ProviderRequest, res: ServerResponse) => void,
+): Promise<ModelGateway> {
+  const model = await startFakeProvider(answer);
+  const files = await prepareFiles();
+  await installPlugin(files);
+  const gw = await startGateway(files, hooks, (config) => withFakeModel(config, model.baseUrl));
+  await gw.waitForLine(/hookgate ready/, 120_000);
+  return { files, gw, model };
+}
+
+/** Stops what startModelGateway started (any part may be missing after a failed start). */
+export async function stopModelGateway(parts: Partial<ModelGateway>): Promise<void> {
+  await parts.gw?.stop();
+  await parts.model?.close();
+  if (parts.files) await removeFiles(parts.files);
 }
 
 let packed: Promise<string> | undefined;

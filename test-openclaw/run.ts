@@ -26,6 +26,8 @@ import { moveInSuite } from './move-in.ts';
 import { startRedis, type RedisServer } from '../test/helpers/redis-server.ts';
 // The promises inside OpenClaw (durability, reloads, stop, thinking/timeout, agent tools), its own gateway.
 import './runtime.ts';
+// After the 200: the admin API, the agent tools over it, provider failures as OpenClaw reports them.
+import './after-the-200.ts';
 import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';
 
 /** The whole run is bounded: first-time install, gateway start, checks and shutdown. */

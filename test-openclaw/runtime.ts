@@ -11,17 +11,16 @@ import { after, before, describe, test } from 'node:test';
 import {
   gatewayConfig,
   launchGateway,
-  installPlugin,
-  prepareFiles,
-  removeFiles,
-  startGateway,
   writeConfigAtomic,
   type GatewayFiles,
   type HooksBlock,
   type RunningGateway,
+  withFakeModel,
+  startModelGateway,
+  stopModelGateway,
 } from './openclaw-env.ts';
 import { parseLines, pendingOf, type Pending } from '../plugin/hosts/openclaw/ack-journal.ts';
-import { startFakeProvider, type FakeProvider } from '../test/helpers/fake-provider.ts';
+import { streamReply, type FakeProvider } from '../test/helpers/fake-provider.ts';
 
 const nonce = Math.random().toString(36).slice(2, 8);
 /** A prompt with this word gets no answer from the fake model until OpenClaw gives up the request. */
@@ -51,12 +50,7 @@ let holding = true;
 const asked = (): string[] => model.requests.map((r) => JSON.stringify(r.body.messages ?? ''));
 
 function answer(res: ServerResponse): void {
-  const chunk = (delta: object, finish: string | null): string =>
-    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.write(chunk({ role: 'assistant', content: 'HEARTBEAT_OK' }, null));
-  res.write(chunk({}, 'stop'));
-  res.end('data: [DONE]\n\n');
+  streamReply(res, 'HEARTBEAT_OK');
 }
 
 function answerAsModel(req: { body: any }, res: ServerResponse): void {
@@ -77,35 +71,7 @@ function release(stop = false): void {
 }
 
 /** OpenClaw's config with the fake model as the default agent's model. */
-function withModel(config: Record<string, unknown>): Record<string, unknown> {
-  const agents = config.agents as { defaults: Record<string, unknown> };
-  return {
-    ...config,
-    models: {
-      ...(config.models as object),
-      providers: {
-        fake: {
-          baseUrl: model.baseUrl,
-          apiKey: 'fake-key',
-          api: 'openai-completions',
-          models: [
-            {
-              id: 'm1',
-              name: 'm1',
-              reasoning: true,
-              // The fake reads reasoning_effort: OpenClaw sends it only to a route that says it takes it.
-              compat: { supportsReasoningEffort: true },
-              input: ['text'],
-              contextWindow: 128000,
-              maxTokens: 4096,
-            },
-          ],
-        },
-      },
-    },
-    agents: { ...agents, defaults: { ...agents.defaults, model: { primary: 'fake/m1' } } },
-  };
-}
+const withModel = (config: Record<string, unknown>): Record<string, unknown> => withFakeModel(config, model.baseUrl);
 
 function configWith(hooks: HooksBlock, entry: Record<string, unknown> = {}, plugins: Record<string, unknown> = {}) {
   const config = withModel(gatewayConfig(files, hooks));
@@ -149,20 +115,12 @@ const count = (list: readonly string[], item: string): number => list.filter((x)
 describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 }, () => {
   before(
     async () => {
-      model = await startFakeProvider(answerAsModel);
-      files = await prepareFiles();
-      await installPlugin(files);
-      gw = await startGateway(files, HOOKS, withModel);
-      await gw.waitForLine(/hookgate ready/, 120_000);
+      ({ files, gw, model } = await startModelGateway(HOOKS, answerAsModel));
     },
     { timeout: 5 * 60_000 },
   );
 
-  after(async () => {
-    await gw?.stop();
-    await model?.close();
-    if (files) await removeFiles(files);
-  });
+  after(() => stopModelGateway({ files, gw, model }));
 
   test('agent tools: listed by OpenClaw, and hookgate_recent / hookgate_status answer through the gateway', async () => {
     const wake = await post('/hooks/wake', { text: `tools probe ${nonce}`, mode: 'next-heartbeat' });

@@ -50,3 +50,13 @@ export async function startFakeProvider(
     },
   };
 }
+
+/** A streamed chat completion (server-sent events) whose whole reply is `text`. */
+export function streamReply(res: ServerResponse, text: string): void {
+  const chunk = (delta: object, finish: string | null): string =>
+    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(chunk({ role: 'assistant', content: text }, null));
+  res.write(chunk({}, 'stop'));
+  res.end('data: [DONE]\n\n');
+}

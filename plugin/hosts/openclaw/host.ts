@@ -7,6 +7,8 @@ import path from 'node:path';
 import {
   CHANNEL_ORDER,
   type ChannelName,
+  type Delivery,
+  type DeliveryReceipt,
   type GatewayHost,
   type HostAgents,
   type LogFields,
@@ -17,6 +19,7 @@ import type { AckJournal, JournaledEvent, Pending } from './ack-journal.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
 import { openClawAgents, openClawChannels, selectOpenClawConfig } from './config.ts';
+import type { RecentRuns } from './recent-runs.ts';
 import type { ServiceQueue } from './run-queue.ts';
 import { deliverReply, runTurn } from './turns.ts';
 
@@ -60,12 +63,21 @@ export interface OpenClawHostOptions {
   pending: Pending;
   /** The plugin's own durable state (retries, failures, held actions, pauses). */
   stateDir: string;
+  /** What GET /hookgate/api/runs/<id> shows. */
+  recentRuns: RecentRuns;
+  /** A reply's delivery, tried again while the channel's failure may pass (deliveries.ts). */
+  deliver(delivery: Delivery): Promise<DeliveryReceipt>;
 }
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
+/** One send of a reply through its channel's outbound adapter, in the service's context. */
+export function sendReply(api: OpenClawPluginApi, queue: ServiceQueue): (delivery: Delivery) => Promise<void> {
+  return (d) => queue.run(() => deliverReply(api.runtime, liveConfig(api), d));
+}
+
 export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
-  const { api, configPath, queue, journal, acks, events, pending, stateDir } = options;
+  const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns, deliver } = options;
   const { runtime } = api;
   // Mapped once per config object: OpenClaw replaces the object when its config changes.
   let seen: unknown;
@@ -94,6 +106,8 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
     return { channel: channel as ChannelName, ...(to ? { to } : {}) };
   };
 
+  // Tries so far of a run the core tries again (hooks.retry): each try is a new OpenClaw run.
+  const triesSoFar = new Map<string, number>();
   const logger = lineLogger(api.logger);
   return {
     logger,
@@ -141,6 +155,7 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
             runTurn(
               runtime,
               turn,
+              (triesSoFar.get(turn.runId) ?? 0) + 1,
               () => acks.taken(turn.runId),
               (reason) => logger.warn('OpenClaw did not stop a timed-out run', { runId: turn.runId, reason }),
             ),
@@ -148,6 +163,9 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
         ),
       // An accepted run and its key are on disk before its 202; its end is noted when it comes.
       onRunUpdate(record) {
+        recentRuns.note(record);
+        if (record.attempts) triesSoFar.set(record.runId, record.attempts.length);
+        if (FINAL.has(record.status)) triesSoFar.delete(record.runId);
         if (record.status === 'queued') {
           const writes: Promise<void>[] = [];
           if (record.idempotency) writes.push(journal.append(record.idempotency));
@@ -159,6 +177,6 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       restore: () => Promise.resolve({ rerun: pending.runs, interrupted: pending.interrupted }),
     },
     idempotency: { restore: (limits) => journal.restore(limits) },
-    deliver: (d) => queue.run(() => deliverReply(runtime, liveConfig(api), d)),
+    deliver,
   };
 }

@@ -9,3 +9,6 @@ export function routePath(pluginConfig: Record<string, unknown> | undefined): st
   const raw = typeof pluginConfig?.path === 'string' ? pluginConfig.path.trim().replace(/\/+$/, '') : '';
   return raw ? `/${raw.replace(/^\/+/, '')}` : '/hooks';
 }
+
+/** Where the admin API answers in OpenClaw (the paths of the standalone's /api/, behind the gateway token). */
+export const ADMIN_PATH = '/hookgate/api';

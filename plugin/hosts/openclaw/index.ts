@@ -7,7 +7,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { definePluginEntry } from 'openclaw/plugin-sdk/plugin-entry';
 import type { OpenClawPluginApi } from './api.ts';
-import { HOOKS_KEY, PLUGIN_ID, routePath } from './identity.ts';
+import { ADMIN_PATH, HOOKS_KEY, PLUGIN_ID, routePath } from './identity.ts';
 import type { RunningHookgate } from './service.ts';
 import { registerTools } from './tools.ts';
 
@@ -44,6 +44,13 @@ function register(api: OpenClawPluginApi): void {
     auth: 'gateway',
     match: 'exact',
     handler: route((r, req, res) => r.metrics(req, res)),
+  });
+  // The admin API (failures, replay, pause, runs, requests), behind OpenClaw's own gateway auth.
+  api.registerHttpRoute({
+    path: ADMIN_PATH,
+    auth: 'gateway',
+    match: 'prefix',
+    handler: route((r, req, res) => r.adminHttp(req, res)),
   });
   registerTools(api, { running: () => running, failure: () => failure });
 

@@ -13,17 +13,24 @@ import {
   refuse,
   validRequestsLimit,
   writeError,
+  type HooksPlugin,
   type HooksStatus,
   type RequestEntry,
   type RequestsQuery,
 } from '../../host-kit.ts';
 import { AckJournal } from './ack-journal.ts';
+import { answerAdmin, openClawAdmin, type AdminAsk } from './admin-api.ts';
 import type { OpenClawPluginApi, ServiceContext } from './api.ts';
 import { EventHandover, type EventQueue } from './event-handover.ts';
 import { builtInHooksWarning } from './builtin-hooks.ts';
-import { createOpenClawHost } from './host.ts';
+import { createOpenClawHost, sendReply } from './host.ts';
+import { deliveryDeadLetters } from './dead-letters.ts';
+import { OpenClawDeliveries } from './deliveries.ts';
+import { DEFAULTS } from '../../kits/config.ts';
+import { errorMessage } from '../../util/errors.ts';
 import { routePath } from './identity.ts';
 import { IdempotencyJournal } from './idempotency-journal.ts';
+import { RecentRuns } from './recent-runs.ts';
 import { ServiceQueue, type ContextRunner } from './run-queue.ts';
 
 /** OpenClaw gives a plugin service this long to stop when it replaces or disables the plugin. */
@@ -33,6 +40,10 @@ export const STOP_GRACE_MS = OPENCLAW_STOP_BUDGET_MS - 2_000;
 
 export interface RunningHookgate {
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** Everything under /hookgate/api/ (behind OpenClaw's gateway auth). */
+  adminHttp(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** One admin call, as the HTTP API makes it: what the agent tools ask. */
+  admin: AdminAsk;
   /** GET /hookgate/metrics (behind OpenClaw's gateway auth). */
   metrics(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   status(): HooksStatus;
@@ -75,6 +86,10 @@ export async function startHookgate(
   await idempotency.open(ctx.stateDir);
   const pending = await acks.open(ctx.stateDir);
   let handover: EventHandover | undefined;
+  let deliveries: OpenClawDeliveries | undefined;
+  let plugin: HooksPlugin | undefined;
+  const recentRuns = new RecentRuns();
+  const stateDir = path.join(ctx.stateDir, 'hookgate', 'after');
   const host = createOpenClawHost({
     api,
     configPath,
@@ -83,13 +98,25 @@ export async function startHookgate(
     acks,
     events: (event) => handover!.accept(event),
     pending,
-    stateDir: path.join(ctx.stateDir, 'hookgate', 'after'),
+    stateDir,
+    recentRuns,
+    deliver: (d) => deliveries!.deliver(d),
   });
   handover = new EventHandover(acks, openClawEvents(api), host.logger);
   const clash = builtInHooksWarning(api.config, routePath(api.pluginConfig));
   if (clash) host.logger.warn(clash);
   handover.restore(pending.events);
-  const plugin = await createHooksPlugin(host, { watch: true });
+  // Open before the core starts: a run handed back at start may deliver at once.
+  deliveries = await OpenClawDeliveries.open({
+    send: sendReply(api, queue),
+    retry: () => plugin?.snapshot().retry ?? DEFAULTS.retry,
+    deadLetter: deliveryDeadLetters(() => plugin, host.logger),
+    hookOf: (runId) => recentRuns.find(runId)?.name,
+    retryScheduled: () => plugin?.metrics.retryScheduled('delivery'),
+    logger: host.logger,
+    stateDir,
+  });
+  plugin = await createHooksPlugin(host, { watch: true });
   await plugin.watching();
   const snap = plugin.snapshot();
   host.logger.info('hookgate ready', { path: snap.path, enabled: snap.enabled });
@@ -100,6 +127,7 @@ export async function startHookgate(
       runs: pending.runs.length,
       interrupted: pending.interrupted.length,
     });
+  const admin = openClawAdmin(plugin, recentRuns);
   const ready = setTimeout(() => {
     queue.attach(context);
     handover.open();
@@ -107,6 +135,8 @@ export async function startHookgate(
 
   return {
     handle: (req, res) => plugin.handle(req, res),
+    adminHttp: (req, res) => answerAdmin(admin, req, res, host.logger),
+    admin,
     async metrics(req, res) {
       if (req.method !== 'GET') {
         writeError(res, refuse.methodNotAllowed('GET', 'metrics are read with GET'));
@@ -128,6 +158,11 @@ export async function startHookgate(
       try {
         await plugin.close(STOP_GRACE_MS);
       } finally {
+        await deliveries
+          .close()
+          .catch((err: unknown) =>
+            host.logger.error('closing the delivery retries failed', { reason: errorMessage(err) }),
+          );
         queue.detach();
         queue.clear('the hookgate service stopped');
         // A stopping plugin's runtime refuses system events; OpenClaw's queue itself takes the summaries.

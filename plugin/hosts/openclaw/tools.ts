@@ -1,29 +1,25 @@
 // Agent tools: the assistant asks hookgate itself what its hooks are and what came in, answered by the
-// same functions as the standalone gateway's admin API (hooksStatus, recentRequests, see service.ts).
+// same functions as the standalone gateway's admin API (hooksStatus, recentRequests, see service.ts);
+// the tools of "After the 200" (failures, replay, pause) are in admin-tools.ts.
 // The request log holds no payloads, tokens or signatures, so nothing secret reaches the model.
 import type { RequestsQuery } from '../../host-kit.ts';
-import type { AgentTool, OpenClawPluginApi, ToolResult } from './api.ts';
-import type { RunningHookgate } from './service.ts';
+import { ADMIN_TOOL_NAMES, adminTools, toolCall } from './admin-tools.ts';
+import type { AgentTool, OpenClawPluginApi } from './api.ts';
+import { answer, notRunning, type ToolState } from './tool-result.ts';
+
+export type { ToolState };
 
 /** The tool names, as declared under contracts.tools in openclaw.plugin.json. */
-export const TOOL_NAMES = ['hookgate_status', 'hookgate_recent'] as const;
+export const TOOL_NAMES = ['hookgate_status', 'hookgate_recent', ...ADMIN_TOOL_NAMES] as const;
+/** A hook's pause as the admin API's GET hooks lists it. */
+interface HookPause {
+  name: string;
+  paused: boolean;
+  held: number;
+}
+
 /** Requests hookgate_recent answers when asked for no limit: enough for a morning, small for a model. */
 const RECENT_DEFAULT = 20;
-
-export interface ToolState {
-  running(): RunningHookgate | undefined;
-  /** Why the plugin is not running, when it failed to start. */
-  failure(): string | undefined;
-}
-
-function answer(details: Record<string, unknown>): ToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(details) }], details };
-}
-
-function notRunning(state: ToolState): ToolResult {
-  const failure = state.failure();
-  return answer({ running: false, reason: failure ? `hookgate failed to start: ${failure}` : 'hookgate is starting' });
-}
 
 /** The arguments of hookgate_recent, checked: a model may send anything (the limit is checked with the log). */
 function recentQuery(params: unknown): RequestsQuery {
@@ -51,11 +47,22 @@ export function hookgateTools(state: ToolState): AgentTool[] {
       label: 'hookgate status',
       description:
         'Webhook ingress (hookgate): whether hooks are enabled, their base path, every hook (wake, agent and ' +
-        'each mapping with its path, action and how senders are admitted), and counts of recent requests and runs.',
+        'each mapping with its path, action, how senders are admitted and whether it is paused with how many ' +
+        'actions it holds), and counts of recent requests and runs.',
       parameters: { type: 'object', properties: {}, additionalProperties: false },
-      execute: (_id, _params) => {
+      execute: async (_id, _params) => {
         const running = state.running();
-        return Promise.resolve(running ? answer({ running: true, ...running.status() }) : notRunning(state));
+        if (!running) return notRunning(state);
+        const status = running.status();
+        // Pauses as GET /hookgate/api/hooks shows them.
+        const { body } = await running.admin(toolCall('GET', ['hooks']));
+        const pauses = new Map(((body as { hooks?: HookPause[] }).hooks ?? []).map((h) => [h.name, h]));
+        const hooks = status.hooks.map((h) => ({
+          ...h,
+          paused: pauses.get(h.id)?.paused ?? false,
+          held: pauses.get(h.id)?.held ?? 0,
+        }));
+        return answer({ running: true, ...status, hooks });
       },
     },
     {
@@ -82,6 +89,7 @@ export function hookgateTools(state: ToolState): AgentTool[] {
           return answer({ running: true, requests: running.recent(recentQuery(params)) });
         }),
     },
+    ...adminTools(state),
   ];
 }
 

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Delivery, IsolatedTurn, TurnResult } from '../../host.ts';
 import type { AgentWaitResult, OpenClawRuntime } from './api.ts';
 import { PLUGIN_ID } from './identity.ts';
+import { classifyRunError } from './passing-failure.ts';
 import { errorMessage } from '../../util/errors.ts';
 
 /** Extra time given to agent.wait beyond the run's own timeout; the core enforces the timeout itself. */
@@ -29,7 +30,7 @@ function untilAborted(signal: AbortSignal): { promise: Promise<never>; dispose()
   return { promise, dispose: () => onAbort && signal.removeEventListener('abort', onAbort) };
 }
 
-function toTurnResult(wait: AgentWaitResult): TurnResult {
+export function toTurnResult(wait: AgentWaitResult): TurnResult {
   switch (wait.status) {
     case 'ok': {
       const reply = wait.terminalReply;
@@ -38,8 +39,16 @@ function toTurnResult(wait: AgentWaitResult): TurnResult {
     case 'timeout':
     case 'pending':
       return { status: 'timeout', error: wait.error ?? 'the agent run did not finish in time' };
-    default:
-      return { status: 'error', error: wait.error ?? 'the agent run failed' };
+    default: {
+      // A provider that was overloaded, rate limited or unreachable: the core may try the run again.
+      const { retryable, retryAfterMs } = classifyRunError(wait.error);
+      return {
+        status: 'error',
+        error: wait.error ?? 'the agent run failed',
+        ...(retryable ? { retryable } : {}),
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      };
+    }
   }
 }
 
@@ -47,18 +56,21 @@ function toTurnResult(wait: AgentWaitResult): TurnResult {
 async function startRun(
   runtime: OpenClawRuntime,
   turn: IsolatedTurn,
+  attempt: number,
   stop: Promise<never>,
 ): Promise<{ runId: string }> {
+  const try1 = attempt <= 1;
   for (let retryMs = 250; ; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
     try {
-      // The core's runId keys the run, so a retried dispatch cannot start it twice.
+      // The core's runId (and the try) keys the run, so a dispatch asked again cannot start it twice;
+      // a try after a failed one is a new run (OpenClaw answers a known key with its first result).
       return await Promise.race([
         runtime.subagent.run({
           sessionKey: turn.sessionKey,
           message: turn.prompt,
           ...(turn.model ? { model: turn.model } : {}),
           deliver: false,
-          idempotencyKey: `hookgate:${turn.runId}`,
+          idempotencyKey: try1 ? `hookgate:${turn.runId}` : `hookgate:${turn.runId}:try-${attempt}`,
         }),
         stop,
       ]);
@@ -97,6 +109,8 @@ function stopOpenClawRun(runtime: OpenClawRuntime, sessionKey: string, log: (rea
 export async function runTurn(
   runtime: OpenClawRuntime,
   turn: IsolatedTurn,
+  /** Which try of the run this is (1 the first; hooks.retry makes more). */
+  attempt: number,
   accepted: () => Promise<void>,
   /** Told why OpenClaw's run could not be stopped at the timeout. */
   notStopped: (reason: string) => void,
@@ -104,7 +118,7 @@ export async function runTurn(
   const stop = untilAborted(turn.signal);
   try {
     await setThinking(runtime, turn);
-    const started = await startRun(runtime, turn, stop.promise);
+    const started = await startRun(runtime, turn, attempt, stop.promise);
     await accepted();
     const wait = await Promise.race([
       runtime.subagent.waitForRun({ runId: started.runId, timeoutMs: turn.timeoutMs + WAIT_MARGIN_MS }),

@@ -15,14 +15,12 @@ import {
   HookError,
   refuse,
   recentRequests,
-  REQUEST_LOG_SIZE,
-  validRequestsLimit,
   writeError,
   writeJson,
   type HookMetrics,
   type RequestLog,
 } from '../../../host-kit.ts';
-import { AdminAnswer, type AdminCall } from '../../../kits/admin.ts';
+import { AdminAnswer, adminCallOf, requestsLimit, type AdminCall } from '../../../kits/admin.ts';
 import { BadCursorError, type SessionStore, type Outbox, type RunRegistry } from '../storage/index.ts';
 
 export interface AdminDeps {
@@ -142,24 +140,19 @@ export class AdminApi {
     this.authorize(req);
     const pathname = url.split('?', 1)[0]!;
     const parts = pathname.slice(PREFIX.length).split('/');
-    const q = url.indexOf('?');
-    const core = this.deps.core({
-      method: req.method ?? 'GET',
-      parts: parts.map(decode),
-      query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)),
-      body: () => readJsonBody(req),
-    });
+    const call = adminCallOf(req, url.slice(PREFIX.length));
+    const core = this.deps.core(call);
     if (core !== undefined) return core;
     if (req.method !== 'GET') throw refuse.methodNotAllowed('GET', 'this admin endpoint is read-only: use GET');
     const { store, outbox, runs } = this.deps;
     if (parts.length === 1 && parts[0] === 'sessions') return { sessions: store.list() };
     if (parts.length === 3 && parts[0] === 'sessions' && parts[2] === 'history') {
-      const key = decode(parts[1]!);
+      const key = call.parts[1]!;
       const { limit, before } = pageQuery(url);
       return paged(() => store.historyPage(key, limit, before));
     }
     if (parts.length === 2 && parts[0] === 'runs') {
-      const run = await runs.find(decode(parts[1]!));
+      const run = await runs.find(call.parts[1]!);
       if (!run) throw refuse.notFound('no such run');
       const { name: _name, ...view } = run;
       return view;
@@ -175,7 +168,7 @@ export class AdminApi {
       return state;
     }
     if (parts.length === 1 && parts[0] === 'requests') {
-      return { requests: recentRequests(this.deps.requests, { limit: requestsLimit(url) }) };
+      return { requests: recentRequests(this.deps.requests, { limit: requestsLimit(call.query) }) };
     }
     throw refuse.notFound('no such admin endpoint');
   }
@@ -184,48 +177,5 @@ export class AdminApi {
     const token = this.deps.gatewayToken();
     if (this.digest?.token !== token) this.digest = { token, digest: digestToken(token) };
     return this.digest.digest;
-  }
-}
-
-/** ?limit=N for /api/requests: 1..1000, default 100; anything else is a 400 naming limit. */
-function requestsLimit(url: string): number | undefined {
-  const q = url.indexOf('?');
-  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
-  const limits = params.getAll('limit');
-  if (limits.length === 0) return undefined;
-  const text = limits[0]!;
-  if (limits.length > 1 || !/^[1-9][0-9]{0,3}$/.test(text) || !validRequestsLimit(Number(text))) {
-    throw refuse.badRequest(`limit must be a whole number from 1 to ${REQUEST_LOG_SIZE}, given once`);
-  }
-  return Number(text);
-}
-
-/** The largest admin request body: admin calls carry a few fields. */
-const MAX_ADMIN_BODY = 65_536;
-
-/** The request's JSON body (undefined when empty); too large or not JSON is a 400. */
-async function readJsonBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ADMIN_BODY)
-      throw refuse.badRequest(`the body is larger than ${MAX_ADMIN_BODY} bytes`, { connection: 'close' });
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8').trim();
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw refuse.badRequest('the body is not valid JSON');
-  }
-}
-
-function decode(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw refuse.badRequest('the path is not valid percent-encoding');
   }
 }
