@@ -5,7 +5,13 @@
 interface Slot<T> {
   id: string;
   at: number;
+  /** Items due at the same time fall due in the order they were added. */
+  seq: number;
   item: T;
+}
+
+function before(a: Slot<unknown>, b: Slot<unknown>): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }
 
 /** Node's timers hold at most 2^31-1 ms; a later item is looked at again then. */
@@ -20,6 +26,7 @@ export class DueQueue<T> {
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
   #closed = false;
+  #seq = 0;
 
   constructor(onDue: (item: T, id: string) => void, now: () => number = Date.now) {
     this.#onDue = onDue;
@@ -42,7 +49,7 @@ export class DueQueue<T> {
   /** Schedules the item; an id already waiting is moved to the new time. */
   add(id: string, atMs: number, item: T): void {
     if (this.#closed) return;
-    const slot = { id, at: atMs, item };
+    const slot = { id, at: atMs, seq: this.#seq++, item };
     this.#live.set(id, slot);
     this.#push(slot);
     // Old slots of removed ids pile up only if items are replaced far more often than they fall due.
@@ -112,7 +119,7 @@ export class DueQueue<T> {
     let i = heap.length - 1;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (heap[parent]!.at <= slot.at) break;
+      if (!before(slot, heap[parent]!)) break;
       heap[i] = heap[parent]!;
       i = parent;
     }
@@ -128,8 +135,8 @@ export class DueQueue<T> {
       const left = 2 * i + 1;
       if (left >= heap.length) break;
       const right = left + 1;
-      const child = right < heap.length && heap[right]!.at < heap[left]!.at ? right : left;
-      if (heap[child]!.at >= last.at) break;
+      const child = right < heap.length && before(heap[right]!, heap[left]!) ? right : left;
+      if (!before(heap[child]!, last)) break;
       heap[i] = heap[child]!;
       i = child;
     }

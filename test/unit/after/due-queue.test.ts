@@ -55,3 +55,16 @@ test('ten thousand waiting items hold one timer, and nothing fires after close',
   assert.equal(fired, 1);
   assert.equal(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length, before);
 });
+
+test('items due at the same time fall due in the order they were added', async () => {
+  const seen: number[] = [];
+  const q = new DueQueue<number>((item) => seen.push(item));
+  const at = Date.now() + 5;
+  for (let i = 0; i < 50; i++) q.add(String(i), at, i);
+  await until(() => seen.length === 50);
+  assert.deepEqual(
+    seen,
+    Array.from({ length: 50 }, (_, i) => i),
+  );
+  q.close();
+});

@@ -16,6 +16,9 @@ import type { Channel, DeliveryResult, Redactor, ResolvedChannels } from '../../
 import { isUnsettledDelivery, type DeliveryState, type Outbox, type UnsettledDelivery } from '../storage/index.ts';
 import { errorMessage } from '../../../util/errors.ts';
 
+/** How long deliveries left by the last process wait before their first send after a start. */
+const RESUME_GRACE_MS = 1000;
+
 /** A delivery that used its attempts or was refused for good: what the failure book records. */
 export interface DeliveryFailure {
   kind: 'delivery';
@@ -119,10 +122,12 @@ export class ChannelDeliveries {
   /** Takes up what the last process left: pending ones are sent again now, retrying ones keep their time. */
   resume(): number {
     const open = [...this.#state.records.values()].filter((d) => !this.#mine.has(d.id));
+    // The last process's sends are unknown to the new pacers: waiting out the one-second windows most
+    // platforms count in keeps a quick restart from earning a 429 (a longer window's is waited out).
+    const notBefore = Date.now() + RESUME_GRACE_MS;
     for (const entry of open) {
-      const job = { entry: { ...entry } };
-      if (entry.status === 'retrying') this.#retries.add(entry.id, Date.parse(entry.nextAttemptAt ?? '') || 0, job);
-      else this.#attempt(job);
+      const due = entry.status === 'retrying' ? Date.parse(entry.nextAttemptAt ?? '') || 0 : 0;
+      this.#retries.add(entry.id, Math.max(due, notBefore), { entry: { ...entry } });
     }
     return open.length;
   }
