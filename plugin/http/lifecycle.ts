@@ -238,6 +238,7 @@ export class HookLifecycle {
       ms: Math.round(ms * 10) / 10,
       client: request.client,
       ...(trace.duplicate ? { duplicate: true } : {}),
+      ...(trace.held ? { held: true } : {}),
       ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
     };
     // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.

@@ -111,6 +111,13 @@ test('a paused hook: checked as always, held (202 held), carried out on resume i
     const heldInLog = requests.filter((r: any) => r.held === true);
     assert.equal(heldInLog.length, n + 1, 'every held request, and only those (not the duplicate), shows held');
     assert.ok(requests.some((r: any) => r.duplicate === true && r.status === 202 && r.held === undefined));
+    // The gateway's log line of each held request says so too (the log is written after the answer).
+    const heldLines = (): number =>
+      gw
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"msg":"hook request"') && l.includes('"held":true')).length;
+    await eventually(async () => heldLines() === n + 1);
     const logged = heldInLog.map((r: any) => textOf.get(r.requestId));
 
     const resumed = await adminPost(gw, '/api/hooks/wake/resume');
