@@ -5,7 +5,7 @@ import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { formatTable, type Column } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
-import { adminClient, GATEWAY_OPTIONS } from '../support/admin-client.ts';
+import { adminClient, GATEWAY_OPTIONS, GATEWAY_OPTIONS_HELP } from '../support/admin-client.ts';
 
 export const FAILURES_HELP = `Usage: hookgate failures [--all] [--hook NAME] [--limit N] [--config FILE] [--url URL]
 
@@ -16,9 +16,7 @@ Options:
   --all          Dismissed and replayed failures too (default: the open ones).
   --hook NAME    Only this hook's failures.
   --limit N      Show at most N (1..1000, default 50).
-  --url URL      The gateway's address. Default: from gateway.bind and gateway.port.
-  --config FILE  Config file. Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
-  --state-dir D  Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.`;
+${GATEWAY_OPTIONS_HELP}`;
 
 interface FailureRow {
   id: string;

@@ -6,6 +6,7 @@ import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { asRun } from '../support/command-name.ts';
 import type { Command } from '../support/command.ts';
+import { GATEWAY_OPTIONS_HELP } from '../support/admin-client.ts';
 
 const helpOf = (verb: 'pause' | 'resume'): string => `Usage: hookgate ${verb} <name> [--config FILE] [--url URL]
 
@@ -20,9 +21,7 @@ applies to every instance.`
 }
 
 Options:
-  --url URL      The gateway's address. Default: from gateway.bind and gateway.port.
-  --config FILE  Config file. Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
-  --state-dir D  Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.`;
+${GATEWAY_OPTIONS_HELP}`;
 
 interface HookState {
   name: string;

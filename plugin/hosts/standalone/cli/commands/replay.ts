@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { asRun } from '../support/command-name.ts';
-import { adminClient, GATEWAY_OPTIONS } from '../support/admin-client.ts';
+import { adminClient, GATEWAY_OPTIONS, GATEWAY_OPTIONS_HELP } from '../support/admin-client.ts';
 
 export const REPLAY_HELP = `Usage: hookgate replay <failureId|runId> [--again]
        hookgate replay --failed [--since 2h] [--hook NAME]
@@ -20,9 +20,7 @@ Options:
   --since WHEN   With --failed: failures last tried since WHEN, a duration back from now (90s, 30m, 2h,
                  7d) or an ISO time (2026-11-25T18:00:00Z). Default: all.
   --hook NAME    With --failed: only this hook's failures.
-  --url URL      The gateway's address. Default: from gateway.bind and gateway.port.
-  --config FILE  Config file. Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
-  --state-dir D  Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.`;
+${GATEWAY_OPTIONS_HELP}`;
 
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

@@ -7,7 +7,7 @@ import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { formatTable, type Column } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
-import { GATEWAY_OPTIONS } from '../support/admin-client.ts';
+import { GATEWAY_OPTIONS, GATEWAY_OPTIONS_HELP } from '../support/admin-client.ts';
 
 export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
 
@@ -20,9 +20,7 @@ Options:
   --path TEXT    Only paths containing TEXT.
   --limit N      Show at most N requests (1..${REQUEST_LOG_SIZE}, default 50).
   --follow, -f   Keep going: print each new request as it arrives (Ctrl-C stops).
-  --url URL      The gateway's address. Default: from gateway.bind and gateway.port.
-  --config FILE  Config file. Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
-  --state-dir D  Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.`;
+${GATEWAY_OPTIONS_HELP}`;
 
 /** How often --follow asks the gateway. */
 const FOLLOW_INTERVAL_MS = 500;

@@ -12,6 +12,11 @@ export const GATEWAY_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/** The help lines of GATEWAY_OPTIONS, ending every such command's help. */
+export const GATEWAY_OPTIONS_HELP = `  --url URL      The gateway's address. Default: from gateway.bind and gateway.port.
+  --config FILE  Config file. Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
+  --state-dir D  Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.`;
+
 export interface AdminClient {
   base: string;
   /** The JSON body of an answer with the expected status (200 unless said). */
