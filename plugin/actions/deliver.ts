@@ -43,7 +43,8 @@ function waitsFor(plan: ActingPlan): boolean {
 }
 
 function repeatOf(first: FirstAnswer, key: string): Delivered {
-  return { ...duplicateOf(first), duplicate: true, key };
+  const { status, body } = duplicateOf(first);
+  return { status, body, duplicate: true, key };
 }
 
 export class Deliverer {
@@ -119,15 +120,16 @@ export class Deliverer {
    * of another body; undefined when the key is new here (the plan then runs, and deliver() claims
    * it, across instances too).
    */
-  repeated(key: DedupeKey, hash: BodyHash): Promise<Delivered> | undefined {
+  repeated(key: DedupeKey, hash: BodyHash): Delivered | undefined {
     const seen = this.parts.dedupe.seen(key.scope, key.key, hash);
     if (!seen) return undefined;
+    if ('reused' in seen) throw refuse.idempotencyKeyReused();
     // A first answer still coming, or one whose runs a waiting request follows: whether this
     // request waits too is in its body, so the plan decides.
     if ('pending' in seen) return undefined;
-    if ('answer' in seen && seen.answer.status === 202 && this.parts.waiters.of(runIdsOf(seen.answer.body)))
-      return undefined;
-    return firstOf(seen).then((first) => repeatOf(first, key.key));
+    if (seen.answer.status === 202 && this.parts.waiters.of(runIdsOf(seen.answer.body))) return undefined;
+    // Answered in this turn: a promise and its continuation would cost more than the rest of a duplicate.
+    return repeatOf(seen.answer, key.key);
   }
 
   /**

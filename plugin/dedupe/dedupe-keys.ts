@@ -278,9 +278,17 @@ export class DedupeKeys {
   }
 }
 
-/** What a duplicate is answered: the first answer, marked. */
+/** Each first answer's body as duplicates get it, made once (an amended answer has a new body, so a new entry). */
+const duplicateBodies = new WeakMap<Record<string, unknown>, Readonly<Record<string, unknown>>>();
+
+/**
+ * What a duplicate is answered: the first answer, marked. The marked body is made once per kept
+ * answer and frozen, so the answer writer keeps its text too (answers.ts).
+ */
 export function duplicateOf(first: FirstAnswer): Outcome {
-  return first.body === undefined
-    ? { status: first.status }
-    : { status: first.status, body: { ...first.body, duplicate: true } };
+  const { body } = first;
+  if (body === undefined) return { status: first.status };
+  let marked = duplicateBodies.get(body);
+  if (marked === undefined) duplicateBodies.set(body, (marked = Object.freeze({ ...body, duplicate: true })));
+  return { status: first.status, body: marked as Record<string, unknown> };
 }

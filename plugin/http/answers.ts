@@ -31,6 +31,17 @@ function errorText(err: HookError): string {
   return text;
 }
 
+/** Frozen bodies are made once and answered many times (a duplicate's marked first answer): their text is kept. */
+const frozenTexts = new WeakMap<object, string>();
+
+function bodyText(body: unknown): string {
+  if (body === undefined) return '';
+  if (typeof body !== 'object' || body === null || !Object.isFrozen(body)) return JSON.stringify(body);
+  let text = frozenTexts.get(body);
+  if (text === undefined) frozenTexts.set(body, (text = JSON.stringify(body)));
+  return text;
+}
+
 /** Status line headers for an answer: one object, so writeHead sets them all at once. */
 function headersFor(
   text: string,
@@ -97,7 +108,7 @@ export class AnswerBatch {
   /** Queues a JSON answer (or an empty one, for body undefined). */
   send(res: ServerResponse, status: number, body: unknown, requestId?: string, headers?: Headers): void {
     if (res.headersSent) return;
-    const text = body === undefined ? '' : JSON.stringify(body);
+    const text = bodyText(body);
     this.#queue({ res, status, headers: headersFor(text, requestId, headers), text });
   }
 

@@ -172,7 +172,7 @@ export class HookLifecycle {
         if (verifier) this.#proofs.verify(request, verifier, body, snap);
         const repeated = this.parts.deliverer.repeated(known, hash);
         if (repeated) {
-          this.answer(request, undefined, await repeated);
+          this.answer(request, undefined, repeated);
           return await this.finish(request, pathname, started, snap, trace);
         }
       }

@@ -43,6 +43,28 @@ test('a settled key answers its first answer, marked; another scope does not see
   assert.deepEqual(duplicateOf({ at: 0, status: 204 }), { status: 204 });
 });
 
+test("a duplicate's marked body is made once per kept answer, and an amended answer gets its own", () => {
+  const keys = new DedupeKeys(() => ({ windowMs: 60_000, maxKeys: 10 }), quiet);
+  const at = Date.now();
+  const claim = keys.claim('agent', 'k');
+  claim.settle({ at, status: 202, body: { ok: true, runId: 'r1' } });
+  const first = keys.seen('agent', 'k');
+  assert.ok(first && 'answer' in first);
+  const marked = duplicateOf(first.answer).body!;
+  // The same frozen object every time: the answer writer keeps its text (answers.ts).
+  assert.equal(duplicateOf(first.answer).body, marked);
+  assert.ok(Object.isFrozen(marked));
+  assert.deepEqual(marked, { ok: true, runId: 'r1', duplicate: true });
+  // A waited run's final outcome replaces the kept answer: duplicates get it, not the 202 made before.
+  claim.amend({ at, status: 200, body: { ok: true, runId: 'r1', status: 'ok' } });
+  const later = keys.seen('agent', 'k');
+  assert.ok(later && 'answer' in later);
+  assert.deepEqual(duplicateOf(later.answer), {
+    status: 200,
+    body: { ok: true, runId: 'r1', status: 'ok', duplicate: true },
+  });
+});
+
 test('a duplicate of a request under way waits for it; a failed first keeps nothing', async () => {
   const keys = new DedupeKeys(() => ({ windowMs: 60_000, maxKeys: 10 }), quiet);
   const first = keys.claim('agent', 'k');
