@@ -8,10 +8,13 @@ import { writeSync } from 'node:fs';
 
 /** Larger batches (a large event's line) go to the pool. */
 export const LOOP_WRITE_MAX_BYTES = 64 * 1024;
-/** A write on the loop that took longer than this... */
-export const SLOW_LOOP_WRITE_MS = 5;
+/**
+ * A write on the loop that took longer than this (wall time: far above a page-cache write, and above
+ * what a busy host's scheduler usually takes from a thread mid-write)...
+ */
+export const SLOW_LOOP_WRITE_MS = 20;
 /** ...sends every write to the pool for this long. */
-export const POOL_AFTER_SLOW_MS = 30_000;
+export const POOL_AFTER_SLOW_MS = 10_000;
 
 export class LoopWrites {
   #poolUntil = -Infinity;
