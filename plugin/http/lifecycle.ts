@@ -26,7 +26,7 @@
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError, refuse } from '../errors.ts';
-import type { GatewayHost, Logger } from '../host.ts';
+import type { GatewayHost, LogFields, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
@@ -34,7 +34,7 @@ import type { Deliverer, Delivered, Waited } from '../actions/deliver.ts';
 import { bodyHashOf } from '../dedupe/body-hash.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
-import { loggableKey, type RequestLog } from '../observe/request-log.ts';
+import { loggableKey, type LoggedRequest, type RequestLog } from '../observe/request-log.ts';
 import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
 import { clientAddress } from './client-address.ts';
@@ -230,17 +230,22 @@ export class HookLifecycle {
     const status = request.res.statusCode;
     // A name no mapping is for may be anything the client typed (a token, even): not logged.
     const path = isKnownName(request.name, snap) ? pathname : `${snap.path}/…`;
-    const fields = {
+    const ms10 = Math.round(ms * 10) / 10;
+    // Optional fields are assigned, not spread in: a spread of `cond ? {…} : {}` makes an object to throw away.
+    const fields: LogFields & { status: number } = {
       requestId: request.id,
       method: request.req.method,
       path,
       status,
-      ms: Math.round(ms * 10) / 10,
+      ms: ms10,
       client: request.client,
-      ...(trace.duplicate ? { duplicate: true } : {}),
-      ...(trace.held ? { held: true } : {}),
-      ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
     };
+    if (trace.duplicate) fields.duplicate = true;
+    if (trace.held) fields.held = true;
+    if (trace.waited) {
+      fields.waited = trace.waited.ms;
+      fields.runStatus = trace.waited.status;
+    }
     // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.
     if (trace.authenticated) this.parts.host.logger.info('hook request', fields);
     else this.parts.refusals.note(fields);
@@ -248,21 +253,25 @@ export class HookLifecycle {
     metrics.request(trace.endpoint, trace.mapping, status, ms / 1000, trace.bytes);
     if (trace.duplicate) metrics.duplicate(trace.endpoint, trace.mapping);
     const key = trace.key ?? headerKey(request.req.headers['idempotency-key']);
-    this.parts.requests.add({
+    const entry: LoggedRequest = {
       atMs: Date.now(),
       requestId: request.id,
       client: request.client,
       path,
-      ...(trace.mapping ? { mapping: trace.mapping } : {}),
       status,
-      ...(trace.code ? { code: trace.code } : {}),
-      ms: fields.ms,
+      ms: ms10,
       bytes: trace.bytes,
-      ...(key ? { idempotencyKey: loggableKey(key) } : {}),
-      ...(trace.duplicate ? { duplicate: true } : {}),
-      ...(trace.held ? { held: true } : {}),
-      ...(trace.waited ? { waited: trace.waited.ms, runStatus: trace.waited.status } : {}),
-    });
+    };
+    if (trace.mapping) entry.mapping = trace.mapping;
+    if (trace.code) entry.code = trace.code;
+    if (key) entry.idempotencyKey = loggableKey(key);
+    if (trace.duplicate) entry.duplicate = true;
+    if (trace.held) entry.held = true;
+    if (trace.waited) {
+      entry.waited = trace.waited.ms;
+      entry.runStatus = trace.waited.status;
+    }
+    this.parts.requests.add(entry);
     return true;
   }
 

@@ -79,8 +79,8 @@ class HeldResources extends LogResources {
   override readonly rounds = new HeldRounds();
 }
 
-// With the rounds' own gap (the tests below), this is what keeps a steady stream of appends from
-// making a write every turn or two: the log writes only in a round, once, whatever gathered since.
+// This is what keeps a steady stream of appends from making a write every turn: the log writes only
+// in a round, once, whatever gathered since.
 
 test('group commit: under a steady stream of appends, the log writes only in commit rounds, one write per round', async () => {
   await withTempDir(async (dir) => {
@@ -102,6 +102,23 @@ test('group commit: under a steady stream of appends, the log writes only in com
     assert.equal(log.writeCount, before + 1);
     resources.rounds.holding = false;
     assert.equal((await log.readAll()).length, 201);
+    await log.close();
+  });
+});
+
+test('group commit: after a round of many lines, the next line is written on the next turn, not after a timer', async () => {
+  await withTempDir(async (dir) => {
+    const log = new JsonlLog<Rec>(path.join(dir, 'log.jsonl'), recordingLogger());
+    await Promise.all(Array.from({ length: 100 }, (_, n) => log.append({ n })));
+    const seen: string[] = [];
+    const timer = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        seen.push('timer');
+        resolve();
+      }, 0),
+    );
+    await Promise.all([log.append({ n: 100 }).then(() => seen.push('written')), timer]);
+    assert.deepEqual(seen, ['written', 'timer']);
     await log.close();
   });
 });

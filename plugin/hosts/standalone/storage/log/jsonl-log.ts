@@ -132,7 +132,6 @@ export class JsonlLog<T extends object> {
 
   #enqueue(pending: Pending): void {
     this.#appends++;
-    this.#res.rounds.lineQueued();
     this.#batch.push(pending);
     this.#schedule();
   }
@@ -336,7 +335,15 @@ export class JsonlLog<T extends object> {
     }
     if (this.#handle) {
       const fd = this.#handle.fd;
-      await new Promise<void>((resolve, reject) => writeAll(fd, data, (err) => (err ? reject(err) : resolve())));
+      const { loopWrites } = this.#res;
+      if (loopWrites.fits(data.length)) {
+        const slowMs = loopWrites.write(fd, data);
+        if (slowMs !== undefined)
+          this.#logger.warn('jsonl log: a slow write; writing through the thread pool for a while', {
+            file: this.file,
+            ms: Math.round(slowMs),
+          });
+      } else await new Promise<void>((resolve, reject) => writeAll(fd, data, (err) => (err ? reject(err) : resolve())));
       this.#segments.activeBytes += data.length;
       if (this.#idle) this.#idle.refresh();
       else {

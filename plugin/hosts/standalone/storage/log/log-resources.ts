@@ -1,9 +1,10 @@
 // The state the logs of one storage share (a pooled write buffer, the kept-handle budget, the rounds).
 import { CommitRounds } from './commit-rounds.ts';
+import { LoopWrites } from './loop-writes.ts';
 
 /**
- * What the logs of one storage share: the commit rounds, the write buffers and the budget of kept
- * file handles. One per gateway, so two gateways in one process do not share them.
+ * What the logs of one storage share: the commit rounds, where batches are written, the write
+ * buffers and the budget of kept file handles. One per gateway, so two gateways in one process do not share them.
  *
  * Batches are encoded into buffers taken from a small pool and handed back after the write: a fresh
  * buffer per batch is fresh memory for every write (page faults, and memory held until a garbage
@@ -12,6 +13,8 @@ import { CommitRounds } from './commit-rounds.ts';
  */
 export class LogResources {
   readonly rounds = new CommitRounds();
+  /** Whether a batch is written on the event loop or through the thread pool. */
+  readonly loopWrites = new LoopWrites();
   readonly buffers: Buffer[] = [];
   /** Append handles kept open between batches; past the cap a batch opens and closes. */
   keptHandles = 0;
