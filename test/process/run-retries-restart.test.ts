@@ -1,9 +1,13 @@
 // Retry schedules outlive the gateway process: kill -9 while a run waits for its next try, then a
 // restart runs it once; kill -9 during a retry's try ends the run as interrupted, never tried again
-// (the model may have acted on it).
+// (the model may have acted on it). A retry due at start that finishes before the channels open
+// waits for them to deliver its reply.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
+import path from 'node:path';
 import { startFakeProvider } from '../helpers/fake-provider.ts';
 import { eventually, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 
@@ -83,6 +87,56 @@ waitingRetrySurvives(
   'SIGKILL',
 );
 waitingRetrySurvives('a clean stop keeps a waiting retry on disk: the next start runs it once', 'SIGTERM');
+
+/** Whether the run's reply is in its session's log on disk (written just before the reply is delivered). */
+async function replyWritten(dir: string, runId: string): Promise<boolean> {
+  const sessions = path.join(dir, 'data', 'sessions');
+  for (const name of await readdir(sessions)) {
+    const text = await readFile(path.join(sessions, name), 'utf8');
+    if (text.includes(`"kind":"reply"`) && text.includes(`"runId":"${runId}"`)) return true;
+  }
+  return false;
+}
+
+test('a retry due at start that ends before the channels open: its reply waits for them and is delivered', async () => {
+  let up = false;
+  const provider = await startFakeProvider((_req, res) => {
+    if (!up) return unavailable(res, 1);
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ choices: [{ message: { content: 'made it' } }] }));
+  });
+  const dir = await tempStateDir();
+  await config(dir, provider.baseUrl);
+  const first = await spawnGateway(dir);
+  let second: SpawnedGateway | undefined;
+  try {
+    const r = await first.hook('/hooks/agent', { message: 'x', model: 'fake/m', name: 'Early' });
+    await retrying(first, r.body.runId);
+    await first.stop('SIGKILL');
+    // The next start reads the deliveries' state file last: a FIFO holds it there until written.
+    const fifo = path.join(dir, 'data', 'deliveries.jsonl');
+    await rm(fifo, { force: true });
+    execFileSync('mkfifo', [fifo]);
+    up = true;
+    const starting = spawnGateway(dir);
+    await eventually(() => replyWritten(dir, r.body.runId));
+    await writeFile(fifo, '');
+    second = await starting;
+    const run = await finalRun(second, r.body.runId);
+    assert.equal(run.status, 'ok', JSON.stringify(run));
+    assert.equal(run.reply, 'made it');
+    const outbox = (await second.admin('/api/outbox?limit=1000')).deliveries as { runId: string; text: string }[];
+    assert.deepEqual(
+      outbox.filter((d) => d.runId === r.body.runId).map((d) => d.text),
+      ['made it'],
+    );
+    assert.deepEqual(await summaries(second, r.body.runId), ['Hook Early: made it']);
+  } finally {
+    await first.stop();
+    await second?.stop();
+    await provider.close();
+  }
+});
 
 test('kill -9 during a retry: after the restart the run ends as interrupted and is not tried again', async () => {
   const provider = await startFakeProvider((_req, res) => {
