@@ -28,6 +28,8 @@ import { startRedis, type RedisServer } from '../test/helpers/redis-server.ts';
 import './runtime.ts';
 // After the 200: the admin API, the agent tools over it, provider failures as OpenClaw reports them.
 import './after-the-200.ts';
+// Reply deliveries through OpenClaw's Telegram channel and a fake Bot API: retries and dead letters.
+import './channel-retries.ts';
 import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';
 
 /** The whole run is bounded: first-time install, gateway start, checks and shutdown. */

@@ -83,6 +83,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     return first ? { channel: first, to: settings.channelDefaults[first] } : undefined;
   };
 
+  // The plugin resumes the retry schedule before the channels open: a due retry's reply waits for them.
+  let channelsOpen!: (opened: ChannelDeliveries) => void;
+  const deliveriesReady = new Promise<ChannelDeliveries>((resolve) => (channelsOpen = resolve));
+
   const host: GatewayHost = {
     logger,
     configPath: opts.configPath,
@@ -125,7 +129,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       onRunUpdate: (record) => registry.update(record),
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
-    deliver: (d) => deliveries.deliver({ ...d, to: d.to ?? settings.channelDefaults[d.channel] }),
+    deliver: async (d) => (await deliveriesReady).deliver({ ...d, to: d.to ?? settings.channelDefaults[d.channel] }),
   };
 
   /** The gateway's own keys are part of every reload: checked with the hooks block, applied with it. */
@@ -171,6 +175,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await plugin.after.recordFailure({ ...f, hook, channel: f.channel as ChannelName });
     },
   });
+  channelsOpen(deliveries);
   started = true;
   await plugin.watching();
   // A run in the core's retry schedule is the core's to finish (its retry, or its cut-off try).
