@@ -132,6 +132,7 @@ export class JsonlLog<T extends object> {
 
   #enqueue(pending: Pending): void {
     this.#appends++;
+    this.#res.rounds.lineQueued();
     this.#batch.push(pending);
     this.#schedule();
   }
