@@ -133,10 +133,11 @@ export class Deliverer {
   /**
    * The plan acts once per key: a key seen before gets the first answer (once the first request
    * has one), a new one is claimed while its action runs. Without a key it simply acts. `bodyHash`
-   * is the raw body's, for a plan with a key: kept beside it (the body itself is not taken, so it
-   * is not kept alive while the action runs); `requestId` goes with the runs it starts. A waited request (waitForCompletion) is answered once its runs
-   * ended, or what is known when the wait ends (its client leaving ends it); its key's kept answer
-   * becomes the final one when they end.
+   * is the raw body's, for a plan with a key, kept beside it (not the body: a parameter lives as
+   * long as the call, and the body need not outlive its plan); `requestId` goes with the runs it
+   * starts. A waited request (waitForCompletion) is answered once its runs ended, or what is known
+   * when the wait ends (its client leaving ends it); its key's kept answer becomes the final one
+   * when they end.
    */
   async deliver(
     plan: ActingPlan,
