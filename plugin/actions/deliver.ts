@@ -13,7 +13,7 @@ import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
 import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer, type Seen } from '../dedupe/dedupe-keys.ts';
 import type { DedupeKey } from '../dedupe/idempotency.ts';
 import type { SharedDedupe } from '../dedupe/shared-dedupe.ts';
-import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
+import type { BodyHash } from '../dedupe/body-hash.ts';
 import type { ActingPlan } from '../http/plan.ts';
 import type { ServerResponse } from 'node:http';
 import { clientOf, type FollowedRuns, type RunWaiters, type WaitedRun } from '../after/waiters.ts';
@@ -134,25 +134,25 @@ export class Deliverer {
 
   /**
    * The plan acts once per key: a key seen before gets the first answer (once the first request
-   * has one), a new one is claimed while its action runs. Without a key it simply acts. `body` is
-   * the raw body, whose hash (`bodyHash`, when already taken) is kept beside the key; `requestId`
-   * goes with the runs it starts. A waited request (waitForCompletion) is answered once its runs
-   * ended, or what is known when the wait ends (its client leaving ends it); its key's kept answer
-   * becomes the final one when they end.
+   * has one), a new one is claimed while its action runs. Without a key it simply acts. `bodyHash`
+   * is the raw body's, for a plan with a key, kept beside it (not the body: a parameter lives as
+   * long as the call, and the body need not outlive its plan); `requestId` goes with the runs it
+   * starts. A waited request (waitForCompletion) is answered once its runs ended, or what is known
+   * when the wait ends (its client leaving ends it); its key's kept answer becomes the final one
+   * when they end.
    */
   async deliver(
     plan: ActingPlan,
     snap: HooksSnapshot,
-    body: Buffer,
     requestId: string,
-    res?: ServerResponse,
-    bodyHash?: BodyHash,
+    res: ServerResponse | undefined,
+    bodyHash: BodyHash | undefined,
   ): Promise<Delivered> {
     const origin = { hook: plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id, requestId };
     const wait = waitsFor(plan);
     if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, origin, wait, res);
     const { key } = plan;
-    const hash = key && (bodyHash ?? bodyHashOf(body));
+    const hash = key && bodyHash;
     const acquired = key && (await this.#acquire(key.scope, key.key, hash, snap, wait));
     if (acquired && 'answer' in acquired) {
       const { answer } = acquired;

@@ -8,6 +8,7 @@ import type { Outcome } from '../actions/action.ts';
 import type { IdempotencyRecord, Logger } from '../host.ts';
 import { otherBody, parseBodyHash, type BodyHash } from './body-hash.ts';
 import { LimitedWarning } from './limited-warning.ts';
+import { ScopeKeys } from './scope-keys.ts';
 
 export interface DedupeLimits {
   windowMs: number;
@@ -92,69 +93,6 @@ class InFlight implements LocalClaim {
   }
 }
 
-/**
- * A key with its first answer, as kept: one small object per key, the body's hash inline as two
- * small integers (undefined for a key kept without one). Keys live in a map per scope, so the key
- * is the sender's own string (a scoped copy would be a second string per key).
- */
-class Kept implements FirstAnswer {
-  readonly hi: number | undefined;
-  readonly lo: number | undefined;
-
-  constructor(
-    readonly key: string,
-    readonly at: number,
-    /** Amended when a waited request's runs end. */
-    public status: number,
-    public body: Record<string, unknown> | undefined,
-    hash: BodyHash | undefined,
-  ) {
-    this.hi = hash?.hi;
-    this.lo = hash?.lo;
-  }
-}
-
-/** One scope's keys, and the order they were added in (oldest first). */
-class ScopeKeys {
-  readonly byKey = new Map<string, Kept>();
-  /** A head index instead of shift() keeps taking the oldest O(1); replaced keys leave stale places. */
-  #order: Kept[] = [];
-  #head = 0;
-
-  constructor(readonly name: string) {}
-
-  get size(): number {
-    return this.byKey.size;
-  }
-
-  add(kept: Kept): void {
-    this.byKey.set(kept.key, kept);
-    this.#order.push(kept);
-  }
-
-  /** The oldest key still kept. */
-  oldest(): Kept | undefined {
-    while (this.#head < this.#order.length) {
-      const kept = this.#order[this.#head]!;
-      if (this.byKey.get(kept.key) === kept) return kept;
-      this.#head++;
-    }
-    return undefined;
-  }
-
-  removeOldest(): Kept {
-    const kept = this.oldest()!;
-    this.byKey.delete(kept.key);
-    this.#head++;
-    // Places before the head are dropped once they are a quarter of the array.
-    if (this.#head > 1024 && this.#head * 4 > this.#order.length) {
-      this.#order = this.#order.slice(this.#head);
-      this.#head = 0;
-    }
-    return kept;
-  }
-}
-
 export class DedupeKeys {
   readonly #scopes = new Map<string, ScopeKeys>();
   #size = 0;
@@ -187,15 +125,15 @@ export class DedupeKeys {
     const flight = this.#inFlight.get(scope)?.get(key);
     if (flight) return otherBody(flight, hash) ? REUSED : { pending: flight.wait() };
     const keys = this.#scopes.get(scope);
-    const kept = keys?.byKey.get(key);
-    if (!kept) return undefined;
-    if (kept.at <= this.now() - this.limits().windowMs) {
-      keys!.byKey.delete(key);
+    const place = keys?.placeOf(key);
+    if (place === undefined) return undefined;
+    if (keys!.at(place) <= this.now() - this.limits().windowMs) {
+      keys!.delete(key);
       this.#size--;
       if (keys!.size === 0) this.#scopes.delete(scope);
       return undefined;
     }
-    return otherBody(kept, hash) ? REUSED : { answer: kept };
+    return otherBody(keys!.hashAt(place), hash) ? REUSED : { answer: keys!.answer(place) };
   }
 
   /** Marks the key as under way; duplicates wait on it. Call only after seen() said it is new. */
@@ -225,18 +163,18 @@ export class DedupeKeys {
 
   /** The kept answer of the same first request (same time) takes the final one; a key gone stays gone. */
   #amend(scope: string, key: string, answer: FirstAnswer): void {
-    const kept = this.#scopes.get(scope)?.byKey.get(key);
-    if (!kept || kept.at !== answer.at) return;
-    kept.status = answer.status;
-    kept.body = answer.body;
+    const keys = this.#scopes.get(scope);
+    const place = keys?.placeOf(key);
+    if (place === undefined || keys!.at(place) !== answer.at) return;
+    keys!.amend(place, answer);
   }
 
   #add(scope: string, key: string, answer: FirstAnswer, hash: BodyHash | undefined): void {
     let keys = this.#scopes.get(scope);
     if (!keys) this.#scopes.set(scope, (keys = new ScopeKeys(scope)));
-    // Added again: the new entry takes a new place in the order (the old place goes stale).
-    if (keys.byKey.has(key)) this.#size--;
-    keys.add(new Kept(key, answer.at, answer.status, answer.body, hash));
+    // Added again: the key moves to the newest place.
+    if (keys.placeOf(key) !== undefined) this.#size--;
+    keys.add(key, answer, hash);
     this.#size++;
     this.#makeRoom(keys);
   }
@@ -254,10 +192,11 @@ export class DedupeKeys {
     }
     while (this.#size > maxKeys) {
       const victim = this.#victim(adding, maxKeys);
-      const gone = victim.removeOldest();
+      const goneAt = victim.oldestAt()!;
+      victim.removeOldest();
       this.#size--;
       if (victim.size === 0) this.#scopes.delete(victim.name);
-      if (gone.at > oldest) this.#earlyEvictions.note(victim.name, { scope: victim.name, kept: victim.size });
+      if (goneAt > oldest) this.#earlyEvictions.note(victim.name, { scope: victim.name, kept: victim.size });
     }
   }
 
@@ -270,7 +209,7 @@ export class DedupeKeys {
   }
 
   #dropExpired(keys: ScopeKeys, oldest: number): void {
-    for (let kept = keys.oldest(); kept && kept.at <= oldest; kept = keys.oldest()) {
+    for (let at = keys.oldestAt(); at !== undefined && at <= oldest; at = keys.oldestAt()) {
       keys.removeOldest();
       this.#size--;
     }

@@ -71,8 +71,8 @@ class BodyReader {
     private readonly req: IncomingMessage,
     private readonly limit: number,
     private readonly timeoutMs: number,
-    private readonly resolve: (body: Buffer) => void,
-    private readonly reject: (err: HookError) => void,
+    private resolve: (body: Buffer) => void,
+    private reject: (err: HookError) => void,
     private readonly reading: Set<BodyReader>,
   ) {
     this.deadline = Date.now() + timeoutMs;
@@ -91,9 +91,9 @@ class BodyReader {
 
   private end(): void {
     if (this.settled) return;
-    const chunks = this.chunks;
+    const { chunks, resolve } = this;
     this.settle();
-    this.resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size));
+    resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size));
   }
 
   private abort(): void {
@@ -107,23 +107,29 @@ class BodyReader {
   }
 
   private fail(err: HookError): void {
+    const { reject } = this;
     this.settle();
     // Stop reading what is left; the response closes the connection.
     this.req.pause();
-    this.reject(err);
+    reject(err);
   }
 
   /**
    * The request keeps this reader (its listeners) until the answer is out: the chunks are let go
    * now, or a flood of large bodies keeps every one alive long enough to be promoted to the old
-   * generation, where only a full collection frees it.
+   * generation, where only a full collection frees it. So are the promise's resolving functions:
+   * a resolve function keeps the value it resolved with, the whole body.
    */
   private settle(): void {
     this.settled = true;
     this.chunks = [];
+    this.resolve = settledAlready;
+    this.reject = settledAlready;
     this.reading.delete(this);
   }
 }
+
+function settledAlready(): void {}
 
 /** The body as a JSON object, whatever its Content-Type. */
 export function parseJsonObject(body: Buffer): Record<string, unknown> {

@@ -31,7 +31,7 @@ import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
 import type { Deliverer, Delivered, Waited } from '../actions/deliver.ts';
-import { bodyHashOf } from '../dedupe/body-hash.ts';
+import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
 import { loggableKey, type LoggedRequest, type RequestLog } from '../observe/request-log.ts';
@@ -40,7 +40,15 @@ import type { BodyReceiver } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import type { RefusalLog } from './refusal-log.ts';
 import { isKnownName, metaHandshakeOf, targetOf, type Target } from './resolve.ts';
-import { keyBeforeBody, planRequest, replyOf, type ActingPlan, type ProofChecks, type RequestFacts } from './plan.ts';
+import {
+  keyBeforeBody,
+  planRequest,
+  replyOf,
+  type ActingPlan,
+  type Plan,
+  type ProofChecks,
+  type RequestFacts,
+} from './plan.ts';
 import { hookTokenCredential, mappingCredential } from '../auth/credentials.ts';
 import { metaChallenge, type Handshake } from '../mappings/handshake.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
@@ -157,37 +165,51 @@ export class HookLifecycle {
         trace.authenticated = true;
         return await this.finish(request, pathname, started, snap, trace);
       }
-      const body = await this.parts.bodies.read(
-        req,
-        res,
-        target.maxBodyBytes,
-        snap.bodyTimeoutMs,
-        options.expectsContinue === true,
-      );
-      trace.bytes = body.length;
-      // repeat: a key the headers decide, answered here before: the first answer, the body unparsed.
-      const known = keyBeforeBody(target, req.headers);
-      const hash = known && bodyHashOf(body);
-      if (known && hash) {
-        if (verifier) this.#proofs.verify(request, verifier, body, snap);
-        const repeated = this.parts.deliverer.repeated(known, hash);
-        if (repeated) {
-          this.answer(request, undefined, repeated);
-          return await this.finish(request, pathname, started, snap, trace);
-        }
+      const received = await this.receive(request, target, snap, options.expectsContinue === true);
+      if ('repeated' in received) {
+        this.answer(request, undefined, received.repeated);
+        return await this.finish(request, pathname, started, snap, trace);
       }
-      const plan = planRequest(target, body, request, snap, this.#proofs);
+      const { plan, hash } = received;
       if (plan.kind === 'handshake') {
         answers.send(res, 200, plan.answer, request.id);
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      this.answer(request, plan, await this.parts.deliverer.deliver(plan, snap, body, request.id, res, hash));
+      this.answer(request, plan, await this.parts.deliverer.deliver(plan, snap, request.id, res, hash));
     } catch (err) {
       this.refuse(request, this.refusalOf(err, request));
     }
 
     return this.finish(request, pathname, started, snap, trace);
+  }
+
+  /**
+   * receive, repeat and plan, in a frame of their own: a suspended async function keeps its locals,
+   * so the raw body held here would live on through the action's durable write.
+   */
+  private async receive(
+    request: HookRequest,
+    target: Target,
+    snap: HooksSnapshot,
+    expectsContinue: boolean,
+  ): Promise<{ repeated: Delivered } | { plan: Plan; hash: BodyHash | undefined }> {
+    const { req, res, trace } = request;
+    const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs, expectsContinue);
+    trace.bytes = body.length;
+    // repeat: a key the headers decide, answered here before: the first answer, the body unparsed.
+    const known = keyBeforeBody(target, req.headers);
+    const hash = known && bodyHashOf(body);
+    if (known && hash) {
+      const verifier = target.kind === 'mapped' ? target.verifier : undefined;
+      if (verifier) this.#proofs.verify(request, verifier, body, snap);
+      const repeated = this.parts.deliverer.repeated(known, hash);
+      if (repeated) return { repeated };
+    }
+    const plan = planRequest(target, body, request, snap, this.#proofs);
+    // The hash kept beside a key the plan picked from the body.
+    const keyed = plan.kind === 'endpoint' || plan.kind === 'mapped' ? plan.key : undefined;
+    return { plan, hash: hash || (keyed && bodyHashOf(body)) };
   }
 
   private refuse({ res, id, trace }: HookRequest, refusal: HookError): void {

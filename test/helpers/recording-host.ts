@@ -44,6 +44,8 @@ export interface TestHostOptions {
   turn?: (turn: IsolatedTurn) => Promise<TurnResult>;
   /** What the host's deliver() does; it may return a receipt whose outcome settles later. */
   deliver?: (d: Delivery) => Promise<void | DeliveryReceipt>;
+  /** Awaited before a system event is recorded: a test may hold the wake's action there. */
+  systemEvent?: (text: string) => Promise<void>;
   /** Called after each run update is recorded; what it returns is what the host answers. */
   runUpdate?: (r: RunRecord) => void | Promise<void>;
   /** Files to write under the config dir before the plugin starts, e.g. transforms. */
@@ -121,6 +123,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
     sessions: {
       mainSessionKey: (agentId) => `agent:${agentId}:main`,
       enqueueSystemEvent: async (sessionKey, text, meta) => {
+        await opts.systemEvent?.(text);
         rec.events.push({ sessionKey, text, meta });
       },
       requestHeartbeat: (r) => {

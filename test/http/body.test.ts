@@ -265,6 +265,42 @@ test('a body read to its end is not kept alive by the request that carried it', 
   }
 });
 
+test('the whole body is let go once planned: not kept while the action is awaited', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  let release!: () => void;
+  const holding = new Promise<void>((resolve) => (release = resolve));
+  let reached = false;
+  const big = await startTestGateway({
+    hooks: { maxBodyBytes: 8 * 1024 * 1024 },
+    // The wake's action waits here, as the durable write of a large event does.
+    systemEvent: () => {
+      reached = true;
+      return holding;
+    },
+  });
+  try {
+    const size = 4 * 1024 * 1024;
+    gc();
+    const before = process.memoryUsage().arrayBuffers;
+    const c = new RawClient(Number(new URL(big.url).port));
+    await c.write(head('/hooks/wake', { 'Content-Length': size }));
+    await c.write(wakeBodyOfSize(size));
+    await waitUntil(() => reached, 'the action is under way');
+    gc();
+    // The event's text lives on (it is what gets written); the raw bytes do not.
+    const kept = process.memoryUsage().arrayBuffers - before;
+    assert.ok(kept < size / 4, `${(kept / 1048576).toFixed(1)} MB of buffers kept while the action runs`);
+    release();
+    assert.equal((await c.response()).status, 200);
+    assert.equal(big.rec.events[0]!.text.length, size - JSON.stringify({ text: '' }).length);
+    c.socket.destroy();
+  } finally {
+    release();
+    await big.close();
+  }
+});
+
 test('a client that aborts mid-body does not crash the server', async () => {
   const logsBefore = gw.rec.logs.filter((l) => l.msg === 'hook request').length;
   const c = new RawClient();
