@@ -26,19 +26,20 @@
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HookError, refuse } from '../errors.ts';
-import type { GatewayHost, LogFields, Logger } from '../host.ts';
+import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from '../config/snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { Deliverer, Delivered, Waited } from '../actions/deliver.ts';
+import type { Deliverer, Delivered } from '../actions/deliver.ts';
 import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { Verifier } from '../verify/verifier.ts';
-import type { HookMetrics, EndpointLabel } from '../observe/metrics.ts';
-import { loggableKey, type LoggedRequest, type RequestLog } from '../observe/request-log.ts';
+import type { HookMetrics } from '../observe/metrics.ts';
+import type { RequestLog } from '../observe/request-log.ts';
 import type { AnswerBatch } from './answers.ts';
 import type { BodyReceiver } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import type { RefusalLog } from './refusal-log.ts';
+import { logFieldsOf, requestEntryOf, type Answered, type Trace } from './request-record.ts';
 import { isKnownName, metaHandshakeOf, targetOf, type Target } from './resolve.ts';
 import {
   keyBeforeBody,
@@ -79,23 +80,6 @@ interface HookRequest extends RequestFacts {
   /** The name after the prefix: '' for the bare prefix. */
   readonly name: string;
   readonly trace: Trace;
-}
-
-/** What finish() reports of a request: filled in as its phases pass. */
-interface Trace {
-  authenticated: boolean;
-  duplicate: boolean;
-  endpoint: EndpointLabel;
-  /** The owning mapping's id (from the config), '' when none. */
-  mapping: string;
-  bytes: number;
-  code?: string;
-  /** The idempotency key the plan was carried out under. */
-  key?: string;
-  /** Its hook was paused: the action was held. */
-  held?: boolean;
-  /** A request that waited for its runs: how long, and what it learned. */
-  waited?: Waited;
 }
 
 type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
@@ -252,22 +236,15 @@ export class HookLifecycle {
     const status = request.res.statusCode;
     // A name no mapping is for may be anything the client typed (a token, even): not logged.
     const path = isKnownName(request.name, snap) ? pathname : `${snap.path}/…`;
-    const ms10 = Math.round(ms * 10) / 10;
-    // Optional fields are assigned, not spread in: a spread of `cond ? {…} : {}` makes an object to throw away.
-    const fields: LogFields & { status: number } = {
+    const answered: Answered = {
       requestId: request.id,
       method: request.req.method,
       path,
       status,
-      ms: ms10,
+      ms: Math.round(ms * 10) / 10,
       client: request.client,
     };
-    if (trace.duplicate) fields.duplicate = true;
-    if (trace.held) fields.held = true;
-    if (trace.waited) {
-      fields.waited = trace.waited.ms;
-      fields.runStatus = trace.waited.status;
-    }
+    const fields = logFieldsOf(answered, trace);
     // Refusals before authentication can come from anyone, as fast as they can send: rate-limited logging.
     if (trace.authenticated) this.parts.host.logger.info('hook request', fields);
     else this.parts.refusals.note(fields);
@@ -275,25 +252,7 @@ export class HookLifecycle {
     metrics.request(trace.endpoint, trace.mapping, status, ms / 1000, trace.bytes);
     if (trace.duplicate) metrics.duplicate(trace.endpoint, trace.mapping);
     const key = trace.key ?? headerKey(request.req.headers['idempotency-key']);
-    const entry: LoggedRequest = {
-      atMs: Date.now(),
-      requestId: request.id,
-      client: request.client,
-      path,
-      status,
-      ms: ms10,
-      bytes: trace.bytes,
-    };
-    if (trace.mapping) entry.mapping = trace.mapping;
-    if (trace.code) entry.code = trace.code;
-    if (key) entry.idempotencyKey = loggableKey(key);
-    if (trace.duplicate) entry.duplicate = true;
-    if (trace.held) entry.held = true;
-    if (trace.waited) {
-      entry.waited = trace.waited.ms;
-      entry.runStatus = trace.waited.status;
-    }
-    this.parts.requests.add(entry);
+    this.parts.requests.add(requestEntryOf(answered, trace, key));
     return true;
   }
 
