@@ -4,8 +4,8 @@
 // Hosts import the core from these and plugin/util/ only (lint zones say so), and the core never
 // imports a host. test/unit/host-kit.test.ts keeps this door at most 20 names.
 export { createHooksPlugin, type HooksPlugin } from './index.ts';
-export type { HandleOptions } from './http/lifecycle.ts';
-export type { HooksSnapshot } from './config/snapshot.ts';
+export type { HandleOptions } from './request/lifecycle.ts';
+export type { HooksSnapshot } from './request/snapshot.ts';
 export { ConfigError, HookError, refuse } from './errors.ts';
 export { writeError, writeJson } from './http/answers.ts';
 export type { HookMetrics } from './observe/metrics.ts';
@@ -16,5 +16,5 @@ export {
   validRequestsLimit,
   type HooksStatus,
   type RequestsQuery,
-} from './observe/status-view.ts';
+} from './admin/status-view.ts';
 export { keepFairly } from './dedupe/fair-share.ts';

@@ -6,32 +6,32 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConfigError } from './errors.ts';
 import type { GatewayHost } from './host.ts';
 import { changedKeys, loadConfig, type LoadedConfig } from './config/load-snapshot.ts';
-import type { HooksSnapshot } from './config/snapshot.ts';
+import type { HooksSnapshot } from './request/snapshot.ts';
 import { watchConfig, type ConfigWatcher, type WatchChange } from './config/watch.ts';
 import { AuthFailureLimiter } from './auth/limiter.ts';
-import { RunService } from './actions/run-service.ts';
+import { RunService } from './runs/run-service.ts';
 import { ActionExecutor } from './actions/execute.ts';
 import { AnswerBatch } from './http/answers.ts';
 import { BodyReceiver } from './http/body.ts';
-import { HookLifecycle, type HandleOptions } from './http/lifecycle.ts';
+import { HookLifecycle, type HandleOptions } from './request/lifecycle.ts';
 import { RefusalLog } from './http/refusal-log.ts';
 import { LimitedWarnings } from './observe/limited-warnings.ts';
 import { TransformRunner } from './transforms/index.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
-import { Deliverer } from './actions/deliver.ts';
+import { Deliverer } from './request/act.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
-import type { AdminCall } from './after/admin-call.ts';
-import { adminRoutes } from './after/routes.ts';
-import { RunRetries } from './after/run-retries.ts';
-import { HookPauses } from './after/hook-pauses.ts';
-import { SharedPauses } from './after/shared-pauses.ts';
-import { hooksRoute } from './after/hooks-route.ts';
-import { openFailures } from './after/failure-setup.ts';
-import type { DeliveryFailureInput } from './after/failures.ts';
-import { RunWaiters } from './after/waiters.ts';
+import type { AdminCall } from './admin/admin-call.ts';
+import { adminRoutes } from './admin/routes.ts';
+import { RunRetries } from './runs/run-retries.ts';
+import { HookPauses } from './pauses/hook-pauses.ts';
+import { SharedPauses } from './pauses/shared-pauses.ts';
+import { hooksRoute } from './admin/hooks-route.ts';
+import { openFailures } from './admin/failure-setup.ts';
+import type { DeliveryFailureInput } from './failures/failures.ts';
+import { RunWaiters } from './runs/waiters.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -116,7 +116,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   // The Redis client is loaded only when configured: it is a large part of the gateway's memory.
   const shared =
     sharedState &&
-    new (await import('./shared/shared-redis.ts')).SharedRedis(sharedState, host.logger, (up) =>
+    new (await import('./redis/shared-redis.ts')).SharedRedis(sharedState, host.logger, (up) =>
       metrics.sharedStateUp(up),
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;

@@ -17,7 +17,7 @@ import {
   stopModelGateway,
   withFakeModel,
 } from './openclaw-env.ts';
-import { readStateRecords } from '../plugin/after/state-file.ts';
+import { readStateRecords } from '../plugin/util/state-file.ts';
 import type { WaitingDelivery } from '../plugin/hosts/openclaw/deliveries.ts';
 import { startFakeProvider, streamReply, type FakeProvider } from '../test/helpers/fake-provider.ts';
 import { type Arrival, FakePlatform, type Reply } from '../test/helpers/fake-channels/fake-platform.ts';

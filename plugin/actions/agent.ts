@@ -3,12 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import { refuse } from '../errors.ts';
 import type { GatewayHost } from '../host.ts';
-import type { HooksSnapshot } from '../config/snapshot.ts';
-import { DEFAULTS } from '../config/defaults.ts';
-import { formatErrors, validateAgentPayload } from '../config/schemas.ts';
+import type { HooksSnapshot } from '../request/snapshot.ts';
+import { DEFAULTS } from '../settings/defaults.ts';
+import { formatErrors, validateAgentPayload } from '../settings/schemas.ts';
 import { wrapExternalContent } from '../safety/index.ts';
-import { checkChannel, checkModel, resolveAgentId, resolveSessionKey } from './policies.ts';
-import type { AgentJob, AgentSpec, RunOptions } from './action.ts';
+import { checkChannel, checkModel, resolveAgentId, resolveSessionKey } from '../runs/policies.ts';
+import type { AgentJob, AgentSpec, RunOptions } from '../action.ts';
 
 interface AgentPayload extends RunOptions {
   message: string;

@@ -3,12 +3,12 @@
 // a skip. The outcome is what the request is answered; with an idempotency key it is also the
 // record the host keeps in the same write as the events or the runs' acceptance.
 import type { GatewayHost, IdempotencyRecord } from '../host.ts';
-import type { HooksSnapshot } from '../config/snapshot.ts';
-import type { Action, AgentJob, Outcome } from './action.ts';
+import type { HooksSnapshot } from '../request/snapshot.ts';
+import type { Action, AgentJob, Outcome } from '../action.ts';
 import { prepareAgentJob } from './agent.ts';
-import type { RunService } from './run-service.ts';
+import type { RunService } from '../runs/run-service.ts';
 import { runWake } from './wake.ts';
-import type { FollowedRuns, RunWaiters } from '../after/waiters.ts';
+import type { FollowedRuns, RunWaiters } from '../runs/waiters.ts';
 
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */

@@ -1,9 +1,9 @@
 // POST <hooks.path>/wake: a system event for the main session, and a heartbeat when mode is now.
 import { refuse } from '../errors.ts';
 import type { GatewayHost, IdempotencyRecord } from '../host.ts';
-import { formatErrors, validateWakePayload } from '../config/schemas.ts';
+import { formatErrors, validateWakePayload } from '../settings/schemas.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
-import type { WakeMode, WakeSpec } from './action.ts';
+import type { WakeMode, WakeSpec } from '../action.ts';
 
 export function parseWakePayload(payload: Record<string, unknown>): WakeSpec {
   if (!validateWakePayload(payload)) throw refuse.invalidPayload(formatErrors(validateWakePayload.errors).join('; '));

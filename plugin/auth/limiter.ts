@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../config/defaults.ts';
+import { DEFAULTS } from '../settings/defaults.ts';
 import { positive } from '../util/text.ts';
 import { CredentialPrints, Prints } from './credential-prints.ts';
 

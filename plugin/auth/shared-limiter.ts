@@ -9,11 +9,11 @@
 // loop go to Redis together, one script per address, so a flood costs Redis little.
 import { hash, randomBytes } from 'node:crypto';
 import type { Logger } from '../host.ts';
-import { script } from '../shared/redis-script.ts';
-import type { SharedRedis } from '../shared/shared-redis.ts';
+import { script } from '../redis/redis-script.ts';
+import type { SharedRedis } from '../redis/shared-redis.ts';
 import type { AuthFailureLimiter, AuthLimiter, AuthRateLimit } from './limiter.ts';
 import { MAX_PRINTS } from './credential-prints.ts';
-import { DEFAULTS } from '../config/defaults.ts';
+import { DEFAULTS } from '../settings/defaults.ts';
 
 /**
  * KEYS: failures hash, lock. ARGV: maxFailures, windowMs, lockMs, channel, address, maxPrints, then

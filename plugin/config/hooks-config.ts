@@ -5,15 +5,15 @@ import { ConfigError } from '../errors.ts';
 import type { SelectedConfig } from '../host.ts';
 import { digestToken } from '../auth/token.ts';
 import { Credentials, hookTokenCredential } from '../auth/credentials.ts';
-import { longEnough, readSecretFile, resolveSecret } from './secret-values.ts';
+import { longEnough, readSecretFile, resolveSecret } from '../settings/secret-values.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-proxies.ts';
-import { formatErrors, validateHooksConfig } from './schemas.ts';
-import { DEFAULTS } from './defaults.ts';
-import { matchesSessionPrefix } from './session-prefixes.ts';
-import type { HooksSnapshot, SharedStateConfig } from './snapshot.ts';
+import { formatErrors, validateHooksConfig } from '../settings/schemas.ts';
+import { DEFAULTS } from '../settings/defaults.ts';
+import { matchesSessionPrefix } from '../settings/session-prefixes.ts';
+import type { HooksSnapshot, SharedStateConfig } from '../request/snapshot.ts';
 import { PRESETS, type PresetBlocks } from '../mappings/presets.ts';
-import type { RetryPolicy } from '../after/retry-policy.ts';
+import type { RetryPolicy } from '../retry/retry-policy.ts';
 
 /** The hooks block: the core's keys and each preset's own block (presets.ts). */
 export type HooksBlock = CoreHooksBlock & PresetBlocks;

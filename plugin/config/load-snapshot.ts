@@ -6,7 +6,7 @@ import { compileMappings } from '../mappings/compile-mappings.ts';
 import { indexMappings } from '../mappings/mapping-index.ts';
 import { resolveHooksConfig, selectStandaloneConfig } from './hooks-config.ts';
 import { readConfigFile } from './load.ts';
-import type { HooksSnapshot } from './snapshot.ts';
+import type { HooksSnapshot } from '../request/snapshot.ts';
 import type { CompiledMapping } from '../mappings/mapping.ts';
 import { mappingCredential } from '../auth/credentials.ts';
 

@@ -4,7 +4,7 @@
 // between scopes (wake, agent, each mapping): when the store is full, a scope holding more than its
 // share (maxKeys ÷ the scopes holding keys) loses its own oldest key, else the largest scope does;
 // so one sender flooding fresh keys never pushes out another's keys within their share.
-import type { Outcome } from '../actions/action.ts';
+import type { Outcome } from '../action.ts';
 import type { IdempotencyRecord, Logger } from '../host.ts';
 import { otherBody, parseBodyHash, type BodyHash } from './body-hash.ts';
 import { LimitedWarning } from './limited-warning.ts';

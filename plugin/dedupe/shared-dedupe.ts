@@ -11,8 +11,8 @@
 // duplicate. Whenever Redis cannot say, the caller goes on with its local keys.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../host.ts';
-import { script } from '../shared/redis-script.ts';
-import type { SharedRedis } from '../shared/shared-redis.ts';
+import { script } from '../redis/redis-script.ts';
+import type { SharedRedis } from '../redis/shared-redis.ts';
 import { otherBody, parseBodyHash, type BodyHash } from './body-hash.ts';
 import type { DedupeLimits, FirstAnswer } from './dedupe-keys.ts';
 import { LimitedWarning } from './limited-warning.ts';

@@ -2,12 +2,12 @@
 // schemas, defaults and secret rules), and the dry run of `webhooks test`.
 export { readConfigFile } from '../config/load.ts';
 export { loadConfig } from '../config/load-snapshot.ts';
-export { DEFAULTS } from '../config/defaults.ts';
+export { DEFAULTS } from '../settings/defaults.ts';
 export { resolveHooksConfig, selectStandaloneConfig } from '../config/hooks-config.ts';
-export { readSecretFile, resolveSecret } from '../config/secret-values.ts';
-export { compileSchema, formatErrors } from '../config/schemas.ts';
-export { dryRun, loadForDryRun, type DryRunResult } from '../http/dry-run.ts';
-export { readPausedHooks } from '../after/pauses.ts';
+export { readSecretFile, resolveSecret } from '../settings/secret-values.ts';
+export { compileSchema, formatErrors } from '../settings/schemas.ts';
+export { dryRun, loadForDryRun, type DryRunResult } from '../dry-run.ts';
+export { readPausedHooks } from '../pauses/pauses.ts';
 export { TransformRunner } from '../transforms/index.ts';
 export { unwrapExternalContent } from '../safety/index.ts';
 export { PRESETS } from '../mappings/presets.ts';

@@ -2,7 +2,7 @@
 // (or a transform that pads each one) would otherwise turn one request into many times its size in
 // prompts, session files and memory. Counted as the actions are built, before any is carried out.
 import { refuse } from '../errors.ts';
-import type { Action } from '../actions/action.ts';
+import type { Action } from '../action.ts';
 import type { CompiledMapping } from './mapping.ts';
 
 /** Bytes of text an action carries: its wakes' texts and its runs' messages, as UTF-8. */

@@ -3,8 +3,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import path from 'node:path';
 import { refuse } from '../errors.ts';
-import { formatErrors, validateTransformResult } from '../config/schemas.ts';
-import { SKIP, type Action, type RunOptions } from '../actions/action.ts';
+import { formatErrors, validateTransformResult } from '../settings/schemas.ts';
+import { SKIP, type Action, type RunOptions } from '../action.ts';
 import { wrapExternalContent } from '../safety/index.ts';
 import type { Logger } from '../host.ts';
 import type { TransformCall, TransformOutcome } from '../transforms/index.ts';

@@ -1,8 +1,8 @@
 // hooks.mappings and hooks.presets -> compiled mappings: templates compiled, static policies checked,
 // transform modules confined. Every problem names the mapping and its key.
 import type { GatewayHost } from '../host.ts';
-import { matchesSessionPrefix } from '../config/session-prefixes.ts';
-import type { RunOptions } from '../actions/action.ts';
+import { matchesSessionPrefix } from '../settings/session-prefixes.ts';
+import type { RunOptions } from '../action.ts';
 import { compilePath, compileTemplate, type Template } from './template.ts';
 import { confineDir, confineModule } from '../transforms/index.ts';
 import { PRESETS } from './presets.ts';

@@ -3,12 +3,12 @@
 // delivery keyed by its Gmail id (forEach with a per-item dedupe key), so a batch sent again, or one
 // overlapping an earlier batch, runs only the messages not seen before.
 import { refuse } from '../errors.ts';
-import { compileFirstError, formatErrors } from '../config/schemas.ts';
+import { compileFirstError, formatErrors } from '../settings/schemas.ts';
 import gmailPayloadSchema from '../../schema/gmail-payload.schema.json' with { type: 'json' };
-import type { AgentSpec } from '../actions/action.ts';
+import type { AgentSpec } from '../action.ts';
 import { wrapExternalContent } from '../safety/index.ts';
 import type { CompiledMapping, Preset, PresetContext, Producer } from './mapping.ts';
-import { matchesSessionPrefix } from '../config/session-prefixes.ts';
+import { matchesSessionPrefix } from '../settings/session-prefixes.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import { compileTemplate } from './template.ts';
 

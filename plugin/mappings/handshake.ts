@@ -4,7 +4,7 @@
 //   echo   a verified body whose `when.path` equals `when.equals` answers { challenge: <challenge path> }
 // A handshake acts on nothing. Every problem names the mapping's key.
 import { refuse } from '../errors.ts';
-import { resolveSecret } from '../config/secret-values.ts';
+import { resolveSecret } from '../settings/secret-values.ts';
 import { sameSecret } from '../verify/proof.ts';
 import { compilePath } from './template.ts';
 

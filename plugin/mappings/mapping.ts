@@ -1,6 +1,6 @@
 // A mapping as the request path uses it: templates compiled, policies checked, transform confined.
 import type { ChannelName, GatewayHost } from '../host.ts';
-import type { Action, WakeMode } from '../actions/action.ts';
+import type { Action, WakeMode } from '../action.ts';
 import type { Template } from './template.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { Handshake } from './handshake.ts';

@@ -1,7 +1,7 @@
 // A mapping's `verify` block -> its verifier, with every problem named by key: a missing or unreadable
 // secret, an unset environment variable, a secret too short for its scheme, a secret equal to the
 // gateway token, keys that do not belong to the scheme.
-import { longEnough, readSecretFile, resolveSecret } from '../config/secret-values.ts';
+import { longEnough, readSecretFile, resolveSecret } from '../settings/secret-values.ts';
 import { createVerifier, type HmacSettings } from './schemes.ts';
 import type { Scheme, Verifier } from './verifier.ts';
 

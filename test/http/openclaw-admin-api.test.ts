@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { answerAdmin, openClawAdmin } from '../../plugin/hosts/openclaw/admin-api.ts';
 import { RecentRuns } from '../../plugin/hosts/openclaw/recent-runs.ts';
-import { readAdminBody, MAX_ADMIN_BODY } from '../../plugin/after/admin-http.ts';
+import { readAdminBody, MAX_ADMIN_BODY } from '../../plugin/admin/admin-http.ts';
 import { HookError, hooksStatus, refuse, writeError, writeJson } from '../../plugin/host-kit.ts';
 import { hookgateTools } from '../../plugin/hosts/openclaw/tools.ts';
 import { toolCall } from '../../plugin/hosts/openclaw/admin-tools.ts';

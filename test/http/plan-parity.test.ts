@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import { post, withGateway, type TestGateway } from '../helpers/recording-host.ts';
-import { Deliverer } from '../../plugin/actions/deliver.ts';
-import { dryRun } from '../../plugin/http/dry-run.ts';
-import { keyBeforeBody, type Plan } from '../../plugin/http/plan.ts';
-import { targetOf } from '../../plugin/http/resolve.ts';
+import { Deliverer } from '../../plugin/request/act.ts';
+import { dryRun } from '../../plugin/dry-run.ts';
+import { keyBeforeBody, type Plan } from '../../plugin/request/plan.ts';
+import { targetOf } from '../../plugin/request/resolve.ts';
 import type { Transforms } from '../../plugin/mappings/build-action.ts';
 
 const GH_SECRET = 'github-secret-for-the-plan-0123';

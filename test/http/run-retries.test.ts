@@ -12,9 +12,9 @@ import { startFakeProvider, type FakeProvider, type ProviderRequest } from '../h
 import { eventually, GATEWAY_TOKEN, HOOK_TOKEN, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 import { acceptedRun, post, startTestGateway, withGateway } from '../helpers/recording-host.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
-import { RunRetries } from '../../plugin/after/run-retries.ts';
-import type { RunFinal } from '../../plugin/after/run-final.ts';
-import type { RunService } from '../../plugin/actions/run-service.ts';
+import { RunRetries } from '../../plugin/runs/run-retries.ts';
+import type { RunFinal } from '../../plugin/runs/run-final.ts';
+import type { RunService } from '../../plugin/runs/run-service.ts';
 import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
 
 const quiet: Logger = { info() {}, warn() {}, error() {} };

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { DedupeKeys, duplicateOf } from '../../plugin/dedupe/dedupe-keys.ts';
 import { bodyHashOf } from '../../plugin/dedupe/body-hash.ts';
 import { keepFairly } from '../../plugin/dedupe/fair-share.ts';
-import { derivedKey, idempotencyKeyHeader } from '../../plugin/dedupe/idempotency.ts';
+import { derivedKey, idempotencyKeyHeader } from '../../plugin/request/idempotency.ts';
 import type { IdempotencyRecord, LogFields, Logger } from '../../plugin/host.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

@@ -12,7 +12,7 @@ import {
   type DeliveryDeadLetter,
   type DeliveryOptions,
 } from '../../plugin/hosts/openclaw/deliveries.ts';
-import type { RetryPolicy } from '../../plugin/after/retry-policy.ts';
+import type { RetryPolicy } from '../../plugin/retry/retry-policy.ts';
 import { deliveryDeadLetters } from '../../plugin/hosts/openclaw/dead-letters.ts';
 import type { HooksPlugin } from '../../plugin/host-kit.ts';
 import { fakeTelegram, tooManyRequests } from '../helpers/fake-channels/telegram.ts';

@@ -9,7 +9,7 @@ import { Ajv } from 'ajv';
 import { hookgateTools, registerTools, TOOL_NAMES } from '../../plugin/hosts/openclaw/tools.ts';
 import type { RunningHookgate } from '../../plugin/hosts/openclaw/service.ts';
 import { RequestLog } from '../../plugin/observe/request-log.ts';
-import { recentRequests, type RequestsQuery } from '../../plugin/observe/status-view.ts';
+import { recentRequests, type RequestsQuery } from '../../plugin/admin/status-view.ts';
 import { manifestConfigSchema } from '../helpers/manifest-schema.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');

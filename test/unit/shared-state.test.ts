@@ -7,7 +7,7 @@ import { SharedAuthLimiter } from '../../plugin/auth/shared-limiter.ts';
 import { SharedDedupe } from '../../plugin/dedupe/shared-dedupe.ts';
 import type { DedupeLimits } from '../../plugin/dedupe/dedupe-keys.ts';
 import { bodyHashOf } from '../../plugin/dedupe/body-hash.ts';
-import { SharedRedis } from '../../plugin/shared/shared-redis.ts';
+import { SharedRedis } from '../../plugin/redis/shared-redis.ts';
 import type { LogFields, Logger } from '../../plugin/host.ts';
 import { resolveHooksConfig, selectStandaloneConfig, type HooksSettings } from '../../plugin/config/hooks-config.ts';
 import { ConfigError } from '../../plugin/errors.ts';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DueQueue } from '../../../plugin/after/due-queue.ts';
+import { DueQueue } from '../../../plugin/retry/due-queue.ts';
 
 function until(check: () => boolean): Promise<void> {
   return new Promise((resolve) => {

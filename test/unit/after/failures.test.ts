@@ -3,9 +3,9 @@
 // channel, reasons masked, and the bounds (closed failures dropped first, then the oldest).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FailureEvents } from '../../../plugin/after/failure-events.ts';
-import { FailureBook, MAX_FAILURES } from '../../../plugin/after/failures.ts';
-import { AdminAnswer, type AdminCall } from '../../../plugin/after/admin-call.ts';
+import { FailureEvents } from '../../../plugin/failures/failure-events.ts';
+import { FailureBook, MAX_FAILURES } from '../../../plugin/failures/failures.ts';
+import { AdminAnswer, type AdminCall } from '../../../plugin/admin/admin-call.ts';
 import { HookError } from '../../../plugin/errors.ts';
 import type { GatewayHost } from '../../../plugin/host.ts';
 import { startTestGateway } from '../../helpers/recording-host.ts';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mayRetry, retryDelayMs } from '../../../plugin/after/retry-policy.ts';
+import { mayRetry, retryDelayMs } from '../../../plugin/retry/retry-policy.ts';
 
 const policy = { attempts: 5, initialDelaySeconds: 10, maxDelaySeconds: 3600 };
 

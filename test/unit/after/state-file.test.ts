@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, writeFile, appendFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { StateFile } from '../../../plugin/after/state-file.ts';
+import { StateFile } from '../../../plugin/util/state-file.ts';
 import type { Logger } from '../../../plugin/host.ts';
 
 interface Rec {

@@ -1,0 +1,33 @@
+// The admin API of pauses: GET hooks → { hooks: [ { name, paused, held } ] };
+// POST hooks/<name>/pause and hooks/<name>/resume → { ok: true, name, paused, held }.
+import { refuse } from '../errors.ts';
+import type { AdminRoute } from './admin-call.ts';
+import type { HookPauses } from '../pauses/hook-pauses.ts';
+
+/** A name as an error message may quote it: a caller's typing, capped. */
+function quoted(name: string): string {
+  return JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name);
+}
+
+export function hooksRoute(
+  pauses: HookPauses,
+  setPaused: (name: string, paused: boolean) => Promise<void>,
+): AdminRoute {
+  return (call) => {
+    const { parts, method } = call;
+    if (parts[0] !== 'hooks') return undefined;
+    if (parts.length === 1) {
+      if (method !== 'GET') return Promise.reject(refuse.methodNotAllowed('GET', 'the hooks are read with GET'));
+      return Promise.resolve({ hooks: pauses.list() });
+    }
+    const [, name, verb] = parts;
+    if (parts.length !== 3 || (verb !== 'pause' && verb !== 'resume')) return undefined;
+    if (method !== 'POST') return Promise.reject(refuse.methodNotAllowed('POST', `a hook is ${verb}d with POST`));
+    return (async () => {
+      if (!pauses.knows(name!))
+        throw refuse.notFound(`no hook named ${quoted(name!)}: use wake, agent or a mapping id (GET /api/hooks)`);
+      await setPaused(name!, verb === 'pause');
+      return { ok: true, ...pauses.stateOf(name!) };
+    })();
+  };
+}

@@ -1,0 +1,183 @@
+// `hookgate webhooks test`: a hook request planned by the live path's planner (plan.ts), its action
+// built and its policies applied as the live path would, and nothing carried out.
+// No session, run, dedupe key, limiter entry or file comes of it: the host it is given only answers
+// questions (agents, channels), and the transform runs in a worker of the caller's own runner.
+import type { IncomingHttpHeaders } from 'node:http';
+import { ConfigError, HookError, refuse } from './errors.ts';
+import { loadConfig } from './config/load-snapshot.ts';
+import type { GatewayHost } from './host.ts';
+import type { HooksSnapshot } from './request/snapshot.ts';
+import type { AgentJob, Outcome, WakeSpec } from './action.ts';
+import { prepareAction } from './actions/execute.ts';
+import { buildMappedAction, type Transforms } from './mappings/build-action.ts';
+import type { TransformCall, TransformOutcome } from './transforms/index.ts';
+import type { DedupeKey } from './request/idempotency.ts';
+import type { Reply } from './mappings/respond.ts';
+import { targetOf } from './request/resolve.ts';
+import { planRequest, replyOf, type ActingPlan, type Plan, type ProofChecks, type RequestFacts } from './request/plan.ts';
+
+export interface DryRunRequest {
+  /** The hook name, as in POST <hooks.path>/<name>. */
+  name: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** The query string without '?', if any. */
+  query?: string;
+  /** The hooks paused now (wake, agent, mapping ids): their actions would be held. */
+  paused?: ReadonlySet<string>;
+}
+
+export interface DryRunResult {
+  /** The mapping that owns the request, or the endpoint (wake, agent). */
+  target?: string;
+  /** The hook it resolves to (wake, agent or the mapping's id), and whether that hook is paused. */
+  hook?: { name: string; paused: boolean };
+  /** How the request is admitted: the hook token (not checked here), or the sender's signature. */
+  verification?: string;
+  /** Each transform call's outcome (its output, or why it failed). */
+  transforms: TransformOutcome[];
+  wakes: WakeSpec[];
+  jobs: AgentJob[];
+  answer?: Outcome;
+  dedupeKeys: DedupeKey[];
+  /** The plan the live path would carry out, once the request got that far. */
+  plan?: Plan;
+  /** What the live path would refuse the request with. */
+  refusal?: HookError;
+  /** Why the mapping for this name cannot be tried here (a variable it reads is unset), key by key. */
+  unavailable?: string[];
+}
+
+/** A mapping left out of the dry run's config: a variable it reads is not set in this shell. */
+export interface UnavailableMapping {
+  /** Its match.path, or undefined when it answers any name. */
+  name: string | undefined;
+  problems: string[];
+}
+
+const UNSET_IN_MAPPING = /^\S+\.mappings\[(\d+)\](?: \(id "[^"]*"\))?[^:]*: environment variable \w+ is not set$/;
+
+/**
+ * The config as the dry run uses it: whole when it loads; otherwise, when its only problems are unset
+ * variables inside mappings, without those mappings, which are listed (only their own dry runs fail).
+ */
+export async function loadForDryRun(
+  host: GatewayHost,
+): Promise<{ snapshot: HooksSnapshot; unavailable: UnavailableMapping[] }> {
+  try {
+    return { snapshot: (await loadConfig(host)).snapshot, unavailable: [] };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const byIndex = new Map<number, string[]>();
+    for (const problem of err.problems) {
+      const m = UNSET_IN_MAPPING.exec(problem);
+      if (!m) throw err;
+      const i = Number(m[1]);
+      byIndex.set(i, [...(byIndex.get(i) ?? []), problem]);
+    }
+    const { snapshot } = await loadConfig(host, new Set(byIndex.keys()));
+    const unavailable = [...byIndex].map(([i, problems]) => {
+      const path = (snapshot.mappingConfigs[i] as { match?: { path?: string } }).match?.path;
+      return { name: path?.trim().replace(/^\/+|\/+$/g, ''), problems };
+    });
+    return { snapshot, unavailable };
+  }
+}
+
+export async function dryRun(
+  request: DryRunRequest,
+  snap: HooksSnapshot,
+  host: GatewayHost,
+  transforms: Transforms,
+  unavailable: readonly UnavailableMapping[] = [],
+): Promise<DryRunResult> {
+  const result: DryRunResult = { transforms: [], wakes: [], jobs: [], dedupeKeys: [] };
+  const blocked = unavailable.filter((u) => u.name === undefined || u.name === request.name);
+  if (blocked.length) {
+    result.unavailable = blocked.flatMap((u) => u.problems);
+    return result;
+  }
+  // What the transforms return is shown as well as used.
+  const recording: Transforms = {
+    async run(call: TransformCall) {
+      const outcome = await transforms.run(call);
+      result.transforms.push(outcome);
+      return outcome;
+    },
+  };
+  try {
+    const { name, headers, body } = request;
+    const target = targetOf(name, snap);
+    // What the live path decides before the body (the token, the body's size) as far as a dry run can.
+    if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
+    if (body.length > target.maxBodyBytes) throw refuse.payloadTooLarge(target.maxBodyBytes);
+    if (target.kind !== 'mapped' || !target.verifier) result.verification = 'hook token (not checked by the dry run)';
+    const facts: DryRunFacts = { headers, name, query: request.query, result };
+    const plan = planRequest(target, body, facts, snap, REPORTED_PROOFS);
+    result.plan = plan;
+    if (plan.kind === 'handshake') {
+      result.target = `${plan.mapping.where}: a ${plan.mapping.handshake!.kind} handshake, acting on nothing`;
+      result.answer = { status: 200, body: plan.answer as Outcome['body'] };
+      return result;
+    }
+    result.target = plan.kind === 'endpoint' ? `the ${plan.endpoint} endpoint` : plan.mapping.where;
+    const hook = plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id;
+    result.hook = { name: hook, paused: request.paused?.has(hook) === true };
+    result.dedupeKeys = planKeys(plan);
+    const action =
+      plan.kind === 'endpoint'
+        ? plan.action
+        : await buildMappedAction(plan.mapping, plan.payload, plan.request, recording, host.logger);
+    const { jobs, outcome } = prepareAction(action, snap, host);
+    result.wakes = action.wakes;
+    result.jobs = jobs;
+    const reply = replyOf(plan, outcome);
+    result.answer = result.hook.paused
+      ? { status: 202, body: { ok: true, held: true, requestId: '<its request id>' } }
+      : reply
+        ? replyAsOutcome(reply, outcome)
+        : outcome;
+  } catch (err) {
+    result.refusal = err instanceof HookError ? err : refuse.internal();
+  }
+  return result;
+}
+
+/** The keys the plan would be deduplicated by: one, one per forEach item that renders one, or none. */
+function planKeys(plan: ActingPlan): DedupeKey[] {
+  if (plan.kind !== 'each') return plan.key ? [plan.key] : [];
+  const keys: DedupeKey[] = [];
+  for (const { key } of plan.items) if (key !== undefined) keys.push({ scope: plan.scope, key });
+  return keys;
+}
+
+interface DryRunFacts extends RequestFacts {
+  readonly result: DryRunResult;
+}
+
+/** The dry run reports a signature instead of counting a failure; one not sent is not checked. */
+const REPORTED_PROOFS: ProofChecks<DryRunFacts> = {
+  verify({ headers, result }, verifier, body) {
+    if (!verifier.proofHeaders.some((h) => headers[h] !== undefined)) {
+      result.verification = `${verifier.scheme} signature: not checked (no ${verifier.proofHeaders.join(' or ')} header given)`;
+      return false;
+    }
+    const outcome = verifier.verify({ headers, body, nowMs: Date.now() });
+    if (!outcome.ok) {
+      result.verification = `${verifier.scheme} signature: ${outcome.expired ? 'expired' : 'invalid'}`;
+      throw outcome.expired ? refuse.signatureExpired() : refuse.signatureInvalid();
+    }
+    result.verification = `${verifier.scheme} signature: valid`;
+    return true;
+  },
+  stale({ result }, verifier) {
+    result.verification = `${verifier.scheme} signature: expired`;
+    throw refuse.signatureExpired();
+  },
+};
+
+/** A mapping's `respond` as the answer shown: a text body is shown as the string it is. */
+function replyAsOutcome(reply: Reply, usual: Outcome): Outcome {
+  if (reply.text !== undefined) return { status: reply.status, body: { text: reply.text } };
+  return { status: reply.status, body: (reply.json ?? usual.body) as Outcome['body'] };
+}

@@ -1,0 +1,344 @@
+// The failure book (dead letters): agent runs that ended in error or timeout after their last try, and
+// deliveries a host gave up on. Each failure keeps what is needed to replay it (the resolved action:
+// the run as it was accepted, or the delivery's text and route; never the request's payload), and is
+// open until it is dismissed or replayed. Kept in <stateDir>/failures.jsonl, bounded by count and
+// bytes: dismissed and replayed failures go first, then the oldest open ones.
+import type { AcceptedRun, ChannelName, GatewayHost } from '../host.ts';
+import { refuse } from '../errors.ts';
+import { randomHex } from '../util/random-hex.ts';
+import { StateFile } from '../util/state-file.ts';
+import { failureReason } from './failure-reason.ts';
+import { FailureEvents } from './failure-events.ts';
+import type { RunFinal } from '../runs/run-final.ts';
+
+export type FailureKind = 'run' | 'delivery';
+export type FailureState = 'open' | 'replayed' | 'dismissed';
+
+/** A run as accepted, less its id: what a replay runs again. */
+export type RunAction = Omit<AcceptedRun, 'runId'>;
+export interface DeliveryAction {
+  agentId: string;
+  channel: ChannelName;
+  to?: string;
+  text: string;
+}
+export type StoredAction = ({ kind: 'run' } & RunAction) | ({ kind: 'delivery' } & DeliveryAction);
+
+/** A failure as the admin API shows it. */
+export interface Failure {
+  id: string;
+  kind: FailureKind;
+  runId: string;
+  /** The hook request that accepted the run, when known (`hookgate requests` shows it). */
+  requestId?: string;
+  hook: string;
+  agentId: string;
+  channel?: string;
+  to?: string;
+  attempts: number;
+  lastError: string;
+  firstAt: string;
+  lastAt: string;
+  state: FailureState;
+  replayedBy?: string;
+}
+
+interface StoredFailure extends Failure {
+  /** Order of recording: the list's order and its cursor. */
+  seq: number;
+  action: StoredAction;
+}
+
+/** A delivery the host gave up on (the standalone's channel deliveries report theirs here). */
+export interface DeliveryFailureInput {
+  kind: 'delivery';
+  runId: string;
+  requestId?: string;
+  hook: string;
+  agentId: string;
+  channel: ChannelName;
+  to?: string;
+  /** How many tries were made, or the tries themselves. */
+  attempts: number | readonly unknown[];
+  lastError: string;
+  /** The text that was to be delivered: what a replay sends. */
+  text: string;
+  firstAt?: string;
+  lastAt?: string;
+}
+
+export interface FailurePage {
+  failures: Failure[];
+  before?: string;
+}
+
+export interface FailureQuery {
+  limit: number;
+  /** Only failures recorded before this cursor (a page's `before`). */
+  before?: number;
+  state: 'open' | 'all';
+  hook?: string;
+}
+
+export const MAX_FAILURES = 10_000;
+/** Text kept across all failures (prompts and delivery texts), roughly in characters. */
+export const MAX_FAILURE_TEXT = 64 * 1024 * 1024;
+/** What a record costs besides its text. */
+const RECORD_OVERHEAD = 512;
+
+const FAILURE_ID = /^fail_[0-9a-f]{16}$/;
+
+export function isFailureId(id: string): boolean {
+  return FAILURE_ID.test(id);
+}
+
+function isStoredFailure(value: unknown): value is StoredFailure {
+  const f = value as Partial<StoredFailure> | null;
+  return (
+    typeof f === 'object' &&
+    f !== null &&
+    typeof f.id === 'string' &&
+    typeof f.seq === 'number' &&
+    (f.kind === 'run' || f.kind === 'delivery') &&
+    typeof f.runId === 'string' &&
+    typeof f.hook === 'string' &&
+    typeof f.agentId === 'string' &&
+    (f.state === 'open' || f.state === 'replayed' || f.state === 'dismissed') &&
+    typeof f.action === 'object' &&
+    f.action !== null &&
+    f.action.kind === f.kind
+  );
+}
+
+function view({ seq: _seq, action: _action, ...failure }: StoredFailure): Failure {
+  return failure;
+}
+
+function sizeOf(f: StoredFailure): number {
+  return (f.action.kind === 'run' ? f.action.prompt.length : f.action.text.length) + RECORD_OVERHEAD;
+}
+
+/** Open failures of the same thing are one failure: a delivery reported again after a restart. */
+function sameThing(f: Pick<StoredFailure, 'kind' | 'runId' | 'channel' | 'to'>): string {
+  return `${f.kind}\0${f.runId}\0${f.channel ?? ''}\0${f.to ?? ''}`;
+}
+
+export class FailureBook {
+  readonly #file: StateFile<StoredFailure>;
+  readonly #events: FailureEvents;
+  readonly #logger: GatewayHost['logger'];
+  readonly #counted: (kind: FailureKind) => void;
+  /** Dismissed and replayed ids, in the order they closed: the first to go when over the bounds. */
+  readonly #closed = new Set<string>();
+  readonly #openByThing = new Map<string, string>();
+  #text = 0;
+  #seq = 0;
+
+  private constructor(
+    file: StateFile<StoredFailure>,
+    events: FailureEvents,
+    logger: GatewayHost['logger'],
+    counted: (kind: FailureKind) => void,
+  ) {
+    this.#file = file;
+    this.#events = events;
+    this.#logger = logger;
+    this.#counted = counted;
+    for (const f of file.records.values()) {
+      this.#text += sizeOf(f);
+      this.#seq = Math.max(this.#seq, f.seq);
+      if (f.state === 'open') this.#openByThing.set(sameThing(f), f.id);
+      else this.#closed.add(f.id);
+    }
+  }
+
+  /** `path` undefined: memory only. `counted` is told each failure recorded (metrics). */
+  static async open(
+    path: string | undefined,
+    host: Pick<GatewayHost, 'sessions' | 'logger'>,
+    counted: (kind: FailureKind) => void,
+    events = new FailureEvents(host),
+  ): Promise<FailureBook> {
+    return new FailureBook(await StateFile.open(path, isStoredFailure, host.logger), events, host.logger, counted);
+  }
+
+  /** A run's final outcome: an error or a timeout is a failure. */
+  followRun(final: RunFinal): void {
+    if (final.status === 'ok') return;
+    const { run, attempts } = final;
+    const { runId: _runId, ...action } = run;
+    void this.#record(
+      {
+        kind: 'run',
+        runId: run.runId,
+        ...(run.requestId !== undefined ? { requestId: run.requestId } : {}),
+        hook: run.name,
+        agentId: run.agentId,
+        attempts: Math.max(1, attempts.length),
+        lastError: final.error ?? final.status,
+        firstAt: attempts[0]?.at,
+        lastAt: attempts.at(-1)?.at,
+      },
+      { kind: 'run', ...action },
+    ).catch(() => {});
+  }
+
+  /** A delivery the host gave up on; resolves once it is on disk. */
+  record(input: DeliveryFailureInput): Promise<void> {
+    const { agentId, channel, to, text } = input;
+    return this.#record(
+      {
+        kind: 'delivery',
+        runId: input.runId,
+        ...(input.requestId !== undefined ? { requestId: input.requestId } : {}),
+        hook: input.hook,
+        agentId,
+        channel,
+        to,
+        attempts: Math.max(1, typeof input.attempts === 'number' ? input.attempts : input.attempts.length),
+        lastError: input.lastError,
+        firstAt: input.firstAt,
+        lastAt: input.lastAt,
+      },
+      { kind: 'delivery', agentId, channel, ...(to !== undefined ? { to } : {}), text },
+    );
+  }
+
+  get(id: string): Failure | undefined {
+    const f = this.#file.get(id);
+    return f && view(f);
+  }
+
+  /** The action a replay runs; undefined for an unknown id. */
+  actionOf(id: string): StoredAction | undefined {
+    return this.#file.get(id)?.action;
+  }
+
+  /** The failure of a run (its open one, else its newest), for a replay asked by run id. */
+  latestOfRun(runId: string): Failure | undefined {
+    const open = this.#openByThing.get(sameThing({ kind: 'run', runId }));
+    if (open !== undefined) return this.get(open);
+    let found: StoredFailure | undefined;
+    for (const f of this.#file.records.values()) if (f.runId === runId && f.kind === 'run') found = f;
+    return found && view(found);
+  }
+
+  /** Newest first, `limit` of them, and the cursor of the next page when there is one. */
+  page(q: FailureQuery): FailurePage {
+    const all = [...this.#file.records.values()];
+    const failures: Failure[] = [];
+    let lastSeq = 0;
+    for (let i = all.length - 1; i >= 0; i--) {
+      const f = all[i]!;
+      if (q.before !== undefined && f.seq >= q.before) continue;
+      if (q.state === 'open' && f.state !== 'open') continue;
+      if (q.hook !== undefined && f.hook !== q.hook) continue;
+      if (failures.length === q.limit) return { failures, before: String(lastSeq) };
+      failures.push(view(f));
+      lastSeq = f.seq;
+    }
+    return { failures };
+  }
+
+  /** Open failures recorded (last tried) at or after `sinceMs`, of one hook if named; oldest first. */
+  openSince(sinceMs: number, hook?: string): Failure[] {
+    const out: Failure[] = [];
+    for (const f of this.#file.records.values()) {
+      if (f.state !== 'open' || Date.parse(f.lastAt) < sinceMs) continue;
+      if (hook === undefined || f.hook === hook) out.push(view(f));
+    }
+    return out;
+  }
+
+  /** Throws 404 for an unknown id; a failure already closed stays as it is. */
+  async dismiss(id: string): Promise<Failure> {
+    const f = this.#file.get(id);
+    if (!f) throw refuse.notFound('no such failure');
+    if (f.state !== 'open') return view(f);
+    return view(await this.#close({ ...f, state: 'dismissed' }));
+  }
+
+  /** The failure was replayed as run `by`. */
+  async replayed(id: string, by: string): Promise<void> {
+    const f = this.#file.get(id);
+    if (f) await this.#close({ ...f, state: 'replayed', replayedBy: by });
+  }
+
+  async close(): Promise<void> {
+    this.#events.close();
+    await this.#file.close();
+  }
+
+  async #close(f: StoredFailure): Promise<StoredFailure> {
+    this.#openByThing.delete(sameThing(f));
+    this.#closed.delete(f.id);
+    this.#closed.add(f.id);
+    await this.#file.put(f.id, f);
+    return f;
+  }
+
+  async #record(
+    facts: Omit<Failure, 'id' | 'state' | 'firstAt' | 'lastAt'> & { firstAt?: string; lastAt?: string },
+    action: StoredAction,
+  ): Promise<void> {
+    const now = new Date().toISOString();
+    const lastError = failureReason(facts.lastError);
+    const known = this.#file.get(this.#openByThing.get(sameThing(facts)) ?? '');
+    const failure: StoredFailure = {
+      id: known?.id ?? `fail_${randomHex(8)}`,
+      seq: known?.seq ?? ++this.#seq,
+      kind: facts.kind,
+      runId: facts.runId,
+      ...(facts.requestId !== undefined ? { requestId: facts.requestId } : {}),
+      hook: facts.hook,
+      agentId: facts.agentId,
+      ...(facts.channel !== undefined ? { channel: facts.channel } : {}),
+      ...(facts.to !== undefined ? { to: facts.to } : {}),
+      attempts: facts.attempts,
+      lastError,
+      firstAt: known?.firstAt ?? facts.firstAt ?? now,
+      lastAt: facts.lastAt ?? now,
+      state: 'open',
+      action,
+    };
+    if (known) this.#text -= sizeOf(known);
+    this.#text += sizeOf(failure);
+    this.#openByThing.set(sameThing(failure), failure.id);
+    const written = this.#file.put(failure.id, failure);
+    this.#evict();
+    if (known) return written;
+    this.#counted(failure.kind);
+    // The main session hears of it once it is on disk (after the run's own summary), and also when
+    // the write failed (the state file logged it): the failure stays listed until a restart.
+    try {
+      await written;
+    } finally {
+      this.#events.notify({
+        hook: failure.hook,
+        agentId: failure.agentId,
+        runId: failure.runId,
+        what: failure.kind === 'run' ? 'the agent run' : `the delivery to ${failure.channel}`,
+        attempts: failure.attempts,
+        reason: lastError,
+      });
+    }
+  }
+
+  /** Dismissed and replayed failures first, then the oldest open ones. */
+  #evict(): void {
+    let dropped = 0;
+    while (this.#file.size > MAX_FAILURES || (this.#text > MAX_FAILURE_TEXT && this.#file.size > 1)) {
+      const closed = this.#closed.values().next();
+      const id = closed.done ? this.#file.records.keys().next().value! : closed.value;
+      const f = this.#file.get(id)!;
+      if (f.state === 'open') {
+        dropped++;
+        this.#openByThing.delete(sameThing(f));
+      }
+      this.#closed.delete(id);
+      this.#text -= sizeOf(f);
+      void this.#file.remove(id).catch(() => {});
+    }
+    if (dropped) this.#logger.warn('open failures dropped: the failure book is full', { count: dropped });
+  }
+}

@@ -1,0 +1,221 @@
+// Pause and resume per hook (wake, agent or a mapping id). While a hook is paused its requests are
+// checked as always, then their resolved actions are held (held-actions.ts) and answered 202 held;
+// on resume they are carried out in arrival order: wakes as events, runs fed to the run service as
+// its slots free up (never refused by maxQueuedRuns, never more than maxConcurrentRuns at once).
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { HookError, refuse } from '../errors.ts';
+import type { GatewayHost, IdempotencyRecord } from '../host.ts';
+import type { HooksSnapshot } from '../request/snapshot.ts';
+import type { Action } from '../action.ts';
+import { prepareAction } from '../actions/execute.ts';
+import type { RunService } from '../runs/run-service.ts';
+import { runWake } from '../actions/wake.ts';
+import { errorMessage } from '../util/errors.ts';
+import { HeldActions, type HeldAction } from './held-actions.ts';
+import { Pauses } from './pauses.ts';
+
+/** What a client refused for a full hold is told to wait, in seconds. */
+const FULL_RETRY_AFTER_SECONDS = 30;
+/** Held actions carried out together: their events are written in one go, then released together. */
+const BATCH = 64;
+/** While every run slot is taken, how often a resume looks again (a run's end also wakes it). */
+const SLOT_POLL_MS = 100;
+/** After a failure to carry out a held action (the host could not take it), the resume tries again this late. */
+const RETRY_DRAIN_MS = 5000;
+
+export interface HookState {
+  name: string;
+  paused: boolean;
+  held: number;
+}
+
+export class HookPauses {
+  readonly #closing = new AbortController();
+  /** The resume under way for each hook. */
+  readonly #draining = new Map<string, Promise<void>>();
+  /** Resumes waiting for a run slot (one per hook at most). */
+  readonly #slotWaiters = new Set<() => void>();
+
+  private constructor(
+    readonly pauses: Pauses,
+    readonly held: HeldActions,
+    private readonly host: GatewayHost,
+    private readonly runs: RunService,
+    private readonly snapshot: () => HooksSnapshot,
+  ) {
+    pauses.onChange((hook, paused) => {
+      if (!paused) void this.#drain(hook);
+    });
+    runs.onFinal(() => this.#wakeSlotWaiters());
+  }
+
+  /** Opens <host.stateDir>/pauses.jsonl and held.jsonl (memory only without a state dir). */
+  static async open(host: GatewayHost, runs: RunService, snapshot: () => HooksSnapshot): Promise<HookPauses> {
+    const dir = host.stateDir;
+    if (dir !== undefined) await mkdir(dir, { recursive: true, mode: 0o700 });
+    const file = (name: string): string | undefined => (dir === undefined ? undefined : path.join(dir, name));
+    const [pauses, held] = await Promise.all([
+      Pauses.open(file('pauses.jsonl'), host.logger),
+      HeldActions.open(file('held.jsonl'), host.logger),
+    ]);
+    return new HookPauses(pauses, held, host, runs, snapshot);
+  }
+
+  /** Carries out what an earlier process held for hooks no longer paused (a crash mid-resume). */
+  start(): void {
+    for (const hook of this.held.hooks()) if (!this.pauses.isPaused(hook)) void this.#drain(hook);
+  }
+
+  isPaused(hook: string): boolean {
+    return this.pauses.isPaused(hook);
+  }
+
+  /**
+   * Holds a checked action of a paused hook; resolves once it is on disk. 503 paused_full beyond
+   * hooks.maxHeld.
+   */
+  async hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void> {
+    const { maxHeld } = this.snapshot();
+    if (this.held.size >= maxHeld) throw refuse.pausedFull(maxHeld, FULL_RETRY_AFTER_SECONDS);
+    await this.held.hold(hook, requestId, action, idempotency);
+    // Resumed while this one was being written: it is carried out with the rest.
+    if (!this.pauses.isPaused(hook)) void this.#drain(hook);
+  }
+
+  /** Every hook there is (wake, agent, the mappings) and any other that is paused or holds actions. */
+  list(): HookState[] {
+    const names = new Set(['wake', 'agent', ...this.snapshot().mappings.map((m) => m.id)]);
+    for (const hook of this.pauses.hooks()) names.add(hook);
+    for (const hook of this.held.hooks()) names.add(hook);
+    return [...names].map((name) => this.stateOf(name));
+  }
+
+  stateOf(name: string): HookState {
+    return { name, paused: this.pauses.isPaused(name), held: this.held.countFor(name) };
+  }
+
+  /** Whether `name` may be paused or resumed: a hook there is, or one still paused or holding. */
+  knows(name: string): boolean {
+    return this.list().some((h) => h.name === name);
+  }
+
+  /** Stops carrying out held actions (those left stay held), then closes the files. */
+  async close(): Promise<void> {
+    this.#closing.abort();
+    this.#wakeSlotWaiters();
+    await Promise.allSettled(this.#draining.values());
+    await Promise.all([this.pauses.close(), this.held.close()]);
+  }
+
+  /** Carries out the hook's held actions, oldest first, while it stays resumed. One drain per hook. */
+  #drain(hook: string): Promise<void> {
+    const under = this.#draining.get(hook);
+    if (under) return under;
+    const drain = this.#drainOnce(hook)
+      .catch((err: unknown) => {
+        this.host.logger.error('a resume failed', { hook, reason: errorMessage(err) });
+        return true;
+      })
+      .then((failed) => {
+        this.#draining.delete(hook);
+        if (this.#closing.signal.aborted || this.pauses.isPaused(hook) || this.held.countFor(hook) === 0) return;
+        // Failed: again a little later; else held while this drain was ending: again now.
+        if (!failed) void this.#drain(hook);
+        else
+          void delay(RETRY_DRAIN_MS, undefined, { ref: false, signal: this.#closing.signal })
+            .then(() => this.#drain(hook))
+            .catch(() => {});
+      });
+    this.#draining.set(hook, drain);
+    return drain;
+  }
+
+  /** True when something could not be carried out (it stays held). */
+  async #drainOnce(hook: string): Promise<boolean> {
+    let failed = false;
+    while (!this.pauses.isPaused(hook) && !this.#closing.signal.aborted && !failed) {
+      const batch = this.held.oldest(hook, BATCH);
+      if (batch.length === 0) break;
+      const done: { id: string; written: Promise<unknown> }[] = [];
+      for (const { id, held } of batch) {
+        if (this.pauses.isPaused(hook) || this.#closing.signal.aborted) break;
+        try {
+          done.push({ id, ...(await this.#carryOut(held)) });
+        } catch (err) {
+          if (!this.#closing.signal.aborted) this.#failed(held, err);
+          failed = true;
+          break;
+        }
+      }
+      const outcomes = await Promise.allSettled(done.map((d) => d.written));
+      const released: string[] = [];
+      outcomes.forEach((outcome, i) => {
+        if (outcome.status === 'fulfilled') released.push(done[i]!.id);
+        else {
+          this.#failed(batch[i]!.held, outcome.reason);
+          failed = true;
+        }
+      });
+      await this.held.release(hook, released);
+    }
+    return failed;
+  }
+
+  #failed(held: HeldAction, err: unknown): void {
+    this.host.logger.error('a held action could not be carried out; the resume tries again later', {
+      hook: held.hook,
+      requestId: held.requestId,
+      reason: errorMessage(err),
+    });
+  }
+
+  /**
+   * One held action under today's policies (a refusal now is logged and the action dropped). Its
+   * events are started in order, without waiting (the promise returned settles once they are
+   * written); its runs wait for free slots, after its events.
+   */
+  async #carryOut(held: HeldAction): Promise<{ written: Promise<unknown> }> {
+    let jobs;
+    try {
+      jobs = prepareAction(held.action, this.snapshot(), this.host).jobs;
+    } catch (err) {
+      if (!(err instanceof HookError)) throw err;
+      this.host.logger.warn('a held action was refused at resume by the policies now in force', {
+        hook: held.hook,
+        requestId: held.requestId,
+        code: err.code,
+      });
+      return { written: Promise.resolve() };
+    }
+    const written = Promise.all(held.action.wakes.map((wake) => runWake(wake, this.host, held.idempotency)));
+    if (jobs.length) await written;
+    for (const job of jobs) {
+      await this.#freeSlot();
+      if (this.#closing.signal.aborted) throw new Error('closing');
+      await this.runs.submit([job], held.idempotency);
+    }
+    return { written };
+  }
+
+  /** Resolves once fewer runs are queued or running than maxConcurrentRuns. */
+  async #freeSlot(): Promise<void> {
+    while (!this.#closing.signal.aborted) {
+      if (this.runs.running + this.runs.queued < this.snapshot().maxConcurrentRuns) return;
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          clearTimeout(timer);
+          this.#slotWaiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, SLOT_POLL_MS);
+        this.#slotWaiters.add(wake);
+      });
+    }
+  }
+
+  #wakeSlotWaiters(): void {
+    for (const wake of [...this.#slotWaiters]) wake();
+  }
+}

@@ -1,0 +1,66 @@
+// What a hook request is aimed at once its name is known (the endpoint, or the mappings that may own
+// the name), and how its body is parsed. plan.ts takes it from there.
+import { refuse } from '../errors.ts';
+import type { HooksSnapshot } from './snapshot.ts';
+import type { BodyFormat, CompiledMapping } from '../mappings/mapping.ts';
+import { candidatesFor } from '../mappings/mapping-index.ts';
+import type { Verifier } from '../verify/verifier.ts';
+import { parseJsonObject } from '../http/body.ts';
+import { parseFormObject } from '../http/form-body.ts';
+import { parseMultipartObject } from '../http/multipart-body.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/json-depth.ts';
+
+/** What a request is aimed at once its name is known. */
+export type Target =
+  | { kind: 'wake' | 'agent'; maxBodyBytes: number }
+  | {
+      kind: 'mapped';
+      /** Empty when no mapping owns the name: 404 once the token is accepted. */
+      candidates: readonly CompiledMapping[];
+      maxBodyBytes: number;
+      bodyFormat: BodyFormat;
+      maxParts: number;
+      /** A signed name's verifier: it admits the request instead of the hook token. */
+      verifier: Verifier | undefined;
+    };
+
+/** The endpoint or the mappings the name may belong to; the payload picks among mappings later. */
+export function targetOf(name: string, snap: HooksSnapshot): Target {
+  if (name === 'wake' || name === 'agent') return { kind: name, maxBodyBytes: snap.maxBodyBytes };
+  const candidates = candidatesFor(name, snap.mappingIndex);
+  let maxBodyBytes = 0;
+  for (const m of candidates) maxBodyBytes = Math.max(maxBodyBytes, m.maxBodyBytes ?? snap.maxBodyBytes);
+  // Mappings with this very name decide how its body is read; mappings for any name read JSON.
+  const named = candidates.find((m) => m.matchPath === name);
+  const bodyFormat = named?.bodyFormat ?? 'json';
+  const verifier = candidates.length === 1 ? candidates[0]!.verifier : undefined;
+  return { kind: 'mapped', candidates, maxBodyBytes, bodyFormat, maxParts: named?.maxParts ?? 0, verifier };
+}
+
+const MULTIPART = /^\s*multipart\//i;
+
+/** The mapping of this name with a Meta handshake: the only one a GET may reach. */
+export function metaHandshakeOf(target: Target): CompiledMapping | undefined {
+  if (target.kind !== 'mapped') return undefined;
+  return target.candidates.find((m) => m.handshake?.kind === 'meta');
+}
+
+/**
+ * The payload: a JSON object, a form, or a multipart body for mappings that read one (its fields are
+ * strings and file descriptions: nothing nests).
+ */
+export function parsePayload(target: Target, body: Buffer, contentType?: string): Record<string, unknown> {
+  if (target.kind !== 'mapped') return parseJsonObject(body);
+  const multipart = target.bodyFormat === 'multipart';
+  if (multipart && MULTIPART.test(contentType ?? '')) return parseMultipartObject(body, contentType, target.maxParts);
+  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+    throw refuse.invalidPayload(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  if (multipart) return parseMultipartObject(body, contentType, target.maxParts);
+  return target.bodyFormat === 'form' ? parseFormObject(body) : parseJsonObject(body);
+}
+
+/** A name the config knows: only these are logged or shown as they were sent. */
+export function isKnownName(name: string, snap: HooksSnapshot): boolean {
+  return name === 'wake' || name === 'agent' || snap.mappingIndex.byName.has(name);
+}

@@ -1,0 +1,56 @@
+// The immutable view of the hooks config that a request reads (and nothing else): built on load and
+// on every accepted reload, swapped whole.
+import type { TokenDigest } from '../auth/token.ts';
+import type { Credentials } from '../auth/credentials.ts';
+import type { AuthRateLimit } from '../auth/limiter.ts';
+import type { TrustedProxies } from '../http/trusted-proxies.ts';
+import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
+import type { RetryPolicy } from '../retry/retry-policy.ts';
+
+export interface HooksSnapshot {
+  readonly enabled: boolean;
+  /** Normalised prefix without trailing slash, e.g. "/hooks". */
+  readonly path: string;
+  /** Every hook token in force (several while one is rotated out); none when disabled. */
+  readonly tokenDigests: readonly TokenDigest[];
+  /** What senders may present as it is (hook tokens, bearer/basic secrets): for the limiter's rotation rule. */
+  readonly credentials: Credentials;
+  /** null: any agent may be routed to explicitly. */
+  readonly allowedAgentIds: ReadonlySet<string> | null;
+  readonly defaultSessionKey: string | undefined;
+  readonly allowRequestSessionKey: boolean;
+  /** Lower-cased; null: no restriction. */
+  readonly allowedSessionKeyPrefixes: readonly string[] | null;
+  readonly maxBodyBytes: number;
+  readonly bodyTimeoutMs: number;
+  readonly authRateLimit: Readonly<AuthRateLimit>;
+  readonly maxConcurrentRuns: number;
+  readonly maxQueuedRuns: number;
+  readonly trustedProxies: TrustedProxies | undefined;
+  /** <configDir>/hooks/transforms: nothing a mapping loads may leave it. */
+  readonly transformsRoot: string;
+  readonly transformsDir: string;
+  readonly transformTimeoutMs: number;
+  readonly presets: readonly string[];
+  readonly dedupe: { readonly windowMs: number; readonly maxKeys: number };
+  /** hooks.retry: how failed runs and deliveries are tried again. */
+  readonly retry: Readonly<RetryPolicy>;
+  /** hooks.maxWaitSeconds in ms: the longest a waitForCompletion request waits. */
+  readonly maxWaitMs: number;
+  /** hooks.maxHeld: actions held for paused hooks, in all. */
+  readonly maxHeld: number;
+  /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */
+  readonly presetSettings: ReadonlyMap<string, unknown>;
+  /** As configured; compileMappings turns them into `mappings`. */
+  readonly mappingConfigs: readonly unknown[];
+  readonly mappings: readonly CompiledMapping[];
+  /** hooks.sharedState, read at start: lockouts and dedupe keys shared on Redis. */
+  readonly sharedState: SharedStateConfig | undefined;
+  readonly mappingIndex: MappingIndex;
+}
+
+export interface SharedStateConfig {
+  /** May carry a password: never logged nor answered. */
+  readonly url: string;
+  readonly keyPrefix: string;
+}

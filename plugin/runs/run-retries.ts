@@ -1,0 +1,121 @@
+// Agent runs waiting for their next try (hooks.retry): each kept in <stateDir>/retries.jsonl with its
+// tries so far and when the next is due, and scheduled on one DueQueue (one timer for them all). A
+// try's start is written before the model is asked, so a restart can tell a run waiting for its next
+// try (run it when due) from one whose try was cut off (the model may have acted: not tried again).
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { AcceptedRun, Logger, RunAttempt } from '../host.ts';
+import { DueQueue } from '../retry/due-queue.ts';
+import { StateFile } from '../util/state-file.ts';
+
+export interface RunRetry {
+  run: AcceptedRun;
+  /** Every try so far, oldest first. */
+  attempts: RunAttempt[];
+  /** When the next try is due (ms since the epoch). */
+  dueAt: number;
+  /** The next try has started: a restart finds it cut off. */
+  started?: true;
+}
+
+const RUN_FIELDS = ['runId', 'name', 'agentId', 'sessionKey', 'prompt'] as const;
+
+function isRunRetry(value: unknown): value is RunRetry {
+  if (typeof value !== 'object' || value === null) return false;
+  const r = value as Partial<RunRetry>;
+  const run = r.run as Record<string, unknown> | undefined;
+  return (
+    typeof run === 'object' &&
+    run !== null &&
+    RUN_FIELDS.every((key) => typeof run[key] === 'string') &&
+    typeof run.timeoutMs === 'number' &&
+    Array.isArray(r.attempts) &&
+    typeof r.dueAt === 'number'
+  );
+}
+
+export class RunRetries {
+  readonly #file: StateFile<RunRetry>;
+  readonly #queue: DueQueue<AcceptedRun>;
+  /** Runs in the file at start: this schedule finishes them, not the host's own restore. */
+  readonly #tookBack: ReadonlySet<string>;
+  #onDue: (run: AcceptedRun) => void = () => {};
+
+  private constructor(
+    file: StateFile<RunRetry>,
+    readonly durable: boolean,
+  ) {
+    this.#file = file;
+    this.#tookBack = new Set(file.records.keys());
+    this.#queue = new DueQueue((run) => this.#onDue(run));
+  }
+
+  /** Reads `<stateDir>/retries.jsonl`; without a stateDir the schedule lives in memory only. */
+  static async open(stateDir: string | undefined, logger: Logger): Promise<RunRetries> {
+    if (stateDir !== undefined) await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    const file = await StateFile.open(
+      stateDir === undefined ? undefined : path.join(stateDir, 'retries.jsonl'),
+      isRunRetry,
+      logger,
+    );
+    return new RunRetries(file, stateDir !== undefined);
+  }
+
+  /** Whether the run was in the schedule when the process started (the core finishes it). */
+  tookBack(runId: string): boolean {
+    return this.#tookBack.has(runId);
+  }
+
+  /** The tries so far of a run that is being retried; undefined for a run on its first try. */
+  attemptsOf(runId: string): readonly RunAttempt[] | undefined {
+    return this.#file.get(runId)?.attempts;
+  }
+
+  /**
+   * Starts the schedule taken back at start: `onDue` gets each run when its next try is due (at once
+   * when that time has passed). Returns the runs whose try a stop cut off.
+   */
+  resume(onDue: (run: AcceptedRun) => void): RunRetry[] {
+    this.#onDue = onDue;
+    const cutOff: RunRetry[] = [];
+    for (const [id, retry] of this.#file.records) {
+      if (retry.started) cutOff.push(retry);
+      else this.#queue.add(id, retry.dueAt, retry.run);
+    }
+    return cutOff;
+  }
+
+  /** Keeps the run for its next try at dueAt; resolves once that is on disk, and only then schedules it. */
+  async schedule(run: AcceptedRun, attempts: readonly RunAttempt[], dueAt: number): Promise<void> {
+    await this.#file.put(run.runId, { run, attempts: [...attempts], dueAt });
+    this.#queue.add(run.runId, dueAt, run);
+  }
+
+  /** The run's next try starts: resolves once that is on disk. */
+  starting(runId: string): Promise<void> {
+    const retry = this.#file.get(runId);
+    return retry ? this.#file.put(runId, { ...retry, started: true }) : Promise.resolve();
+  }
+
+  /** The run has its final outcome: forgotten here. */
+  done(runId: string): Promise<void> {
+    this.#queue.remove(runId);
+    return this.#file.remove(runId);
+  }
+
+  /** Runs waiting for a try that has not started (they stay in the file for the next start). */
+  waiting(): RunRetry[] {
+    return [...this.#file.records.values()].filter((retry) => !retry.started);
+  }
+
+  /** Nothing falls due after this. */
+  stop(): void {
+    this.#queue.close();
+  }
+
+  /** Waits for the writes under way. */
+  close(): Promise<void> {
+    this.stop();
+    return this.#file.close();
+  }
+}

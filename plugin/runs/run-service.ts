@@ -1,0 +1,398 @@
+// Runs accepted agent jobs in the background: a bounded queue, a concurrency limit, a timeout per run,
+// tries again a run that failed in a way that may pass (hooks.retry, same runId), and posts one
+// summary in the main session for every job, for its final outcome, whatever happens to it.
+import { refuse } from '../errors.ts';
+import type { GatewayHost, IdempotencyRecord, Route, RunAttempt, RunRecord, RunStatus, TurnResult } from '../host.ts';
+import type { AgentJob } from '../action.ts';
+import { resolveRoute } from './policies.ts';
+import { sanitizeMarkers } from '../safety/index.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { ReplyKind, RunFinal, RunFinalListener } from './run-final.ts';
+import { mayRetry, retryDelayMs, type RetryPolicy } from '../retry/retry-policy.ts';
+import type { RunRetries } from './run-retries.ts';
+import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
+import { ActiveRun } from './active-run.ts';
+
+export interface RunLimits {
+  maxConcurrentRuns: number;
+  maxQueuedRuns: number;
+  retry: Readonly<RetryPolicy>;
+}
+
+/** What a status update carries besides the status. */
+type RunUpdate = Partial<Omit<RunRecord, 'runId' | 'name' | 'status' | 'agentId' | 'sessionKey'>>;
+
+const SUMMARY_MAX = 1000;
+const REASON_MAX = 300;
+/** Runs of whitespace, except the single spaces that would be replaced by themselves (most of them). */
+const WHITESPACE_RUN = /\s{2,}|[^\S ]/g;
+const HEARTBEAT_ACK = /^[\s*_`~]*HEARTBEAT_OK[\s*_`~.!]*$/i;
+const SHUTDOWN = 'interrupted: the gateway shut down before the run finished';
+const RESTARTED = 'interrupted: the gateway restarted before the run finished';
+const RESTARTED_MID_TRY = 'interrupted: the gateway restarted during a retry, which is not tried again';
+
+function isHeartbeatAck(reply: string): boolean {
+  return HEARTBEAT_ACK.test(reply);
+}
+
+/** One line of at most max characters; only a bounded head of a long reply is looked at. */
+function clip(text: string, max: number): string {
+  const head = text.length > max * 4 ? text.slice(0, max * 4) : text;
+  const one = head.replace(WHITESPACE_RUN, ' ').trim();
+  return one.length > max || head !== text ? `${one.slice(0, max - 1)}…` : one;
+}
+
+function reasonOf(err: unknown): string {
+  return clip(errorMessage(err), REASON_MAX) || 'unknown error';
+}
+
+/** A retry whose start could not be recorded is not tried: a crash during it could repeat it. */
+function notStarted(err: unknown): TurnResult {
+  return { status: 'error', error: `not tried again: the retry could not be recorded (${reasonOf(err)})` };
+}
+
+export class RunService {
+  private readonly waiting: AgentJob[] = [];
+  private readonly active = new Map<string, ActiveRun>();
+  private readonly settled = new Set<Promise<void>>();
+  /** Jobs accepted but waiting for the host to record it: they hold their places in the queue. */
+  private admitting = 0;
+  private closing = false;
+  private readonly finalListeners: RunFinalListener[] = [];
+
+  constructor(
+    private readonly host: GatewayHost,
+    private readonly limits: () => RunLimits,
+    /** Runs waiting for their next try, on disk when the host gives a stateDir. */
+    private readonly retries: RunRetries,
+    /** Told each status a run reaches and each retry scheduled. */
+    private readonly metrics: Pick<HookMetrics, 'runStatus' | 'retryScheduled'> = NO_METRICS,
+  ) {}
+
+  /** Whether the run was in the retry schedule at start: this service finishes it, not the host. */
+  tookBack(runId: string): boolean {
+    return this.retries.tookBack(runId);
+  }
+
+  /** Told each run's final outcome, once (failures, waiters). */
+  onFinal(listener: RunFinalListener): void {
+    this.finalListeners.push(listener);
+  }
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  get running(): number {
+    return this.active.size;
+  }
+
+  /**
+   * Accepts every job or none (503 overloaded); never waits for the runs. Settles once the host has
+   * recorded the acceptances (when onRunUpdate returns a promise for "queued"), and no job starts
+   * before then: the 202 that follows is never for a run a crash could forget. If they cannot be
+   * recorded, the jobs end as errors without running and the promise rejects.
+   */
+  async submit(jobs: readonly AgentJob[], idempotency?: IdempotencyRecord): Promise<void> {
+    const { maxConcurrentRuns, maxQueuedRuns } = this.limits();
+    if (this.closing) throw refuse.overloaded('the gateway is shutting down');
+    const freeSlots = Math.max(0, maxConcurrentRuns - this.active.size);
+    if (this.waiting.length + this.admitting + jobs.length > maxQueuedRuns + freeSlots) {
+      throw refuse.overloaded('too many agent runs are waiting; try again later');
+    }
+    let recorded: Promise<void>[] | undefined;
+    for (const job of jobs) {
+      // Every run of the request carries its key: whichever acceptance is on disk, the key is too.
+      const pending = this.report(job, 'queued', { ...(idempotency ? { idempotency } : {}), run: job });
+      if (pending) (recorded ??= []).push(pending);
+    }
+    if (!recorded) {
+      this.enqueue(jobs);
+      return;
+    }
+    this.admitting += jobs.length;
+    const admitted = Promise.all(recorded).then(
+      () => {
+        this.admitting -= jobs.length;
+        this.enqueue(jobs);
+      },
+      (err: unknown) => {
+        this.admitting -= jobs.length;
+        const error = `not started: the run could not be recorded (${reasonOf(err)})`;
+        for (const job of jobs) void this.report(job, 'error', { error });
+        throw refuse.internal('the run could not be recorded, so it was not started; try again');
+      },
+    );
+    this.track(admitted.catch(() => {}));
+    await admitted;
+  }
+
+  /**
+   * Takes back runs an earlier process accepted (the host recorded them then): `rerun` ones queue
+   * again whatever the limits, `interrupted` ones end at once as errors, with their summaries. The
+   * retry schedule resumes: a run it holds is its own (the host's record of it is older), and one
+   * whose retry a stop cut off ends as an error (the model may have acted on it).
+   */
+  resume(rerun: readonly AgentJob[], interrupted: readonly AgentJob[]): void {
+    const notScheduled = (job: AgentJob): boolean => !this.retries.tookBack(job.runId);
+    for (const job of interrupted.filter(notScheduled))
+      this.track(this.finish(job, { status: 'error', error: RESTARTED }, []));
+    for (const { run, attempts } of this.retries.resume((job) => this.dueAgain(job))) {
+      const cutOff: RunAttempt = { at: new Date().toISOString(), status: 'error', error: RESTARTED_MID_TRY };
+      this.track(this.finish(run, { status: 'error', error: RESTARTED_MID_TRY }, [...attempts, cutOff]));
+    }
+    this.enqueue(rerun.filter(notScheduled));
+  }
+
+  /** A retry falls due: it queues whatever maxQueuedRuns says (it was accepted long ago) and runs within maxConcurrentRuns. */
+  private dueAgain(job: AgentJob): void {
+    // Once closing it stays in the retry file for the next start.
+    if (this.closing) return;
+    this.waiting.push(job);
+    this.pump();
+  }
+
+  /** Queues accepted jobs; once closing they end at once, as close() ends every waiting job. */
+  private enqueue(jobs: readonly AgentJob[]): void {
+    if (this.closing) {
+      for (const job of jobs) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }, []));
+      return;
+    }
+    for (const job of jobs) this.waiting.push(job);
+    this.pump();
+  }
+
+  /**
+   * Lets running jobs finish for up to graceMs, then interrupts them; jobs never started are
+   * interrupted too. Retries waiting for their next try stay on disk for the next start; kept in
+   * memory only, they end now as errors.
+   */
+  async close(graceMs: number): Promise<void> {
+    this.closing = true;
+    this.retries.stop();
+    for (const job of this.waiting.splice(0)) {
+      // A due retry not yet started is one of the schedule's, ended below or left on disk.
+      if (!this.retries.attemptsOf(job.runId)) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }, []));
+    }
+    if (!this.retries.durable) {
+      for (const { run, attempts } of this.retries.waiting())
+        this.track(this.finish(run, { status: 'error', error: SHUTDOWN }, attempts));
+    }
+    const all = Promise.allSettled([...this.settled]);
+    const timer = setTimeout(() => {
+      for (const run of this.active.values()) run.stop({ status: 'error', error: SHUTDOWN }, SHUTDOWN);
+    }, graceMs);
+    await all;
+    // Runs interrupted at the deadline finish right after the abort.
+    await Promise.allSettled([...this.settled]);
+    clearTimeout(timer);
+    await this.retries.close();
+  }
+
+  private pump(): void {
+    const { maxConcurrentRuns } = this.limits();
+    while (this.active.size < maxConcurrentRuns && this.waiting.length > 0) {
+      this.track(this.execute(this.waiting.shift()!));
+    }
+  }
+
+  private track(p: Promise<void>): void {
+    this.settled.add(p);
+    void p.finally(() => this.settled.delete(p));
+  }
+
+  private async execute(job: AgentJob): Promise<void> {
+    const run = new ActiveRun(job.timeoutMs);
+    this.active.set(job.runId, run);
+    let result: TurnResult;
+    try {
+      const attempts = this.retries.attemptsOf(job.runId);
+      void this.report(job, 'running', attempts ? { attempts } : {});
+      // A retry's start is on disk before the model is asked: a try cut off by a crash is never repeated.
+      const started = attempts ? this.retries.starting(job.runId) : undefined;
+      // turn() never rejects.
+      void (started ? started.then(() => this.turn(job, run), notStarted) : this.turn(job, run)).then(run.end);
+      result = await run.ended;
+    } finally {
+      run.settle();
+      // The slot frees as soon as the run ends or times out, even if the host never settles.
+      this.active.delete(job.runId);
+      if (!this.closing) this.pump();
+    }
+    await this.afterTry(job, result);
+  }
+
+  /** A failure that may pass, with tries left, is scheduled again; anything else is the final outcome. */
+  private async afterTry(job: AgentJob, result: TurnResult): Promise<void> {
+    const earlier = this.retries.attemptsOf(job.runId);
+    // The common case, a first try that is final, builds no attempt list here.
+    if (!earlier && !(result.status === 'error' && result.retryable)) return this.finish(job, result, []);
+    const attempt: RunAttempt = { at: new Date().toISOString(), status: result.status };
+    if (result.error !== undefined) attempt.error = result.error;
+    const attempts = [...(earlier ?? []), attempt];
+    const policy = this.limits().retry;
+    // Kept in memory only, a retry would not outlive the shutdown under way.
+    const retry =
+      result.status === 'error' &&
+      result.retryable === true &&
+      mayRetry(policy, attempts.length) &&
+      (this.retries.durable || !this.closing);
+    if (retry) {
+      const dueAt = Date.now() + retryDelayMs(policy, attempts.length, result.retryAfterMs);
+      try {
+        await this.retries.schedule(job, attempts, dueAt);
+        this.metrics.retryScheduled('run');
+        const nextAttemptAt = new Date(dueAt).toISOString();
+        void this.report(job, 'retrying', {
+          ...(result.error ? { error: result.error } : {}),
+          attempts,
+          nextAttemptAt,
+        });
+        return;
+      } catch (err) {
+        this.host.logger.error('a retry could not be scheduled; the run ends', {
+          runId: job.runId,
+          reason: reasonOf(err),
+        });
+      }
+    }
+    await this.finish(job, result, attempts);
+  }
+
+  private async turn(job: AgentJob, run: ActiveRun): Promise<TurnResult> {
+    try {
+      const r = await this.host.runs.runIsolatedTurn({
+        runId: job.runId,
+        agentId: job.agentId,
+        sessionKey: job.sessionKey,
+        prompt: job.prompt,
+        model: job.model,
+        thinking: job.thinking,
+        timeoutMs: job.timeoutMs,
+        get signal() {
+          return run.signal;
+        },
+      });
+      if (r.status !== 'ok') {
+        const failed: TurnResult = { status: r.status, error: clip(r.error ?? r.status, REASON_MAX) };
+        // Only an error may be retried: after a timeout the model may still be acting on the first try.
+        if (r.status === 'error' && r.retryable === true) {
+          failed.retryable = true;
+          if (r.retryAfterMs !== undefined) failed.retryAfterMs = r.retryAfterMs;
+        }
+        return failed;
+      }
+      return { status: 'ok', reply: typeof r.reply === 'string' ? r.reply : '' };
+    } catch (err) {
+      return { status: 'error', error: reasonOf(err) };
+    }
+  }
+
+  /**
+   * Delivers the reply if asked, then posts the summary and wakes the main session if asked; a
+   * retried run leaves the retry schedule once its final record is kept. Never throws.
+   */
+  private async finish(job: AgentJob, result: TurnResult, attempts: readonly RunAttempt[]): Promise<void> {
+    let status = result.status;
+    let error = result.error;
+    const reply = result.reply;
+    const replyKind: ReplyKind =
+      status !== 'ok' ? 'none' : reply && !isHeartbeatAck(reply) && reply.trim() ? 'visible' : 'silent';
+    let delivery: RunFinal['delivery'] = 'skipped';
+    if (status === 'ok' && job.deliver && reply && !isHeartbeatAck(reply)) {
+      let route: Route | undefined;
+      try {
+        route = resolveRoute(job.channel, job.to, job.agentId, this.host);
+        const receipt = await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
+        delivery = receipt
+          ? receipt.outcome
+          : { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'sent' };
+      } catch (err) {
+        status = 'error';
+        error = `delivery failed: ${reasonOf(err)}`;
+        // Refused by the host: not 'skipped', which says nothing was to be delivered.
+        if (route) delivery = { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'failed' };
+      }
+    }
+    const tries: readonly RunAttempt[] = attempts.length
+      ? attempts
+      : [{ at: new Date().toISOString(), status, ...(error !== undefined ? { error } : {}) }];
+    // The reply may echo untrusted content into the main session: no forged markers there either.
+    const summary = sanitizeMarkers(
+      status === 'ok'
+        ? `Hook ${job.name}: ${clip(reply ?? '', SUMMARY_MAX) || '(empty reply)'}`
+        : `Hook ${job.name} (${status}): ${error ?? status}`,
+    );
+    try {
+      const main = this.host.sessions.mainSessionKey(job.agentId);
+      await this.host.sessions.enqueueSystemEvent(main, summary, { source: 'hook', hook: job.name, runId: job.runId });
+      if (job.wakeMode === 'now')
+        this.host.sessions.requestHeartbeat({ agentId: job.agentId, reason: `hook:${job.name}` });
+    } catch (err) {
+      this.host.logger.error('posting a hook run summary failed', { runId: job.runId, reason: reasonOf(err) });
+    }
+    const retried = this.retries.attemptsOf(job.runId) !== undefined;
+    const final = this.report(job, status, {
+      ...(reply !== undefined ? { reply } : {}),
+      ...(error !== undefined ? { error } : {}),
+      ...(retried ? { attempts: tries } : {}),
+    });
+    // Listeners (a waiting request, the failure book) hear of the outcome once the host keeps it, so
+    // GET /api/runs/<id> agrees with them; and the host keeps it before the schedule forgets the run,
+    // so a restart never sees it as neither scheduled nor finished (report() logs a failure).
+    await final?.catch(() => {});
+    this.tellFinal({
+      run: job,
+      status,
+      reply: replyKind,
+      attempts: tries,
+      ...(error !== undefined ? { error } : {}),
+      delivery,
+    });
+    if (!retried) return;
+    await this.retries.done(job.runId).catch((err: unknown) =>
+      this.host.logger.error('a finished retry could not be removed from the schedule', {
+        runId: job.runId,
+        reason: reasonOf(err),
+      }),
+    );
+  }
+
+  private tellFinal(final: RunFinal): void {
+    for (const listener of this.finalListeners) {
+      try {
+        listener(final);
+      } catch (err) {
+        this.host.logger.error('a run outcome listener failed', { runId: final.run.runId, reason: reasonOf(err) });
+      }
+    }
+  }
+
+  /**
+   * Tells the host; a promise when the host records the update and says when it has. A failure is
+   * logged here, so callers that do not wait for the record need not handle it.
+   */
+  private report(job: AgentJob, status: RunStatus, update: RunUpdate = {}): Promise<void> | undefined {
+    this.metrics.runStatus(status);
+    const notify = this.host.runs.onRunUpdate;
+    if (!notify) return undefined;
+    const record: RunRecord = {
+      runId: job.runId,
+      name: job.name,
+      status,
+      agentId: job.agentId,
+      sessionKey: job.sessionKey,
+      ...update,
+    };
+    const failed = (err: unknown): void =>
+      this.host.logger.error('onRunUpdate failed', { runId: job.runId, status, reason: reasonOf(err) });
+    try {
+      const recorded = notify.call(this.host.runs, record);
+      recorded?.catch(failed);
+      return recorded ?? undefined;
+    } catch (err) {
+      failed(err);
+      return undefined;
+    }
+  }
+}
