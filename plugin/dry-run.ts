@@ -14,7 +14,14 @@ import type { TransformCall, TransformOutcome } from './transforms/index.ts';
 import type { DedupeKey } from './request/idempotency.ts';
 import type { Reply } from './mappings/respond.ts';
 import { targetOf } from './request/resolve.ts';
-import { planRequest, replyOf, type ActingPlan, type Plan, type ProofChecks, type RequestFacts } from './request/plan.ts';
+import {
+  planRequest,
+  replyOf,
+  type ActingPlan,
+  type Plan,
+  type ProofChecks,
+  type RequestFacts,
+} from './request/plan.ts';
 
 export interface DryRunRequest {
   /** The hook name, as in POST <hooks.path>/<name>. */

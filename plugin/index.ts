@@ -18,7 +18,7 @@ import { RefusalLog } from './http/refusal-log.ts';
 import { LimitedWarnings } from './observe/limited-warnings.ts';
 import { TransformRunner } from './transforms/index.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
-import { Deliverer } from './request/act.ts';
+import { Actor } from './request/act.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
@@ -123,7 +123,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
   const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
   await shared?.connect();
-  const deliverer = new Deliverer({
+  const actor = new Actor({
     dedupe,
     executor: new ActionExecutor(host, runs, waiters, pauses),
     transforms,
@@ -136,7 +136,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     limiter: requestLimiter,
     refusals,
     warnings: strangerWarnings,
-    deliverer,
+    actor,
     answers: new AnswerBatch(),
     bodies,
     metrics,

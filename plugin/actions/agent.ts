@@ -3,11 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import { refuse } from '../errors.ts';
 import type { GatewayHost } from '../host.ts';
-import type { HooksSnapshot } from '../request/snapshot.ts';
 import { DEFAULTS } from '../settings/defaults.ts';
 import { formatErrors, validateAgentPayload } from '../settings/schemas.ts';
 import { wrapExternalContent } from '../safety/index.ts';
-import { checkChannel, checkModel, resolveAgentId, resolveSessionKey } from '../runs/policies.ts';
+import { checkChannel, checkModel, resolveAgentId, resolveSessionKey, type RoutingPolicy } from '../runs/policies.ts';
 import type { AgentJob, AgentSpec, RunOptions } from '../action.ts';
 
 interface AgentPayload extends RunOptions {
@@ -40,7 +39,7 @@ export function parseAgentPayload(payload: Record<string, unknown>): AgentSpec {
 }
 
 /** Applies every policy; throws the refusal of the first one that refuses. */
-export function prepareAgentJob(spec: AgentSpec, snap: HooksSnapshot, host: GatewayHost): AgentJob {
+export function prepareAgentJob(spec: AgentSpec, snap: RoutingPolicy, host: GatewayHost): AgentJob {
   const agentId = resolveAgentId(spec.agentId, snap, host);
   const hookKey = resolveSessionKey(spec.requestSessionKey, spec.mappingSessionKey, snap);
   checkModel(spec.model, host);

@@ -3,7 +3,7 @@
 // a skip. The outcome is what the request is answered; with an idempotency key it is also the
 // record the host keeps in the same write as the events or the runs' acceptance.
 import type { GatewayHost, IdempotencyRecord } from '../host.ts';
-import type { HooksSnapshot } from '../request/snapshot.ts';
+import type { RoutingPolicy } from '../runs/policies.ts';
 import type { Action, AgentJob, Outcome } from '../action.ts';
 import { prepareAgentJob } from './agent.ts';
 import type { RunService } from '../runs/run-service.ts';
@@ -25,7 +25,7 @@ export interface ActionOrigin {
   requestId: string;
 }
 
-/** The pause gate (after/hook-pauses.ts): a paused hook's checked actions are held for its resume. */
+/** The pause gate (pauses/hook-pauses.ts): a paused hook's checked actions are held for its resume. */
 export interface HoldGate {
   isPaused(hook: string): boolean;
   hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void>;
@@ -45,7 +45,7 @@ export class ActionExecutor {
    */
   async execute(
     action: Action,
-    snap: HooksSnapshot,
+    snap: RoutingPolicy,
     key?: { scope: string; key: string; bodyHash?: string },
     origin?: ActionOrigin,
     wait = false,
@@ -87,7 +87,7 @@ export class ActionExecutor {
  */
 export function prepareAction(
   action: Action,
-  snap: HooksSnapshot,
+  snap: RoutingPolicy,
   host: GatewayHost,
 ): { jobs: AgentJob[]; outcome: Outcome } {
   const jobs = action.runs.map((spec) => prepareAgentJob(spec, snap, host));

@@ -11,7 +11,8 @@ import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-prox
 import { formatErrors, validateHooksConfig } from '../settings/schemas.ts';
 import { DEFAULTS } from '../settings/defaults.ts';
 import { matchesSessionPrefix } from '../settings/session-prefixes.ts';
-import type { HooksSnapshot, SharedStateConfig } from '../request/snapshot.ts';
+import type { HooksSnapshot } from '../request/snapshot.ts';
+import type { SharedStateConfig } from '../redis/shared-redis.ts';
 import { PRESETS, type PresetBlocks } from '../mappings/presets.ts';
 import type { RetryPolicy } from '../retry/retry-policy.ts';
 

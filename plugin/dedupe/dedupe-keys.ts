@@ -8,18 +8,13 @@ import type { Outcome } from '../action.ts';
 import type { IdempotencyRecord, Logger } from '../host.ts';
 import { otherBody, parseBodyHash, type BodyHash } from './body-hash.ts';
 import { LimitedWarning } from './limited-warning.ts';
-import { ScopeKeys } from './scope-keys.ts';
+import { ScopeKeys, type FirstAnswer } from './scope-keys.ts';
+
+export type { FirstAnswer };
 
 export interface DedupeLimits {
   windowMs: number;
   maxKeys: number;
-}
-
-/** What a key's first request was answered, and when. */
-export interface FirstAnswer {
-  at: number;
-  status: number;
-  body?: Record<string, unknown>;
 }
 
 /** A request that holds a key until it has an answer. */

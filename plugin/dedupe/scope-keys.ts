@@ -1,11 +1,17 @@
 // One scope's kept keys, packed: a map from each key to its place, and the places' fields in typed
 // arrays (time, status, the body hash's halves) beside two plain arrays (the key, the first answer's
-// body). An object per key with a boxed time cost about three times as much heap; a full store holds
+// body). An object per key with a boxed time costs several times the heap (docs/performance.md); a full store holds
 // hooks.dedupe.maxKeys of them for the whole window. The places are a ring in the order the keys
 // were added, so the oldest is at the head; a key added again, or dropped before its turn, leaves its
 // place empty until the head passes it or the ring is resized.
 import type { BodyHash } from './body-hash.ts';
-import type { FirstAnswer } from './dedupe-keys.ts';
+
+/** What a key's first request was answered, and when. */
+export interface FirstAnswer {
+  at: number;
+  status: number;
+  body?: Record<string, unknown>;
+}
 
 const FIRST_CAPACITY = 16;
 /** A ring at most a quarter full is halved, down to this size. */

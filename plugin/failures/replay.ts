@@ -5,10 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { HookError, refuse } from '../errors.ts';
 import type { Delivery, GatewayHost } from '../host.ts';
-import type { HooksSnapshot } from '../request/snapshot.ts';
 import type { AgentJob } from '../action.ts';
 import type { RunService } from '../runs/run-service.ts';
-import { checkChannel, checkModel, resolveAgentId } from '../runs/policies.ts';
+import { checkChannel, checkModel, resolveAgentId, type RoutingPolicy } from '../runs/policies.ts';
 import { errorMessage } from '../util/errors.ts';
 import { failureReason } from './failure-reason.ts';
 import type { DeliveryAction, Failure, FailureBook, FailureKind, RunAction, StoredAction } from './failures.ts';
@@ -33,7 +32,7 @@ export interface ReplayParts {
   runs: Pick<RunService, 'submit'>;
   failures: FailureBook;
   actions: RunActions;
-  snapshot: () => HooksSnapshot;
+  snapshot: () => RoutingPolicy;
   /** Told each replay started (metrics). */
   counted: (kind: FailureKind) => void;
 }

@@ -7,14 +7,21 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { HookError, refuse } from '../errors.ts';
 import type { GatewayHost, IdempotencyRecord } from '../host.ts';
-import type { HooksSnapshot } from '../request/snapshot.ts';
 import type { Action } from '../action.ts';
 import { prepareAction } from '../actions/execute.ts';
 import type { RunService } from '../runs/run-service.ts';
+import type { RoutingPolicy } from '../runs/policies.ts';
 import { runWake } from '../actions/wake.ts';
 import { errorMessage } from '../util/errors.ts';
 import { HeldActions, type HeldAction } from './held-actions.ts';
 import { Pauses } from './pauses.ts';
+
+/** What the pause room reads of the hooks snapshot: the hooks' names, the held cap, how resumed runs route. */
+export interface PauseSettings extends RoutingPolicy {
+  readonly maxHeld: number;
+  readonly maxConcurrentRuns: number;
+  readonly mappings: readonly { readonly id: string }[];
+}
 
 /** What a client refused for a full hold is told to wait, in seconds. */
 const FULL_RETRY_AFTER_SECONDS = 30;
@@ -43,7 +50,7 @@ export class HookPauses {
     readonly held: HeldActions,
     private readonly host: GatewayHost,
     private readonly runs: RunService,
-    private readonly snapshot: () => HooksSnapshot,
+    private readonly snapshot: () => PauseSettings,
   ) {
     pauses.onChange((hook, paused) => {
       if (!paused) void this.#drain(hook);
@@ -52,7 +59,7 @@ export class HookPauses {
   }
 
   /** Opens <host.stateDir>/pauses.jsonl and held.jsonl (memory only without a state dir). */
-  static async open(host: GatewayHost, runs: RunService, snapshot: () => HooksSnapshot): Promise<HookPauses> {
+  static async open(host: GatewayHost, runs: RunService, snapshot: () => PauseSettings): Promise<HookPauses> {
     const dir = host.stateDir;
     if (dir !== undefined) await mkdir(dir, { recursive: true, mode: 0o700 });
     const file = (name: string): string | undefined => (dir === undefined ? undefined : path.join(dir, name));

@@ -7,7 +7,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../host.ts';
-import type { SharedStateConfig } from '../request/snapshot.ts';
 import type { Script } from './redis-script.ts';
 
 /** How long start waits for Redis before serving on local state. */
@@ -32,6 +31,12 @@ const OPTIONS: RedisOptions = {
 };
 
 type ReadyTask = () => Promise<void>;
+
+export interface SharedStateConfig {
+  /** May carry a password: never logged nor answered. */
+  readonly url: string;
+  readonly keyPrefix: string;
+}
 
 export class SharedRedis {
   readonly commands: Redis;

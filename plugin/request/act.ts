@@ -1,6 +1,6 @@
-// The deliver phase: a plan carried out once per idempotency key. A key seen before gets the first
+// The act phase: a plan carried out once per idempotency key. A key seen before gets the first
 // answer again (once the first request has one), a new key is claimed while the action is built and
-// carried out, and a forEach whose key reads the item delivers each item once. Without a key a
+// carried out, and a forEach whose key reads the item acts on each item once. Without a key a
 // request simply acts.
 import { refuse } from '../errors.ts';
 import type { Logger } from '../host.ts';
@@ -35,19 +35,19 @@ export interface Waited {
  * The answer, whether it repeats an earlier one, the key the plan was deduplicated by, and for a
  * request that waited for its runs, how long and what came of them.
  */
-export type Delivered = Outcome & { duplicate: boolean; key?: string; held?: boolean; waited?: Waited };
+export type Acted = Outcome & { duplicate: boolean; key?: string; held?: boolean; waited?: Waited };
 
 /** Whether the request waits for its runs: the /agent body's choice or the mapping's, never a transform's. */
 function waitsFor(plan: ActingPlan): boolean {
   return plan.kind === 'endpoint' ? plan.action.waitForCompletion === true : plan.mapping.waitForCompletion === true;
 }
 
-function repeatOf(first: FirstAnswer, key: string): Delivered {
+function repeatOf(first: FirstAnswer, key: string): Acted {
   const { status, body } = duplicateOf(first);
   return { status, body, duplicate: true, key };
 }
 
-export class Deliverer {
+export class Actor {
   constructor(
     private readonly parts: {
       dedupe: DedupeKeys;
@@ -117,10 +117,10 @@ export class Deliverer {
 
   /**
    * A key already answered here (or under way here), before any plan: its first answer, or the 422
-   * of another body; undefined when the key is new here (the plan then runs, and deliver() claims
+   * of another body; undefined when the key is new here (the plan then runs, and act() claims
    * it, across instances too).
    */
-  repeated(key: DedupeKey, hash: BodyHash): Delivered | undefined {
+  repeated(key: DedupeKey, hash: BodyHash): Acted | undefined {
     const seen = this.parts.dedupe.seen(key.scope, key.key, hash);
     if (!seen) return undefined;
     if ('reused' in seen) throw refuse.idempotencyKeyReused();
@@ -141,13 +141,13 @@ export class Deliverer {
    * when the wait ends (its client leaving ends it); its key's kept answer becomes the final one
    * when they end.
    */
-  async deliver(
+  async act(
     plan: ActingPlan,
     snap: HooksSnapshot,
     requestId: string,
     res: ServerResponse | undefined,
     bodyHash: BodyHash | undefined,
-  ): Promise<Delivered> {
+  ): Promise<Acted> {
     const origin = { hook: plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id, requestId };
     const wait = waitsFor(plan);
     if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, origin, wait, res);
@@ -217,7 +217,7 @@ export class Deliverer {
     origin: ActionOrigin,
     wait: boolean,
     res: ServerResponse | undefined,
-  ): Promise<Delivered> {
+  ): Promise<Acted> {
     const { executor, transforms, logger, waiters } = this.parts;
     const built: { key: string | undefined; action: Action }[] = [];
     let bytes = 0;

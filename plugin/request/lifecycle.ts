@@ -18,10 +18,10 @@
 //                held to its own body limit
 //     keys       the idempotency key (the header, a mapping's dedupe.key or its sender's delivery id;
 //                one per item for a forEach whose key reads the item)
-//   deliver      once per key (actions/deliver.ts): a key seen before gets the first answer again;
+//   act          once per key (act.ts): a key seen before gets the first answer again;
 //                otherwise the mapping builds its action (templates, preset, transform; every forEach
 //                item within maxActionBytes before any acts) and it is carried out (actions/execute.ts),
-//                or held when its hook is paused (after/hook-pauses.ts)
+//                or held when its hook is paused (pauses/hook-pauses.ts)
 //   answer       the outcome (or the mapping's `respond`), or the refusal any phase threw, and one log line
 // Data flows one way; a phase either returns or throws a HookError, caught in one place.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -30,7 +30,7 @@ import type { GatewayHost, Logger } from '../host.ts';
 import type { HooksSnapshot } from './snapshot.ts';
 import { extractToken, matchesAnyToken } from '../auth/token.ts';
 import type { AuthLimiter } from '../auth/limiter.ts';
-import type { Deliverer, Delivered } from './act.ts';
+import type { Actor, Acted } from './act.ts';
 import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics } from '../observe/metrics.ts';
@@ -64,7 +64,7 @@ export interface LifecycleParts {
   refusals: RefusalLog;
   /** For warnings anyone can cause: rate-limited. */
   warnings: Pick<Logger, 'warn'>;
-  deliverer: Deliverer;
+  actor: Actor;
   answers: AnswerBatch;
   bodies: BodyReceiver;
   metrics: HookMetrics;
@@ -160,7 +160,7 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      this.answer(request, plan, await this.parts.deliverer.deliver(plan, snap, request.id, res, hash));
+      this.answer(request, plan, await this.parts.actor.act(plan, snap, request.id, res, hash));
     } catch (err) {
       this.refuse(request, this.refusalOf(err, request));
     }
@@ -177,7 +177,7 @@ export class HookLifecycle {
     target: Target,
     snap: HooksSnapshot,
     expectsContinue: boolean,
-  ): Promise<{ repeated: Delivered } | { plan: Plan; hash: BodyHash | undefined }> {
+  ): Promise<{ repeated: Acted } | { plan: Plan; hash: BodyHash | undefined }> {
     const { req, res, trace } = request;
     const body = await this.parts.bodies.read(req, res, target.maxBodyBytes, snap.bodyTimeoutMs, expectsContinue);
     trace.bytes = body.length;
@@ -187,7 +187,7 @@ export class HookLifecycle {
     if (known && hash) {
       const verifier = target.kind === 'mapped' ? target.verifier : undefined;
       if (verifier) this.#proofs.verify(request, verifier, body, snap);
-      const repeated = this.parts.deliverer.repeated(known, hash);
+      const repeated = this.parts.actor.repeated(known, hash);
       if (repeated) return { repeated };
     }
     const plan = planRequest(target, body, request, snap, this.#proofs);
@@ -202,7 +202,7 @@ export class HookLifecycle {
   }
 
   /** The outcome as answered: a mapping's `respond` when it has one, marked when it repeats a first answer. */
-  private answer({ res, id, trace }: HookRequest, plan: ActingPlan | undefined, outcome: Delivered): void {
+  private answer({ res, id, trace }: HookRequest, plan: ActingPlan | undefined, outcome: Acted): void {
     const { answers } = this.parts;
     trace.duplicate = outcome.duplicate;
     trace.key = outcome.key;

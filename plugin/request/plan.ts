@@ -1,7 +1,7 @@
 // The request as a plan: what a hook request would do, decided from its target, headers and body with
 // nothing done yet. planRequest runs the `plan` phases of the list in lifecycle.ts (verify, parse,
 // fresh, own, keys) in that order and returns a Plan or throws the first refusal. The live path
-// carries the plan out (actions/deliver.ts); `hookgate webhooks test` (dry-run.ts) shows it.
+// carries the plan out (act.ts); `hookgate webhooks test` (plugin/dry-run.ts) shows it.
 import type { IncomingHttpHeaders } from 'node:http';
 import { refuse } from '../errors.ts';
 import type { HooksSnapshot } from './snapshot.ts';

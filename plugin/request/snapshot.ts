@@ -6,8 +6,11 @@ import type { AuthRateLimit } from '../auth/limiter.ts';
 import type { TrustedProxies } from '../http/trusted-proxies.ts';
 import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
 import type { RetryPolicy } from '../retry/retry-policy.ts';
+import type { SharedStateConfig } from '../redis/shared-redis.ts';
+import type { RoutingPolicy } from '../runs/policies.ts';
 
-export interface HooksSnapshot {
+/** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
+export interface HooksSnapshot extends RoutingPolicy {
   readonly enabled: boolean;
   /** Normalised prefix without trailing slash, e.g. "/hooks". */
   readonly path: string;
@@ -15,12 +18,6 @@ export interface HooksSnapshot {
   readonly tokenDigests: readonly TokenDigest[];
   /** What senders may present as it is (hook tokens, bearer/basic secrets): for the limiter's rotation rule. */
   readonly credentials: Credentials;
-  /** null: any agent may be routed to explicitly. */
-  readonly allowedAgentIds: ReadonlySet<string> | null;
-  readonly defaultSessionKey: string | undefined;
-  readonly allowRequestSessionKey: boolean;
-  /** Lower-cased; null: no restriction. */
-  readonly allowedSessionKeyPrefixes: readonly string[] | null;
   readonly maxBodyBytes: number;
   readonly bodyTimeoutMs: number;
   readonly authRateLimit: Readonly<AuthRateLimit>;
@@ -47,10 +44,4 @@ export interface HooksSnapshot {
   /** hooks.sharedState, read at start: lockouts and dedupe keys shared on Redis. */
   readonly sharedState: SharedStateConfig | undefined;
   readonly mappingIndex: MappingIndex;
-}
-
-export interface SharedStateConfig {
-  /** May carry a password: never logged nor answered. */
-  readonly url: string;
-  readonly keyPrefix: string;
 }

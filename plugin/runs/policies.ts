@@ -2,11 +2,20 @@
 import { randomUUID } from 'node:crypto';
 import { refuse } from '../errors.ts';
 import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type Route } from '../host.ts';
-import type { HooksSnapshot } from '../request/snapshot.ts';
 import { matchesSessionPrefix } from '../settings/session-prefixes.ts';
 
+/** The settings an agent action is routed by: the part of the hooks snapshot this room reads. */
+export interface RoutingPolicy {
+  /** null: any agent may be routed to explicitly. */
+  readonly allowedAgentIds: ReadonlySet<string> | null;
+  readonly defaultSessionKey: string | undefined;
+  readonly allowRequestSessionKey: boolean;
+  /** Lower-cased; null: no restriction. */
+  readonly allowedSessionKeyPrefixes: readonly string[] | null;
+}
+
 /** Unknown ids fall back to the default agent; the allowlist is checked on the agent that results. */
-export function resolveAgentId(requested: string | undefined, snap: HooksSnapshot, host: GatewayHost): string {
+export function resolveAgentId(requested: string | undefined, snap: RoutingPolicy, host: GatewayHost): string {
   if (requested === undefined) return host.agents.defaultId;
   const id = requested.trim();
   const known = host.agents.list.some((a) => a.id === id);
@@ -25,7 +34,7 @@ export function resolveAgentId(requested: string | undefined, snap: HooksSnapsho
 export function resolveSessionKey(
   requestKey: string | undefined,
   mappingKey: string | undefined,
-  snap: HooksSnapshot,
+  snap: RoutingPolicy,
 ): string {
   if (requestKey !== undefined) {
     if (!snap.allowRequestSessionKey) {

@@ -1,12 +1,12 @@
 // One planner for the live path and the dry run (`hookgate webhooks test`): the same requests sent
-// over HTTP and given to dryRun come out as the same plan (the live one is read off the deliver
+// over HTTP and given to dryRun come out as the same plan (the live one is read off the act
 // phase, which still carries it out), the same handshake answer, or the same refusal.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import { post, withGateway, type TestGateway } from '../helpers/recording-host.ts';
-import { Deliverer } from '../../plugin/request/act.ts';
+import { Actor } from '../../plugin/request/act.ts';
 import { dryRun } from '../../plugin/dry-run.ts';
 import { keyBeforeBody, type Plan } from '../../plugin/request/plan.ts';
 import { targetOf } from '../../plugin/request/resolve.ts';
@@ -130,7 +130,7 @@ const NO_TRANSFORMS: Transforms = {
 };
 
 async function both(t: TestContext, gw: TestGateway, f: Fixture) {
-  const deliver = t.mock.method(Deliverer.prototype, 'deliver');
+  const deliver = t.mock.method(Actor.prototype, 'act');
   const live = await post(gw.url, `/hooks/${f.path}`, undefined, { rawBody: f.body, headers: f.headers });
   const [name, query] = f.path.split('?') as [string, string | undefined];
   const dry = await dryRun(
