@@ -177,9 +177,92 @@ export interface DeliveryFact {
   status: 'sent' | 'failed' | 'recorded';
 }
 
-/** A host that sends deliveries after accepting them tells when the last attempt is over. */
+/** The reply queue tells when a reply's last attempt is over. */
 export interface DeliveryReceipt {
   readonly outcome: Promise<DeliveryFact>;
+}
+
+/** One try at sending a reply, as the core's reply queue asks the host for it. */
+export interface SendOptions {
+  /** Aborted when the plugin stops: the host ends the try, which then counts as one that may pass. */
+  signal: AbortSignal;
+  /** Parts of a split reply that an earlier try sent: this try starts after them. */
+  fromPart: number;
+  /** Told after each part sent but the last: how many are sent by now, and their ids. */
+  onPart(partsSent: number, messageIds: readonly string[]): void;
+}
+
+/** What one try came to; a failure's description is one line with no secret in it. */
+export type SendResult =
+  | { status: 'sent'; messageIds: readonly string[] }
+  | {
+      status: 'failed';
+      /** True when trying again later may succeed (the network, a 429, a 5xx); false for a refusal. */
+      retryable: boolean;
+      description: string;
+      /** The wait the platform announced, if any. */
+      waitMs?: number;
+      /** Parts sent before the failure, and their ids. */
+      sentParts: number;
+      messageIds: readonly string[];
+    };
+
+/** One failed try of a reply. */
+export interface ReplyAttempt {
+  at: string;
+  error: string;
+}
+
+/** A reply's state: the whole of it, so the latest change alone tells it. */
+export interface ReplyState {
+  status: 'pending' | 'retrying' | 'sent' | 'failed';
+  messageIds?: string[];
+  /** Why it failed, in the platform's words (secrets removed). */
+  error?: string;
+  attempts?: ReplyAttempt[];
+  nextAttemptAt?: string;
+  partsSent?: number;
+}
+
+/** A reply as it entered the queue (or, for a channel that only records, as it was recorded). */
+export interface ReplyEntry {
+  /** Absent for a recorded reply: nothing waits on it. */
+  id?: string;
+  channel: ChannelName;
+  to?: string;
+  text: string;
+  runId: string;
+  agentId: string;
+  at: string;
+  status: 'pending' | 'recorded';
+}
+
+/** Told of each reply and each change of its state, in order: a history people read (an outbox). */
+export interface ReplyHistory {
+  added(entry: ReplyEntry): Promise<void>;
+  /** `moved`: the status changed (retrying, sent, failed); false: only progress (parts sent, a stop's cut). */
+  changed(entry: ReplyEntry & { id: string }, state: ReplyState, moved: boolean): Promise<void>;
+}
+
+/**
+ * How replies reach chats. The core queues each reply (plugin/replies/: pending, retrying, sent or
+ * failed, resumed at start, a dead letter in the failure book); the host makes single tries.
+ */
+export interface HostReplies {
+  /** One try; never throws: a failure is a result. */
+  send(delivery: Delivery, options: SendOptions): Promise<SendResult>;
+  /** False: replies to the channel are only recorded (no credentials), not queued. Default: all send. */
+  sends?(channel: ChannelName): boolean;
+  /** The recipient of a reply whose route names none. */
+  defaultTo?(channel: ChannelName): string | undefined;
+  /**
+   * True: a run waits for its reply's first try, and a refusal there is the run's error (OpenClaw).
+   * Default: a run waits only until its reply is queued.
+   */
+  firstTryInRun?: boolean;
+  history?: ReplyHistory;
+  /** The queue is stopping: tries still waiting for a turn (a pacer) end now, as ones that may pass. */
+  stop?(): void;
 }
 
 /** What the core needs from the gateway's config file besides its own hooks block. */
@@ -216,11 +299,8 @@ export interface GatewayHost {
   channels: readonly ChannelName[];
   sessions: HostSessions;
   runs: HostRuns;
-  /**
-   * Resolves once the delivery is accepted (sent, or durably queued); a host that sends later returns
-   * a receipt whose outcome settles after the last attempt.
-   */
-  deliver(delivery: Delivery): Promise<void | DeliveryReceipt>;
+  /** Sends replies to chats, one try at a time; the core queues and retries them. */
+  replies: HostReplies;
   /** A host that keeps idempotency keys durably gives back those of earlier runs, oldest first. */
   idempotency?: { restore(limits: { windowMs: number; maxKeys: number }): Promise<readonly IdempotencyRecord[]> };
 }

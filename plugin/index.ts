@@ -2,6 +2,7 @@
 // handle(); the plugin answers the ones under hooks.path and leaves the rest alone. Everything a
 // request needs (limiter, run service, transform workers, answer batch, body deadlines) is owned by
 // the plugin instance, so two instances in one process share nothing.
+import path from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConfigError } from './errors.ts';
 import type { GatewayHost } from './host.ts';
@@ -30,7 +31,7 @@ import { HookPauses } from './pauses/hook-pauses.ts';
 import { SharedPauses } from './pauses/shared-pauses.ts';
 import { hooksRoute } from './admin/hooks-route.ts';
 import { openFailures } from './admin/failure-setup.ts';
-import type { DeliveryFailureInput } from './failures/failures.ts';
+import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
 
 export interface HooksPluginOptions {
@@ -73,11 +74,8 @@ export interface HooksPlugin {
    * here before its own routes. Undefined: not a path of the core's.
    */
   admin(call: AdminCall): Promise<unknown> | undefined;
-  /** What hosts tell the core of the work after the 200. */
-  readonly after: {
-    /** A delivery the host gave up on (a dead letter); resolves once it is on disk. */
-    recordFailure(input: DeliveryFailureInput): Promise<void>;
-  };
+  /** The reply queue: replies not yet settled (pending or retrying). */
+  readonly replies: { readonly pending: number };
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -88,7 +86,13 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const metrics = createMetrics(options.metrics ?? true);
   const requests = new RequestLog();
   const limiter = new AuthFailureLimiter();
-  const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), metrics);
+  const replies = await ReplyQueue.open({
+    host,
+    file: host.stateDir && path.join(host.stateDir, 'deliveries.jsonl'),
+    retry: () => current.retry,
+    metrics,
+  });
+  const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
   const pauses = await HookPauses.open(host, runs, () => current);
@@ -219,8 +223,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   }
 
   // Before the restored runs resume: their outcomes are followed too.
-  const failures = await openFailures(host, runs, () => current, metrics);
+  const failures = await openFailures(host, runs, replies, () => current, metrics);
   runs.resume(restored?.rerun ?? [], restored?.interrupted ?? []);
+  const resumedReplies = replies.resume();
+  if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });
   pauses.start();
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
     if (sharedPauses) await sharedPauses.set(hook, paused);
@@ -235,10 +241,13 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     snapshot: () => current,
     watching: () => watcher?.ready ?? Promise.resolve(),
     async close(graceMs = 5000) {
+      const deadline = Date.now() + graceMs;
       await watcher?.close();
       waiters.stop();
       await pauses.close();
       await runs.close(graceMs);
+      // Replies the last runs queued get what is left of the grace.
+      await replies.close(deadline - Date.now());
       await failures.close();
       await transforms.close();
       bodies.close();
@@ -255,6 +264,6 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       return shared?.up;
     },
     admin,
-    after: { recordFailure: (input) => failures.record(input) },
+    replies,
   };
 }

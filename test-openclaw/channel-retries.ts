@@ -18,7 +18,6 @@ import {
   withFakeModel,
 } from './openclaw-env.ts';
 import { readStateRecords } from '../plugin/util/state-file.ts';
-import type { WaitingDelivery } from '../plugin/hosts/openclaw/deliveries.ts';
 import { startFakeProvider, streamReply, type FakeProvider } from '../test/helpers/fake-provider.ts';
 import { type Arrival, FakePlatform, type Reply } from '../test/helpers/fake-channels/fake-platform.ts';
 import { tooManyRequests } from '../test/helpers/fake-channels/telegram.ts';
@@ -114,8 +113,8 @@ async function settled(runId: string): Promise<boolean> {
     (f) => path.basename(f) === 'deliveries.jsonl' && f.includes(`hookgate${path.sep}after`),
   );
   assert.ok(found, 'hookgate keeps its waiting deliveries in <stateDir>/hookgate/after/deliveries.jsonl');
-  const { records } = await readStateRecords(path.join(files.stateDir, found), (v): v is WaitingDelivery => !!v);
-  return ![...records.values()].some((w) => w.delivery.runId === runId);
+  const { records } = await readStateRecords(path.join(files.stateDir, found), (v): v is { runId: string } => !!v);
+  return ![...records.values()].some((w) => w.runId === runId);
 }
 
 /** hookgate logged that it scheduled the delivery of this run again. */

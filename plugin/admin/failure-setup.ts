@@ -1,26 +1,26 @@
 // The failure book and replay, set up for one plugin instance: the book follows every run's final
-// outcome, and the admin routes serve both.
+// outcome and every reply's dead letter, and the admin routes serve both.
 import path from 'node:path';
 import type { GatewayHost } from '../host.ts';
 import type { HooksSnapshot } from '../request/snapshot.ts';
 import type { RunService } from '../runs/run-service.ts';
 import type { HookMetrics } from '../observe/metrics.ts';
 import type { AdminRoute } from './admin-call.ts';
-import { FailureBook, type DeliveryFailureInput } from '../failures/failures.ts';
+import { FailureBook } from '../failures/failures.ts';
+import type { ReplyQueue } from '../replies/reply-queue.ts';
 import { RunActions } from '../failures/run-actions.ts';
 import { Replayer } from '../failures/replay.ts';
 import { failureRoutes } from './failure-routes.ts';
 
 export interface Failures {
   route: AdminRoute;
-  /** A delivery the host gave up on; resolves once it is on disk. */
-  record(input: DeliveryFailureInput): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function openFailures(
   host: GatewayHost,
   runs: RunService,
+  replies: ReplyQueue,
   snapshot: () => HooksSnapshot,
   metrics: HookMetrics,
 ): Promise<Failures> {
@@ -31,10 +31,19 @@ export async function openFailures(
     if (final.status === 'ok') actions.keep(final.run);
     else failures.followRun(final);
   });
-  const replay = new Replayer({ host, runs, failures, actions, snapshot, counted: (kind) => metrics.replay(kind) });
+  // A reply out of tries goes to the book under the hook whose run produced it.
+  replies.onDeadLetter((letter) => failures.record(letter));
+  const replay = new Replayer({
+    host,
+    runs,
+    replies,
+    failures,
+    actions,
+    snapshot,
+    counted: (kind) => metrics.replay(kind),
+  });
   return {
     route: failureRoutes(failures, replay),
-    record: (input) => failures.record(input),
     async close() {
       await failures.close();
       await actions.close();

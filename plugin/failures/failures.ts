@@ -10,6 +10,7 @@ import { StateFile } from '../util/state-file.ts';
 import { failureReason } from './failure-reason.ts';
 import { FailureEvents } from './failure-events.ts';
 import type { RunFinal } from '../runs/run-final.ts';
+import type { ReplyDeadLetter } from '../replies/reply-queue.ts';
 
 export type FailureKind = 'run' | 'delivery';
 export type FailureState = 'open' | 'replayed' | 'dismissed';
@@ -50,23 +51,6 @@ interface StoredFailure extends Failure {
 }
 
 /** A delivery the host gave up on (the standalone's channel deliveries report theirs here). */
-export interface DeliveryFailureInput {
-  kind: 'delivery';
-  runId: string;
-  requestId?: string;
-  hook: string;
-  agentId: string;
-  channel: ChannelName;
-  to?: string;
-  /** How many tries were made, or the tries themselves. */
-  attempts: number | readonly unknown[];
-  lastError: string;
-  /** The text that was to be delivered: what a replay sends. */
-  text: string;
-  firstAt?: string;
-  lastAt?: string;
-}
-
 export interface FailurePage {
   failures: Failure[];
   before?: string;
@@ -183,19 +167,18 @@ export class FailureBook {
     ).catch(() => {});
   }
 
-  /** A delivery the host gave up on; resolves once it is on disk. */
-  record(input: DeliveryFailureInput): Promise<void> {
+  /** A reply the queue gave up on; resolves once it is on disk. */
+  record(input: ReplyDeadLetter): Promise<void> {
     const { agentId, channel, to, text } = input;
     return this.#record(
       {
         kind: 'delivery',
         runId: input.runId,
-        ...(input.requestId !== undefined ? { requestId: input.requestId } : {}),
         hook: input.hook,
         agentId,
         channel,
         to,
-        attempts: Math.max(1, typeof input.attempts === 'number' ? input.attempts : input.attempts.length),
+        attempts: Math.max(1, input.attempts),
         lastError: input.lastError,
         firstAt: input.firstAt,
         lastAt: input.lastAt,

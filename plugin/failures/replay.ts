@@ -12,6 +12,7 @@ import { errorMessage } from '../util/errors.ts';
 import { failureReason } from './failure-reason.ts';
 import type { DeliveryAction, Failure, FailureBook, FailureKind, RunAction, StoredAction } from './failures.ts';
 import type { RunActions } from './run-actions.ts';
+import type { ReplyQueue } from '../replies/reply-queue.ts';
 
 export interface ReplayAnswer {
   ok: true;
@@ -30,6 +31,8 @@ export interface BulkReplayAnswer {
 export interface ReplayParts {
   host: GatewayHost;
   runs: Pick<RunService, 'submit'>;
+  /** Where a replayed delivery goes. */
+  replies: Pick<ReplyQueue, 'add'>;
   failures: FailureBook;
   actions: RunActions;
   snapshot: () => RoutingPolicy;
@@ -37,7 +40,7 @@ export interface ReplayParts {
   counted: (kind: FailureKind) => void;
 }
 
-type Prepared = { kind: 'run'; job: AgentJob } | { kind: 'delivery'; delivery: Delivery };
+type Prepared = { kind: 'run'; job: AgentJob } | { kind: 'delivery'; delivery: Delivery & { hook: string } };
 
 export class Replayer {
   /** Replays under way, by failure id or run id: a second ask waits for the first. */
@@ -57,7 +60,7 @@ export class Replayer {
       failure.runId,
       () => failures.get(id)?.replayedBy,
       async () => {
-        const runId = await this.#start(this.#prepare(action));
+        const runId = await this.#start(this.#prepare(action, failure.hook));
         this.parts.counted(failure.kind);
         await failures.replayed(id, runId).catch(() => this.#markLost(id));
         return runId;
@@ -163,18 +166,18 @@ export class Replayer {
     return work;
   }
 
-  #prepare(action: StoredAction): Prepared {
+  #prepare(action: StoredAction, hook: string): Prepared {
     if (action.kind === 'run') {
       const { kind: _kind, ...run } = action;
       return this.#prepareRun(run);
     }
-    return this.#prepareDelivery(action);
+    return this.#prepareDelivery(action, hook);
   }
 
   /** The bulk replay's refusal says which failure it was. */
   #prepareNaming(failure: Failure): Prepared {
     try {
-      return this.#prepare(this.parts.failures.actionOf(failure.id)!);
+      return this.#prepare(this.parts.failures.actionOf(failure.id)!, failure.hook);
     } catch (err) {
       if (!(err instanceof HookError)) throw err;
       throw new HookError(err.status, err.code, `failure ${failure.id}: ${err.message}`, err.headers);
@@ -195,23 +198,23 @@ export class Replayer {
     return { kind: 'run', job: { ...action, runId: randomUUID(), agentId, sessionKey } };
   }
 
-  #prepareDelivery(action: DeliveryAction): Prepared {
+  #prepareDelivery(action: DeliveryAction, hook: string): Prepared {
     checkChannel(action.channel, this.parts.host);
     const { agentId, channel, to, text } = action;
     return {
       kind: 'delivery',
-      delivery: { channel, ...(to !== undefined ? { to } : {}), text, agentId, runId: randomUUID() },
+      delivery: { channel, ...(to !== undefined ? { to } : {}), text, agentId, runId: randomUUID(), hook },
     };
   }
 
-  /** Starts the run (once the host recorded it) or hands the delivery over; the new id. */
+  /** Starts the run (once the host recorded it) or queues the delivery; the new id. */
   async #start(prepared: Prepared): Promise<string> {
     if (prepared.kind === 'run') {
       await this.parts.runs.submit([prepared.job]);
       return prepared.job.runId;
     }
     try {
-      await this.parts.host.deliver(prepared.delivery);
+      await this.parts.replies.add(prepared.delivery);
     } catch (err) {
       throw refuse.internal(`the replayed delivery was not accepted: ${failureReason(errorMessage(err))}`);
     }

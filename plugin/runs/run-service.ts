@@ -12,6 +12,7 @@ import { mayRetry, retryDelayMs, type RetryPolicy } from '../retry/retry-policy.
 import type { RunRetries } from './run-retries.ts';
 import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
 import { ActiveRun } from './active-run.ts';
+import type { ReplyQueue } from '../replies/reply-queue.ts';
 
 export interface RunLimits {
   maxConcurrentRuns: number;
@@ -65,6 +66,8 @@ export class RunService {
     private readonly limits: () => RunLimits,
     /** Runs waiting for their next try, on disk when the host gives a stateDir. */
     private readonly retries: RunRetries,
+    /** Where a run's reply goes: the core's reply queue. */
+    private readonly replies: Pick<ReplyQueue, 'add'>,
     /** Told each status a run reaches and each retry scheduled. */
     private readonly metrics: Pick<HookMetrics, 'runStatus' | 'retryScheduled'> = NO_METRICS,
   ) {}
@@ -289,7 +292,7 @@ export class RunService {
   }
 
   /**
-   * Delivers the reply if asked, then posts the summary and wakes the main session if asked; a
+   * Queues the reply for delivery if asked, then posts the summary and wakes the main session if asked; a
    * retried run leaves the retry schedule once its final record is kept. Never throws.
    */
   private async finish(job: AgentJob, result: TurnResult, attempts: readonly RunAttempt[]): Promise<void> {
@@ -303,10 +306,14 @@ export class RunService {
       let route: Route | undefined;
       try {
         route = resolveRoute(job.channel, job.to, job.agentId, this.host);
-        const receipt = await this.host.deliver({ ...route, text: reply, runId: job.runId, agentId: job.agentId });
-        delivery = receipt
-          ? receipt.outcome
-          : { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'sent' };
+        const receipt = await this.replies.add({
+          ...route,
+          text: reply,
+          runId: job.runId,
+          agentId: job.agentId,
+          hook: job.name,
+        });
+        delivery = receipt.outcome;
       } catch (err) {
         status = 'error';
         error = `delivery failed: ${reasonOf(err)}`;

@@ -8,7 +8,8 @@ import type {
   AcceptedRun,
   ChannelName,
   Delivery,
-  DeliveryReceipt,
+  ReplyHistory,
+  SendResult,
   GatewayHost,
   IdempotencyRecord,
   IsolatedTurn,
@@ -42,8 +43,12 @@ export interface TestHostOptions {
   lastRoute?: Route;
   /** Replaces the default turn (which replies "reply to: <prompt>"). */
   turn?: (turn: IsolatedTurn) => Promise<TurnResult>;
-  /** What the host's deliver() does; it may return a receipt whose outcome settles later. */
-  deliver?: (d: Delivery) => Promise<void | DeliveryReceipt>;
+  /** What one try at a reply comes to (default: sent); it may settle later. */
+  send?: (d: Delivery) => Promise<SendResult>;
+  /** host.replies.firstTryInRun: the run waits for its reply's first try (as in OpenClaw). */
+  firstTryInRun?: boolean;
+  /** host.replies.history: told of each reply and each change of its state. */
+  replyHistory?: ReplyHistory;
   /** Awaited before a system event is recorded: a test may hold the wake's action there. */
   systemEvent?: (text: string) => Promise<void>;
   /** Called after each run update is recorded; what it returns is what the host answers. */
@@ -143,10 +148,13 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
       },
       ...(opts.restoreRuns ? { restore: () => Promise.resolve(opts.restoreRuns!) } : {}),
     },
-    deliver: async (d) => {
-      const receipt = opts.deliver ? await opts.deliver(d) : undefined;
-      rec.deliveries.push(d);
-      return receipt ?? undefined;
+    replies: {
+      send: (d) => {
+        rec.deliveries.push(d);
+        return opts.send ? opts.send(d) : Promise.resolve({ status: 'sent', messageIds: [] });
+      },
+      ...(opts.firstTryInRun ? { firstTryInRun: true } : {}),
+      ...(opts.replyHistory ? { history: opts.replyHistory } : {}),
     },
     ...(opts.restoreKeys ? { idempotency: { restore: () => Promise.resolve(opts.restoreKeys!) } } : {}),
   };

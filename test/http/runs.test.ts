@@ -295,13 +295,18 @@ test('a turn that hangs past timeoutSeconds: timeout summary, aborted signal, sl
   );
 });
 
-test('a delivery that throws: error summary "delivery failed: …"', async () => {
+test('a delivery refused at the first try the run waits for: error summary "delivery failed: …"', async () => {
   await withGateway(
     {
       turn: reply('the reply'),
-      deliver: async () => {
-        throw new Error('telegram API returned 502');
-      },
+      firstTryInRun: true,
+      send: async () => ({
+        status: 'failed',
+        retryable: false,
+        description: 'telegram API returned 502',
+        sentParts: 0,
+        messageIds: [],
+      }),
     },
     async (gw) => {
       const { summaries, final } = await run(gw, { message: 'x', name: 'Notify', channel: 'telegram', to: '9' });

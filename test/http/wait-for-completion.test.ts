@@ -3,18 +3,18 @@
 // limit on followed runs, a shutdown ending the waits, and what a transform and a config may not do.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { DeliveryFact, TurnResult } from '../../plugin/host.ts';
+import type { SendResult, TurnResult } from '../../plugin/host.ts';
 import { post, startTestGateway, withGateway } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
 import { startRedis } from '../helpers/redis-server.ts';
 
 const waited = (more: Record<string, unknown> = {}) => ({ message: 'x', waitForCompletion: true, ...more });
 
-test('the delivery fact is the host receipt: the answer waits until it settles (recorded)', async () => {
-  let settle!: (fact: DeliveryFact) => void;
-  const outcome = new Promise<DeliveryFact>((resolve) => (settle = resolve));
+test("the delivery fact is the reply queue's outcome: the answer waits until the try settles (sent)", async () => {
+  let settle!: (result: SendResult) => void;
+  const tried = new Promise<SendResult>((resolve) => (settle = resolve));
   await withGateway(
-    { turn: async () => ({ status: 'ok', reply: 'Deploy finished' }), deliver: async () => ({ outcome }) },
+    { turn: async () => ({ status: 'ok', reply: 'Deploy finished' }), send: () => tried },
     async (gw) => {
       const answer = post(gw.url, '/hooks/agent', waited({ channel: 'slack', to: 'C1' }));
       await waitUntil(() => gw.rec.deliveries.length === 1, 'the delivery');
@@ -22,7 +22,7 @@ test('the delivery fact is the host receipt: the answer waits until it settles (
       void answer.then(() => (answered = true));
       await gw.finalRuns(1);
       assert.equal(answered, false, 'not answered before the delivery settled');
-      settle({ channel: 'slack', to: 'C1', status: 'recorded' });
+      settle({ status: 'sent', messageIds: ['m1'] });
       const r = await answer;
       assert.equal(r.status, 200);
       assert.deepEqual(r.body, {
@@ -30,7 +30,7 @@ test('the delivery fact is the host receipt: the answer waits until it settles (
         runId: r.body.runId,
         status: 'ok',
         reply: 'visible',
-        delivery: { channel: 'slack', to: 'C1', status: 'recorded' },
+        delivery: { channel: 'slack', to: 'C1', status: 'sent' },
       });
     },
   );
@@ -41,9 +41,19 @@ test('a delivery that fails after its attempts, or that the host refuses, is fai
   await withGateway(
     {
       turn: async () => ({ status: 'ok', reply: 'hello' }),
-      deliver: async (d) => {
-        if (refuse) throw new Error('outbox unwritable');
-        return { outcome: Promise.resolve({ channel: d.channel, to: d.to, status: 'failed' as const }) };
+      send: async () => ({
+        status: 'failed',
+        retryable: false,
+        description: 'chat not found',
+        sentParts: 0,
+        messageIds: [],
+      }),
+      // The host's history refusing the reply (an outbox it cannot write) refuses the delivery itself.
+      replyHistory: {
+        added: async () => {
+          if (refuse) throw new Error('outbox unwritable');
+        },
+        changed: async () => {},
       },
     },
     async (gw) => {
@@ -103,7 +113,7 @@ test(
     const gw = await startTestGateway({
       hooks: { maxConcurrentRuns: 1, maxQueuedRuns: 1, maxWaitSeconds: 60 },
       turn: async () => ({ status: 'ok', reply: 'r' }),
-      deliver: async () => ({ outcome: new Promise<DeliveryFact>(() => {}) }),
+      send: () => new Promise<SendResult>(() => {}),
     });
     try {
       const first = post(gw.url, '/hooks/agent', waited({ channel: 'slack', to: 'C1' }));

@@ -1,14 +1,12 @@
 // GatewayHost over OpenClaw's plugin runtime: system events journaled and handed to OpenClaw's queue
 // (event-handover.ts), heartbeats straight from the route (api.runtime.system), agent runs journaled
-// and run through the service queue (api.runtime.subagent), deliveries through channel outbound
-// adapters, agents/models/channels read from OpenClaw's live config.
+// and run through the service queue (api.runtime.subagent), single reply tries through channel outbound
+// adapters (reply-sends.ts; the core queues and retries), agents/models/channels read from OpenClaw's live config.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import {
   CHANNEL_ORDER,
   type ChannelName,
-  type Delivery,
-  type DeliveryReceipt,
   type GatewayHost,
   type HostAgents,
   type LogFields,
@@ -21,7 +19,8 @@ import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
 import { openClawAgents, openClawChannels, selectOpenClawConfig } from './config.ts';
 import type { RecentRuns } from './recent-runs.ts';
 import type { ServiceQueue } from './run-queue.ts';
-import { deliverReply, runTurn } from './turns.ts';
+import { runTurn } from './turns.ts';
+import { openClawReplies } from './reply-sends.ts';
 
 export const mainSessionKey = (agentId: string): string => `agent:${agentId}:main`;
 
@@ -65,19 +64,12 @@ export interface OpenClawHostOptions {
   stateDir: string;
   /** What GET /hookgate/api/runs/<id> shows. */
   recentRuns: RecentRuns;
-  /** A reply's delivery, tried again while the channel's failure may pass (deliveries.ts). */
-  deliver(delivery: Delivery): Promise<DeliveryReceipt>;
 }
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
-/** One send of a reply through its channel's outbound adapter, in the service's context. */
-export function sendReply(api: OpenClawPluginApi, queue: ServiceQueue): (delivery: Delivery) => Promise<void> {
-  return (d) => queue.run(() => deliverReply(api.runtime, liveConfig(api), d));
-}
-
 export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
-  const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns, deliver } = options;
+  const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns } = options;
   const { runtime } = api;
   // Mapped once per config object: OpenClaw replaces the object when its config changes.
   let seen: unknown;
@@ -177,6 +169,6 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       restore: () => Promise.resolve({ rerun: pending.runs, interrupted: pending.interrupted }),
     },
     idempotency: { restore: (limits) => journal.restore(limits) },
-    deliver,
+    replies: openClawReplies(api, queue, () => liveConfig(api)),
   };
 }

@@ -13,7 +13,6 @@ import {
   refuse,
   validRequestsLimit,
   writeError,
-  type HooksPlugin,
   type HooksStatus,
   type RequestEntry,
   type RequestsQuery,
@@ -23,11 +22,7 @@ import { answerAdmin, openClawAdmin, type AdminAsk } from './admin-api.ts';
 import type { OpenClawPluginApi, ServiceContext } from './api.ts';
 import { EventHandover, type EventQueue } from './event-handover.ts';
 import { builtInHooksWarning } from './builtin-hooks.ts';
-import { createOpenClawHost, sendReply } from './host.ts';
-import { deliveryDeadLetters } from './dead-letters.ts';
-import { OpenClawDeliveries } from './deliveries.ts';
-import { DEFAULTS } from '../../kits/config.ts';
-import { errorMessage } from '../../util/errors.ts';
+import { createOpenClawHost } from './host.ts';
 import { routePath } from './identity.ts';
 import { IdempotencyJournal } from './idempotency-journal.ts';
 import { RecentRuns } from './recent-runs.ts';
@@ -86,8 +81,6 @@ export async function startHookgate(
   await idempotency.open(ctx.stateDir);
   const pending = await acks.open(ctx.stateDir);
   let handover: EventHandover | undefined;
-  let deliveries: OpenClawDeliveries | undefined;
-  let plugin: HooksPlugin | undefined;
   const recentRuns = new RecentRuns();
   const stateDir = path.join(ctx.stateDir, 'hookgate', 'after');
   const host = createOpenClawHost({
@@ -100,23 +93,12 @@ export async function startHookgate(
     pending,
     stateDir,
     recentRuns,
-    deliver: (d) => deliveries!.deliver(d),
   });
   handover = new EventHandover(acks, openClawEvents(api), host.logger);
   const clash = builtInHooksWarning(api.config, routePath(api.pluginConfig));
   if (clash) host.logger.warn(clash);
   handover.restore(pending.events);
-  // Open before the core starts: a run handed back at start may deliver at once.
-  deliveries = await OpenClawDeliveries.open({
-    send: sendReply(api, queue),
-    retry: () => plugin?.snapshot().retry ?? DEFAULTS.retry,
-    deadLetter: deliveryDeadLetters(() => plugin, host.logger),
-    hookOf: (runId) => recentRuns.find(runId)?.name,
-    retryScheduled: () => plugin?.metrics.retryScheduled('delivery'),
-    logger: host.logger,
-    stateDir,
-  });
-  plugin = await createHooksPlugin(host, { watch: true });
+  const plugin = await createHooksPlugin(host, { watch: true });
   await plugin.watching();
   const snap = plugin.snapshot();
   host.logger.info('hookgate ready', { path: snap.path, enabled: snap.enabled });
@@ -158,11 +140,6 @@ export async function startHookgate(
       try {
         await plugin.close(STOP_GRACE_MS);
       } finally {
-        await deliveries
-          .close()
-          .catch((err: unknown) =>
-            host.logger.error('closing the delivery retries failed', { reason: errorMessage(err) }),
-          );
         queue.detach();
         queue.clear('the hookgate service stopped');
         // A stopping plugin's runtime refuses system events; OpenClaw's queue itself takes the summaries.

@@ -1,6 +1,5 @@
 // The failure book's parts that need no model: the main-session events per hook in a short window
-// (the code takes the window's length), a delivery failure reported by a host and replayed to its
-// channel, reasons masked, and the bounds (closed failures dropped first, then the oldest).
+// (the code takes the window's length), a reply out of tries listed and replayed to its channel, reasons masked, and the bounds (closed failures dropped first, then the oldest).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FailureEvents } from '../../../plugin/failures/failure-events.ts';
@@ -8,7 +7,7 @@ import { FailureBook, MAX_FAILURES } from '../../../plugin/failures/failures.ts'
 import { AdminAnswer, type AdminCall } from '../../../plugin/admin/admin-call.ts';
 import { HookError } from '../../../plugin/errors.ts';
 import type { GatewayHost } from '../../../plugin/host.ts';
-import { startTestGateway } from '../../helpers/recording-host.ts';
+import { post, startTestGateway } from '../../helpers/recording-host.ts';
 import { waitUntil } from '../../helpers/common.ts';
 
 function recordingSessions(): Pick<GatewayHost, 'sessions' | 'logger'> & { events: { key: string; text: string }[] } {
@@ -63,8 +62,18 @@ test('each hook is told at once, then at most once a window, the held ones count
   }
 });
 
-test('a delivery failure a host reports is listed masked, merged when reported again, and replayed to its channel', async () => {
-  const gw = await startTestGateway({ channels: ['telegram', 'slack'] });
+test('a reply out of tries is listed masked, told once, and replayed to its channel', async () => {
+  const lastError = 'telegram answered 502 (token=123456:ABCDEF-secret-value)\nBearer abcdefghijklmnop';
+  let failing = true;
+  const gw = await startTestGateway({
+    channels: ['telegram', 'slack'],
+    hooks: { retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 } },
+    turn: async () => ({ status: 'ok', reply: 'the reply to deliver' }),
+    send: async () =>
+      failing
+        ? { status: 'failed', retryable: true, description: lastError, sentParts: 0, messageIds: [] }
+        : { status: 'sent', messageIds: ['1'] },
+  });
   const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {
     const [route, query] = path.split('?');
     const call: AdminCall = {
@@ -76,41 +85,42 @@ test('a delivery failure a host reports is listed masked, merged when reported a
     return gw.plugin.admin(call);
   };
   try {
-    const input = {
-      kind: 'delivery' as const,
-      runId: 'run-1',
-      hook: 'CI',
-      agentId: 'main',
-      channel: 'telegram' as const,
-      to: '42',
-      attempts: [{}, {}, {}],
-      lastError: 'telegram answered 502 (token=123456:ABCDEF-secret-value)\nBearer abcdefghijklmnop',
-      text: 'the reply to deliver',
-    };
-    await gw.plugin.after.recordFailure(input);
-    await gw.plugin.after.recordFailure({ ...input, attempts: 4 });
+    const accepted = await post(gw.url, '/hooks/agent', { message: 'x', name: 'CI', channel: 'telegram', to: '42' });
+    assert.equal(accepted.status, 202);
+    const runId = accepted.body.runId as string;
+    await waitUntil(async () => {
+      const page = (await admin('GET', 'failures')) as { failures: unknown[] };
+      return page.failures.length === 1;
+    }, 'the dead letter');
     const page = (await admin('GET', 'failures')) as { failures: any[] };
-    assert.equal(page.failures.length, 1, 'the same delivery reported again is one failure');
     const [failure] = page.failures;
     assert.equal(failure.kind, 'delivery');
+    assert.equal(failure.runId, runId);
+    assert.equal(failure.hook, 'CI');
     assert.equal(failure.channel, 'telegram');
     assert.equal(failure.to, '42');
-    assert.equal(failure.attempts, 4);
+    assert.equal(failure.attempts, 3);
     assert.equal(failure.lastError, 'telegram answered 502 (token=[redacted]) Bearer [redacted]');
-    await waitUntil(() => gw.rec.events.some((e) => e.text.startsWith('Hook CI:')), 'the failure event');
+    await waitUntil(() => gw.rec.events.some((e) => e.text.startsWith('Hook CI: the delivery')), 'the failure event');
     assert.deepEqual(
-      gw.rec.events.filter((e) => e.text.startsWith('Hook CI:')).map((e) => [e.sessionKey, e.text]),
+      gw.rec.events.filter((e) => e.text.startsWith('Hook CI: the delivery')).map((e) => [e.sessionKey, e.text]),
       [['agent:main:main', 'Hook CI: the delivery to telegram failed after 3 attempts: ' + failure.lastError]],
     );
+    assert.equal(gw.rec.deliveries.length, 3, 'every try went to the host');
 
+    failing = false;
     const replay = await admin('POST', `failures/${failure.id}/replay`);
     assert.ok(replay instanceof AdminAnswer);
     assert.equal(replay.status, 202);
     const body = replay.body as { runId: string; replayOf: string };
-    assert.equal(body.replayOf, 'run-1');
-    assert.deepEqual(gw.rec.deliveries, [
-      { channel: 'telegram', to: '42', text: 'the reply to deliver', agentId: 'main', runId: body.runId },
-    ]);
+    assert.equal(body.replayOf, runId);
+    assert.deepEqual(gw.rec.deliveries.at(-1), {
+      channel: 'telegram',
+      to: '42',
+      text: 'the reply to deliver',
+      runId: body.runId,
+      agentId: 'main',
+    });
 
     // The channel is gone today: the replay is refused with the usual code and sends nothing.
     gw.host.channels = ['slack'];
@@ -118,10 +128,33 @@ test('a delivery failure a host reports is listed masked, merged when reported a
       admin('POST', `failures/${failure.id}/replay?again=1`),
       (err: unknown) => err instanceof HookError && err.status === 400 && err.code === 'invalid_payload',
     );
-    assert.equal(gw.rec.deliveries.length, 1);
+    assert.equal(gw.rec.deliveries.length, 4);
   } finally {
     await gw.close();
   }
+});
+
+test('the same dead letter recorded again is one failure, with the latest attempts', async () => {
+  const book = await FailureBook.open(undefined, recordingSessions(), () => {});
+  const letter = {
+    kind: 'delivery' as const,
+    runId: 'run-1',
+    hook: 'CI',
+    agentId: 'main',
+    channel: 'telegram' as const,
+    to: '42',
+    attempts: 3,
+    lastError: 'failed',
+    text: 'the reply',
+    firstAt: '2026-11-28T10:00:00.000Z',
+    lastAt: '2026-11-28T10:01:00.000Z',
+  };
+  await book.record(letter);
+  await book.record({ ...letter, attempts: 4 });
+  const all = book.page({ limit: 10, state: 'all' }).failures;
+  assert.equal(all.length, 1);
+  assert.equal(all[0]!.attempts, 4);
+  await book.close();
 });
 
 test('over the count bound, dismissed and replayed failures go first, then the oldest open ones', async () => {
@@ -137,6 +170,8 @@ test('over the count bound, dismissed and replayed failures go first, then the o
       attempts: 1,
       lastError: 'failed',
       text: `text ${n}`,
+      firstAt: '2026-11-28T10:00:00.000Z',
+      lastAt: '2026-11-28T10:00:00.000Z',
     });
   try {
     for (let n = 0; n < MAX_FAILURES; n++) await record(n);

@@ -2,6 +2,7 @@
 // admin API, a session store, heartbeats, an agent runner and a durable outbox under the state dir.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { link, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { answerClientError, answerExpectation } from '../../../kits/node-http.ts';
 import { createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../../host-kit.ts';
@@ -14,9 +15,9 @@ import { Heartbeats } from './heartbeat.ts';
 import { AdminApi } from './admin-api.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
-import { ChannelDeliveries } from './channel-deliveries.ts';
-import { gatewayMetrics } from './gateway-metrics.ts';
-import { errorMessage } from '../../../util/errors.ts';
+import { ChannelReplies } from './channel-replies.ts';
+import { gatewayMetrics, type GatewayMetrics } from './gateway-metrics.ts';
+import { errnoCode, errorMessage } from '../../../util/errors.ts';
 
 export interface GatewayOptions {
   configPath: string;
@@ -63,6 +64,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const storage = new Storage(dataDir, settings.storage, logger);
   const { store, outbox, runs: registry } = storage;
   const interrupted = await storage.open();
+  await moveUnsettledReplies(dataDir);
 
   const runner = new AgentRunner(() => ({ defaultModel: settings.defaultModel, providers: settings.providers }));
   const heartbeats = new Heartbeats({
@@ -83,9 +85,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     return first ? { channel: first, to: settings.channelDefaults[first] } : undefined;
   };
 
-  // The plugin resumes the retry schedule before the channels open: a due retry's reply waits for them.
-  let channelsOpen!: (opened: ChannelDeliveries) => void;
-  const deliveriesReady = new Promise<ChannelDeliveries>((resolve) => (channelsOpen = resolve));
+  // Channel senders live as long as their config block: their pacers must see every send to a platform.
+  let metrics: GatewayMetrics | undefined;
+  const replies = new ChannelReplies({
+    outbox,
+    metrics: () => metrics,
+    channels: settings.senders,
+    defaultTo: (channel) => settings.channelDefaults[channel],
+  });
 
   const host: GatewayHost = {
     logger,
@@ -129,7 +136,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       onRunUpdate: (record) => registry.update(record),
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
-    deliver: async (d) => (await deliveriesReady).deliver({ ...d, to: d.to ?? settings.channelDefaults[d.channel] }),
+    replies,
   };
 
   /** The gateway's own keys are part of every reload: checked with the hooks block, applied with it. */
@@ -146,7 +153,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (JSON.stringify(fresh.storage) !== JSON.stringify(settings.storage))
       logger.warn('storage changes apply at the next start');
     if (fresh.channelsText !== settings.channelsText) {
-      const changed = deliveries.useChannels(fresh.senders);
+      const changed = replies.useChannels(fresh.senders);
       if (changed.length) logger.info('channels reloaded', { changed: changed.join(', ') });
     }
     if (fresh.heartbeatSeconds !== settings.heartbeatSeconds) heartbeats.startPeriodic(fresh.heartbeatSeconds);
@@ -156,26 +163,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 
   const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
-  const metrics = gatewayMetrics(plugin.metrics.registry, {
+  metrics = gatewayMetrics(plugin.metrics.registry, {
     outboxSize: () => outbox.appended,
-    deliveriesPending: () => deliveries.pending,
+    deliveriesPending: () => plugin.replies.pending,
   });
-  // Channel senders live as long as their config block: their pacers must see every send to a platform.
-  const deliveries = await ChannelDeliveries.open({
-    outbox,
-    stateFile: path.join(dataDir, 'deliveries.jsonl'),
-    logger,
-    metrics,
-    channels: settings.senders,
-    retry: () => plugin.snapshot().retry,
-    retried: () => plugin.metrics.retryScheduled('delivery'),
-    // A dead letter goes to the failure book under the hook whose run produced the reply.
-    onFailed: async (f) => {
-      const hook = f.hook ?? (await registry.find(f.runId))?.name ?? 'unknown';
-      await plugin.after.recordFailure({ ...f, hook, channel: f.channel as ChannelName });
-    },
-  });
-  channelsOpen(deliveries);
   started = true;
   await plugin.watching();
   // A run in the core's retry schedule is the core's to finish (its retry, or its cut-off try).
@@ -184,8 +175,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     host,
     registry,
   );
-  const resumed = deliveries.resume();
-  if (resumed) logger.info('deliveries left by the last stop resumed', { count: resumed });
   const admin = new AdminApi({
     gatewayToken: () => settings.gatewayToken,
     trustedProxies: () => plugin.snapshot().trustedProxies,
@@ -278,7 +267,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         plugin.stopWaiting(); // requests waiting for their runs are answered now, not at their bound
         await stopped; // in-flight requests are answered first
         await plugin.close(settings.shutdownGraceMs);
-        await deliveries.close(settings.shutdownGraceMs);
         await heartbeats.stop();
         await storage.close();
       })();
@@ -304,4 +292,21 @@ async function reportInterrupted(runs: RunRecord[], host: GatewayHost, registry:
   }
   if (runs.length)
     host.logger.warn('runs interrupted by the last stop were recorded as errors', { count: runs.length });
+}
+
+/**
+ * Replies not yet settled were kept in data/deliveries.jsonl while the gateway queued them itself;
+ * the core's reply queue keeps them in its own state dir (data/after/), where a start takes them up.
+ */
+async function moveUnsettledReplies(dataDir: string): Promise<void> {
+  const after = path.join(dataDir, 'after');
+  await mkdir(after, { recursive: true, mode: 0o700 });
+  // A link, not a rename: a file already at the new place is never replaced.
+  try {
+    await link(path.join(dataDir, 'deliveries.jsonl'), path.join(after, 'deliveries.jsonl'));
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return;
+    if (errnoCode(err) !== 'EEXIST') throw err;
+  }
+  await unlink(path.join(dataDir, 'deliveries.jsonl'));
 }

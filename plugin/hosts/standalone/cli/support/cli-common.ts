@@ -19,6 +19,6 @@ export function checkingHost(configPath: string, settings: GatewaySettings): Gat
     channels: settings.channels,
     sessions: { mainSessionKey: unused, enqueueSystemEvent: unused, requestHeartbeat: unused, lastRoute: unused },
     runs: { runIsolatedTurn: unused },
-    deliver: unused,
+    replies: { send: unused },
   };
 }
