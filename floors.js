@@ -1,7 +1,8 @@
 // The core's floors, lowest first (docs/reference/architecture.md, Layout). A room is a folder of
 // plugin/ (written with its slash) or a top-level file of it; plugin/hosts/ stands on no floor. A room
 // imports only rooms on lower floors, type imports included; files of one room import each other freely.
-// eslint.config.js makes its import-x/no-restricted-paths zones from this list.
+// eslint.config.js makes its import-x/no-restricted-paths zones from this list, and
+// test/unit/floors.test.ts checks it against plugin/, the doc and the imports.
 export const FLOORS = [
   // 1. the host contract, the error catalogue, the settings every room reads
   ['host.ts', 'errors.ts', 'settings/'],
