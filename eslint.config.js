@@ -3,6 +3,26 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
+import { FLOORS } from './floors.js';
+
+// The core's floors as lint zones: each room may import only the rooms on lower floors. A zone per room
+// forbids every other room on its own floor or above; `import type` is an import like any other here.
+const roomPath = (room) => `./plugin/${room.replace(/\/$/, '')}`;
+const floorZones = FLOORS.flatMap((rooms, i) => {
+  const below = FLOORS.slice(0, i).flat();
+  const allowed =
+    i === 0
+      ? 'imports no other room of the core'
+      : `may import only floor${i === 1 ? ' 1' : `s 1-${i}`}: ${below.join(', ')}`;
+  return rooms.map((room) => ({
+    target: roomPath(room),
+    from: FLOORS.slice(i)
+      .flat()
+      .filter((other) => other !== room)
+      .map(roomPath),
+    message: `\`${room}\` (floor ${i + 1}) ${allowed} (the floors: floors.js, docs/reference/architecture.md)`,
+  }));
+}).filter((zone) => zone.from.length > 0);
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'bench/results/**'] },
@@ -39,6 +59,7 @@ export default tseslint.config(
   {
     // Product lines (docs: the layout). The core is plugin/ without its hosts; gmail/ and channels/ are
     // siblings that only the standalone host uses. Each line reaches another through its door only.
+    // Within the core, the floors (floorZones above); one rule entry, since a second would replace it.
     files: ['plugin/**/*.ts', 'gmail/**/*.ts', 'channels/**/*.ts'],
     rules: {
       'import-x/no-restricted-paths': [
@@ -87,6 +108,7 @@ export default tseslint.config(
               except: ['./index.ts'],
               message: 'the standalone host uses its storage through storage/index.ts only',
             },
+            ...floorZones,
           ],
         },
       ],
