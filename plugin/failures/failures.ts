@@ -1,5 +1,5 @@
 // The failure book (dead letters): agent runs that ended in error or timeout after their last try, and
-// deliveries a host gave up on. Each failure keeps what is needed to replay it (the resolved action:
+// replies the reply queue gave up on (replies/). Each failure keeps what is needed to replay it (the resolved action:
 // the run as it was accepted, or the delivery's text and route; never the request's payload), and is
 // open until it is dismissed or replayed. Kept in <stateDir>/failures.jsonl, bounded by count and
 // bytes: dismissed and replayed failures go first, then the oldest open ones.
