@@ -4,11 +4,14 @@
 // arrives, in order per chat. A reload gives a changed channel its new sender while the sends
 // already queued finish on the old one, and an unchanged channel keeps its pacer.
 import assert from 'node:assert/strict';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { eventually, spawnGateway, tempStateDir, writeConfig, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import type { Arrival, FakePlatform } from '../helpers/fake-channels/fake-platform.ts';
 import { channelsConfig, SECRETS, startFakes, type Fakes } from '../helpers/fake-channels/index.ts';
 import { fakeTelegram } from '../helpers/fake-channels/telegram.ts';
+import { readStateRecords } from '../../plugin/util/state-file.ts';
 
 let fakes: Fakes;
 before(async () => {
@@ -147,5 +150,33 @@ test('a reload applies a channel change: queued sends finish on the old sender, 
   } finally {
     await gw.stop();
     await second.close();
+  }
+});
+
+test('a reply left in data/deliveries.jsonl by a gateway from before the core queued replies is sent at the next start, once', async () => {
+  const dir = await tempStateDir();
+  await writeConfig(dir, { channels: channelsConfig(fakes) });
+  await mkdir(path.join(dir, 'data'), { recursive: true });
+  const old = path.join(dir, 'data', 'deliveries.jsonl');
+  const record = {
+    id: 'old-delivery-1',
+    channel: 'telegram',
+    to: '4100',
+    text: 'left by the old gateway',
+    runId: 'run-old-1',
+    agentId: 'main',
+    at: new Date().toISOString(),
+    status: 'pending',
+  };
+  await writeFile(old, `${JSON.stringify({ id: record.id, r: record })}\n`);
+  const gw = await spawnGateway(dir);
+  try {
+    await eventually(async () => posted(fakes.telegram, '4100', /left by the old gateway/).length === 1, 20_000);
+    await assert.rejects(stat(old), { code: 'ENOENT' });
+    // Settled in the queue's own file: nothing is left for a later start to send again.
+    const kept = path.join(dir, 'data', 'after', 'deliveries.jsonl');
+    await eventually(async () => (await readStateRecords(kept, (_v): _v is unknown => true)).records.size === 0);
+  } finally {
+    await gw.stop();
   }
 });

@@ -122,11 +122,11 @@ test('a refusal fails the delivery at once, with the platform description, in th
   assert.equal(d.status, 'failed');
   assert.equal(d.error, 'HTTP 400: Bad Request: chat not found');
   assert.equal(fakes.telegram.arrivals.length - before, 1);
-  await eventually(async () => /delivery failed/.test(gw.output()));
+  await eventually(async () => /delivery failed for good/.test(gw.output()));
   const line = gw
     .output()
     .split('\n')
-    .find((l) => l.includes('delivery failed'))!;
+    .find((l) => l.includes('delivery failed for good'))!;
   assert.match(line, /chat not found/);
   assert.doesNotMatch(line, /to nowhere/, 'the log never carries the text');
 });

@@ -64,7 +64,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const storage = new Storage(dataDir, settings.storage, logger);
   const { store, outbox, runs: registry } = storage;
   const interrupted = await storage.open();
-  await moveUnsettledReplies(dataDir);
+  await moveUnsettledReplies(dataDir, logger);
 
   const runner = new AgentRunner(() => ({ defaultModel: settings.defaultModel, providers: settings.providers }));
   const heartbeats = new Heartbeats({
@@ -298,15 +298,18 @@ async function reportInterrupted(runs: RunRecord[], host: GatewayHost, registry:
  * Replies not yet settled were kept in data/deliveries.jsonl while the gateway queued them itself;
  * the core's reply queue keeps them in its own state dir (data/after/), where a start takes them up.
  */
-async function moveUnsettledReplies(dataDir: string): Promise<void> {
+async function moveUnsettledReplies(dataDir: string, logger: Logger): Promise<void> {
   const after = path.join(dataDir, 'after');
   await mkdir(after, { recursive: true, mode: 0o700 });
-  // A link, not a rename: a file already at the new place is never replaced.
+  const old = path.join(dataDir, 'deliveries.jsonl');
+  // A link, not a rename: a file already at the new place is never replaced, and the old one stays.
   try {
-    await link(path.join(dataDir, 'deliveries.jsonl'), path.join(after, 'deliveries.jsonl'));
+    await link(old, path.join(after, 'deliveries.jsonl'));
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return;
     if (errnoCode(err) !== 'EEXIST') throw err;
+    logger.warn('an older unsettled-replies file was left in place: the reply queue keeps its own', { file: old });
+    return;
   }
-  await unlink(path.join(dataDir, 'deliveries.jsonl'));
+  await unlink(old);
 }
