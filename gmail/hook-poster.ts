@@ -28,7 +28,8 @@ export class HookPostError extends Error {
 }
 
 const DEFAULT_MAX_MESSAGES = 100;
-const SOURCE = 'gmail';
+/** The `source` of every payload posted: a mapping may match on it (match.source). */
+export const GMAIL_SOURCE = 'gmail';
 
 export interface PostResult {
   requests: number;
@@ -41,7 +42,7 @@ export async function postMessages(messages: readonly HookMessage[], target: Hoo
 }
 
 function bodyOf(messages: readonly HookMessage[]): string {
-  return JSON.stringify({ source: SOURCE, messages });
+  return JSON.stringify({ source: GMAIL_SOURCE, messages });
 }
 
 /** Consecutive batches, each within the body limit and the message count (a lone oversize one alone). */

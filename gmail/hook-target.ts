@@ -1,35 +1,31 @@
 // Where the watcher posts: <base URL><hooks.path>/gmail, with the first hook token in force, under the
-// body limit of whatever owns the gmail hook (a user mapping for "gmail" wins over the preset).
-import { ConfigError } from '../plugin/host-kit.ts';
-import { DEFAULTS, PRESETS, readSecretFile, resolveSecret } from '../plugin/kits/config.ts';
-import type { HookTarget } from './hook-poster.ts';
+// body limit of the mapping that owns its payload (a user mapping for "gmail" wins over the preset).
+// All of it is read from a loaded snapshot by the core's own rules (localPostOf): nothing here
+// re-reads the hooks block.
+import { ConfigError, type HooksSnapshot } from '../plugin/host-kit.ts';
+import { localPostOf } from '../plugin/kits/config.ts';
+import { GMAIL_SOURCE, type HookTarget } from './hook-poster.ts';
 
-interface HooksBlock {
-  token?: string | string[];
-  tokenFile?: string;
-  maxBodyBytes?: number;
-  mappings?: { match?: { path?: string }; maxBodyBytes?: number }[];
-}
-
+/** The gmail hook as `snap` takes the watcher's posts; a ConfigError names what keeps it from posting. */
 export function gmailHookTarget(
-  hooks: unknown,
-  options: { baseUrl: string; hooksPath: string; configDir: string; root?: string; file?: string },
+  snap: HooksSnapshot,
+  baseUrl: string,
+  options: { root?: string; file?: string } = {},
 ): HookTarget {
-  const h = (hooks ?? {}) as HooksBlock;
   const root = options.root ?? 'hooks';
+  const post = localPostOf(snap, 'gmail', GMAIL_SOURCE);
   const problems: string[] = [];
-  const first = Array.isArray(h.token) ? h.token[0] : h.token;
-  let token = first === undefined ? undefined : resolveSecret(first, `${root}.token`, problems);
-  if (token === undefined && h.tokenFile !== undefined) {
-    token = readSecretFile(h.tokenFile, options.configDir, `${root}.tokenFile`, problems);
-  }
-  if (token === undefined && problems.length === 0) {
+  if (!snap.enabled) problems.push(`${root}.enabled must be true: the Gmail watcher posts to ${post.path}`);
+  if (post.token === undefined) {
     problems.push(`${root}.token (or ${root}.tokenFile) is required: the Gmail watcher posts with the hook token`);
   }
-  if (problems.length || token === undefined) throw new ConfigError(problems, options.file);
-  const own = h.mappings?.find((m) => m?.match?.path === 'gmail');
-  const bodyLimit = own
-    ? (own.maxBodyBytes ?? h.maxBodyBytes ?? DEFAULTS.maxBodyBytes)
-    : (PRESETS.get('gmail')?.mapping.maxBodyBytes ?? DEFAULTS.maxBodyBytes);
-  return { url: `${options.baseUrl.replace(/\/+$/, '')}${options.hooksPath}/gmail`, token, bodyLimit };
+  if (post.bodyLimit === undefined) {
+    problems.push(
+      `${root}.presets must list "gmail" (or a mapping must own ${post.path}): the Gmail watcher posts there`,
+    );
+  }
+  if (problems.length || post.token === undefined || post.bodyLimit === undefined) {
+    throw new ConfigError(problems, options.file);
+  }
+  return { url: `${baseUrl.replace(/\/+$/, '')}${post.path}`, token: post.token, bodyLimit: post.bodyLimit };
 }

@@ -149,7 +149,11 @@ export const refuse = {
     new HookError(413, 'payload_too_large', `body is larger than ${limit} bytes`, CLOSE),
   bodyTimeout: (ms: number): HookError =>
     new HookError(408, 'body_timeout', `the body was not received within ${ms / 1000} s`, CLOSE),
-  bodyCutOff: (): HookError => new HookError(400, 'invalid_json', 'the request body was cut off by the client', CLOSE),
+  /**
+   * Not bad JSON but a request that is not whole HTTP: the same code the gateway's parser answers a
+   * half-closed request with (http/protocol-errors.ts). The client is usually gone; the request log keeps it.
+   */
+  bodyCutOff: (): HookError => new HookError(400, 'bad_request', 'the request body was cut off by the client', CLOSE),
   invalidJson: (what: string): HookError => new HookError(400, 'invalid_json', what),
   invalidBody: (what: string): HookError => new HookError(400, 'invalid_body', what),
   handshakeFailed: (): HookError => HANDSHAKE_FAILED,

@@ -13,13 +13,25 @@ export const mappingCredential = (name: string, realm: string, presented: string
 
 export class Credentials {
   readonly #values: ReadonlySet<string>;
+  readonly #hookTokens: readonly string[];
 
-  constructor(values: Iterable<string>) {
+  constructor(values: Iterable<string>, hookTokens: readonly string[] = []) {
     this.#values = new Set(values);
+    this.#hookTokens = hookTokens;
+  }
+
+  /** The hook tokens in force, in the config's order (hooks.token, then hooks.tokenFile). */
+  static ofHookTokens(tokens: readonly string[]): Credentials {
+    return new Credentials(tokens.map(hookTokenCredential), Object.freeze([...tokens]));
   }
 
   with(more: Iterable<string>): Credentials {
-    return new Credentials([...this.#values, ...more]);
+    return new Credentials([...this.#values, ...more], this.#hookTokens);
+  }
+
+  /** The hook tokens as configured, first first: what a sender on this host posts with. */
+  hookTokens(): readonly string[] {
+    return this.#hookTokens;
   }
 
   values(): Iterable<string> {

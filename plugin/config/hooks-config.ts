@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ConfigError } from '../errors.ts';
 import type { SelectedConfig } from '../host.ts';
 import { digestToken } from '../auth/token.ts';
-import { Credentials, hookTokenCredential } from '../auth/credentials.ts';
+import { Credentials } from '../auth/credentials.ts';
 import { longEnough, readSecretFile, resolveSecret } from '../settings/secret-values.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-proxies.ts';
@@ -113,7 +113,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     enabled,
     path: hooksPath,
     tokenDigests: Object.freeze(tokens.map(digestToken)),
-    credentials: new Credentials(tokens.map(hookTokenCredential)),
+    credentials: Credentials.ofHookTokens(tokens),
     allowedAgentIds: allowed === undefined || allowed.includes('*') ? null : new Set(allowed.map((a) => a.trim())),
     defaultSessionKey: h.defaultSessionKey,
     allowRequestSessionKey: h.allowRequestSessionKey === true,

@@ -23,7 +23,7 @@ import {
 } from './idempotency.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import { renderReply, type Reply } from '../mappings/respond.ts';
-import { parsePayload, type Target } from './resolve.ts';
+import { ownBodyLimit, parsePayload, type Target } from './resolve.ts';
 
 /** What a request is, beside its body: its headers, the name after hooks.path, its query. */
 export interface RequestFacts {
@@ -104,7 +104,7 @@ export function planRequest<R extends RequestFacts>(
   // own: the owning mapping, then its own body limit
   const mapping = pickMapping(target.candidates, payload);
   if (!mapping) throw refuse.notFound();
-  const own = mapping.maxBodyBytes ?? snap.maxBodyBytes;
+  const own = ownBodyLimit(mapping, snap);
   if (body.length > own) throw refuse.payloadTooLarge(own);
   const mapped = mappedRequest(request, own, snap.path);
   // keys

@@ -3,7 +3,7 @@
 import { refuse } from '../errors.ts';
 import type { HooksSnapshot } from './snapshot.ts';
 import type { BodyFormat, CompiledMapping } from '../mappings/mapping.ts';
-import { candidatesFor } from '../mappings/mapping-index.ts';
+import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import { parseJsonObject } from '../http/body.ts';
 import { parseFormObject } from '../http/form-body.ts';
@@ -29,12 +29,40 @@ export function targetOf(name: string, snap: HooksSnapshot): Target {
   if (name === 'wake' || name === 'agent') return { kind: name, maxBodyBytes: snap.maxBodyBytes };
   const candidates = candidatesFor(name, snap.mappingIndex);
   let maxBodyBytes = 0;
-  for (const m of candidates) maxBodyBytes = Math.max(maxBodyBytes, m.maxBodyBytes ?? snap.maxBodyBytes);
+  for (const m of candidates) maxBodyBytes = Math.max(maxBodyBytes, ownBodyLimit(m, snap));
   // Mappings with this very name decide how its body is read; mappings for any name read JSON.
   const named = candidates.find((m) => m.matchPath === name);
   const bodyFormat = named?.bodyFormat ?? 'json';
   const verifier = candidates.length === 1 ? candidates[0]!.verifier : undefined;
   return { kind: 'mapped', candidates, maxBodyBytes, bodyFormat, maxParts: named?.maxParts ?? 0, verifier };
+}
+
+/** The body limit a mapping holds the payloads it owns to (plan.ts, once the payload has picked it). */
+export function ownBodyLimit(mapping: CompiledMapping, snap: HooksSnapshot): number {
+  return mapping.maxBodyBytes ?? snap.maxBodyBytes;
+}
+
+/** What a sender on this host posts to one of its hooks with, as the snapshot takes it. */
+export interface LocalPost {
+  /** <hooks.path>/<name> */
+  path: string;
+  /** The first hook token in force; undefined when none is configured. */
+  token: string | undefined;
+  /**
+   * The body limit a payload with this `source` is held to: its endpoint's, or that of the mapping
+   * that owns it; undefined when no mapping owns it (the request would get 404).
+   */
+  bodyLimit: number | undefined;
+}
+
+/** A sender on this host (a mailbox watcher, say) reads its hook here, by the rules its requests will meet. */
+export function localPostOf(snap: HooksSnapshot, name: string, source?: string): LocalPost {
+  const path = `${snap.path}/${name}`;
+  const token = snap.credentials.hookTokens()[0];
+  const target = targetOf(name, snap);
+  if (target.kind !== 'mapped') return { path, token, bodyLimit: target.maxBodyBytes };
+  const owner = pickMapping(target.candidates, source === undefined ? {} : { source });
+  return { path, token, bodyLimit: owner && ownBodyLimit(owner, snap) };
 }
 
 const MULTIPART = /^\s*multipart\//i;

@@ -8,6 +8,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
+import type { RequestEntry } from '../../plugin/observe/request-log.ts';
 
 const LIMIT = 1024;
 
@@ -121,6 +122,13 @@ function assertJsonError(r: RawResponse, status: number, code: string): void {
   const body = JSON.parse(r.body);
   assert.equal(body.ok, false);
   assert.equal(body.code, code);
+}
+
+/** A request whose client went away partway through the body: refused as bad HTTP, not as bad JSON. */
+function assertCutOff(logged: RequestEntry | undefined): void {
+  assert.ok(logged, 'the request is in the request log');
+  assert.equal(logged.code, 'bad_request', JSON.stringify(logged));
+  assert.equal(logged.status, 400);
 }
 
 async function stillServing(): Promise<void> {
@@ -313,6 +321,8 @@ test('a client that aborts mid-body does not crash the server', async () => {
     'the aborted request is logged',
   );
   assert.equal(gw.rec.logs.filter((l) => l.msg === 'hook request failed').length, 0, 'no internal error');
+  // The client is gone and hears nothing; the request log keeps why its request was refused.
+  assertCutOff(gw.plugin.requests.latest(1)[0]);
 
   // The same through node:http, aborted after part of a chunked body.
   const logsBeforeHttp = gw.rec.logs.filter((l) => l.msg === 'hook request').length;
@@ -332,6 +342,7 @@ test('a client that aborts mid-body does not crash the server', async () => {
     () => gw.rec.logs.filter((l) => l.msg === 'hook request').length > logsBeforeHttp,
     'the aborted request is logged',
   );
+  assertCutOff(gw.plugin.requests.latest(1)[0]);
   await stillServing();
   assert.equal(gw.rec.turns.length, 0);
 });

@@ -423,6 +423,14 @@ test('gateway and config check refuse a hooks.gmail that cannot run, naming the 
   const check = await runCli(['config', 'check', '--state-dir', dir]);
   assert.equal(check.code, 1);
   assert.match(check.out, /hooks\.gmail\.pushEndpoint is required/);
+
+  // Nothing answers <hooks.path>/gmail: the watcher would have nowhere to post.
+  const nowhere = await tempStateDir();
+  await writeConfig(nowhere, { hooks: { gmail: { account: 'me@example.com', project: 'proj-test' } } });
+  await assert.rejects(spawnGateway(nowhere), /hooks\.presets must list "gmail"/);
+  const unowned = await runCli(['config', 'check', '--state-dir', nowhere]);
+  assert.equal(unowned.code, 1);
+  assert.match(unowned.out, /hooks\.presets must list "gmail"/);
 });
 
 test('gateway --no-gmail leaves the watcher to `run`, and shows what run last wrote', async () => {

@@ -11,8 +11,8 @@
 //   count as the keys of the array or map. And every key a first cell names is a key of the schema.
 // paths: every repository path named in a Markdown file, or in a comment of a source file (`//`, `/*`,
 //   ` *` lines of .ts/.mts/.js/.mjs/.cjs; `#` lines of shell scripts, bin/ and .ci/), exists. A
-//   repository path is a word that starts with a top-level folder (bin/ bench/ docs/ plugin/ schema/
-//   test/ test-openclaw/ transforms-example/), not preceded by a letter, digit or one of `_.-/~@<>$`,
+//   repository path is a word that starts with a top-level folder (bin/ bench/ channels/ docs/ gmail/
+//   plugin/ schema/ test/ test-openclaw/ transforms-example/), not preceded by a letter, digit or one of `_.-/~@<>$`,
 //   and runs over letters, digits and `_.-/`; a trailing `.` or `-` is punctuation, and a glob or
 //   placeholder ends it (`test/*/x` names `test/`). Relative Markdown links (`](../x.md#anchor)`) must
 //   resolve too, to a file and, with an anchor, to one of its headings. Paths of other packages are written under their package (`openclaw/docs/…`).
@@ -163,7 +163,7 @@ function commentLines(file: string, text: string): [number, string][] {
 }
 
 const REPO_PATH =
-  /(?<![\w./~@<>$-])((?:bin|bench|docs|plugin|schema|test|test-openclaw|transforms-example)\/[\w./-]*)/g;
+  /(?<![\w./~@<>$-])((?:bin|bench|channels|docs|gmail|plugin|schema|test|test-openclaw|transforms-example)\/[\w./-]*)/g;
 const MD_LINK = /\]\((?!https?:|mailto:)([^)\s]+)\)/g;
 
 /** The anchors of a Markdown file's headings, as GitHub makes them. */

@@ -2,7 +2,6 @@
 // --no-gmail), posting to the gateway's own listening URL. Its state is what GET /api/gmail shows;
 // without a watcher here, /api/gmail shows the status file of a `webhooks gmail run` elsewhere.
 // Changes to hooks.gmail apply at the next start.
-import path from 'node:path';
 import {
   GmailWatcher,
   gmailHookTarget,
@@ -11,6 +10,7 @@ import {
   resolveGmailSettings,
   type GmailWatcherOptions,
 } from '../../../../gmail/index.ts';
+import type { HooksSnapshot } from '../../../host-kit.ts';
 import type { Logger } from '../../../host.ts';
 
 /** What the watcher tells the gateway as it happens (counted in /metrics). */
@@ -21,44 +21,41 @@ export interface GatewayGmail {
   stop(): Promise<void>;
 }
 
+/** Starts the watcher once the gateway's own URL is known. */
+export type StartGmail = (ownUrl: string, events?: GmailEvents) => Promise<GatewayGmail>;
+
 /**
- * Checks hooks.gmail before the gateway listens (a problem stops the start, naming the key) and
- * returns what starts the watcher once the gateway's own URL is known; undefined without an account.
+ * Checks hooks.gmail before the gateway starts anything (a problem stops the start, naming the key);
+ * undefined without an account. What it returns is given the plugin's loaded hooks before the gateway
+ * listens: the hook the watcher posts to is read from them (a problem stops the start too).
  */
 export function planGatewayGmail(o: {
   file: Record<string, unknown>;
   configPath: string;
   stateDir: string;
-  /** hooks.path as in force when the watcher starts. */
-  hooksPath: () => string;
   run: boolean;
   logger: Logger;
-}): ((ownUrl: string, events?: GmailEvents) => Promise<GatewayGmail>) | undefined {
+}): ((hooks: HooksSnapshot) => StartGmail) | undefined {
   const settings = resolveGmailSettings(o.file.hooks, 'hooks', o.configPath);
   if (!settings) return undefined;
   const fromFile = (): Promise<unknown> => readGmailStatus(o.stateDir, settings.account);
-  if (!o.run) return async () => ({ status: fromFile, stop: async () => {} });
-  const target = (baseUrl: string, hooksPath: string) =>
-    gmailHookTarget(o.file.hooks, {
-      baseUrl,
-      hooksPath,
-      configDir: path.dirname(o.configPath),
-      file: o.configPath,
-    });
-  target('http://127.0.0.1', '/hooks'); // the hook token is there to post with
-  return async (ownUrl, events) => {
-    const watcher = new GmailWatcher({
-      settings,
-      stateDir: o.stateDir,
-      endpoints: googleEndpoints(),
-      hook: target(ownUrl, o.hooksPath()),
-      logger: o.logger,
-      events,
-    });
-    await watcher.start();
-    return {
-      status: async () => ({ ...watcher.state(), pid: process.pid }),
-      stop: () => watcher.stop(),
+  if (!o.run) return () => async () => ({ status: fromFile, stop: async () => {} });
+  return (hooks) => {
+    gmailHookTarget(hooks, 'http://127.0.0.1', { file: o.configPath }); // the watcher can post there
+    return async (ownUrl, events) => {
+      const watcher = new GmailWatcher({
+        settings,
+        stateDir: o.stateDir,
+        endpoints: googleEndpoints(),
+        hook: gmailHookTarget(hooks, ownUrl, { file: o.configPath }),
+        logger: o.logger,
+        events,
+      });
+      await watcher.start();
+      return {
+        status: async () => ({ ...watcher.state(), pid: process.pid }),
+        stop: () => watcher.stop(),
+      };
     };
   };
 }

@@ -49,11 +49,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const file = await readConfigFile(opts.configPath);
   let settings = resolveGatewaySettings(file, opts.configPath);
   // hooks.gmail is checked before anything starts; the watcher itself starts once the gateway listens.
-  const startGmail = planGatewayGmail({
+  const planGmail = planGatewayGmail({
     file,
     configPath: opts.configPath,
     stateDir: opts.stateDir,
-    hooksPath: () => plugin.snapshot().path,
     run: opts.gmail !== false,
     logger,
   });
@@ -163,6 +162,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 
   const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
+  // The watcher posts to the gmail hook as the plugin loaded it: checked now, before the gateway listens.
+  const startGmail = planGmail?.(plugin.snapshot());
   metrics = gatewayMetrics(plugin.metrics.registry, {
     outboxSize: () => outbox.appended,
     deliveriesPending: () => plugin.replies.pending,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../../../../host-kit.ts';
 import { loadConfig, readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
-import { resolveGmailSettings } from '../../../../../gmail/index.ts';
+import { gmailHookTarget, resolveGmailSettings } from '../../../../../gmail/index.ts';
 import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from '../../server/settings.ts';
 import { resolvePaths } from '../support/state-paths.ts';
 import { configSummary } from '../support/config-summary.ts';
@@ -52,7 +52,10 @@ async function runConfig(args: string[]): Promise<number> {
       throw new ConfigError([...err.problems, ...hooks], configPath);
     }
     const { snapshot } = await loadConfig(checkingHost(configPath, settings));
-    resolveGmailSettings(file.hooks, 'hooks', configPath);
+    // With a watcher, the hook it posts to, as the gateway checks it before listening.
+    if (resolveGmailSettings(file.hooks, 'hooks', configPath)) {
+      gmailHookTarget(snapshot, 'http://127.0.0.1', { file: configPath });
+    }
     return print(`${configPath}: OK\n\n${configSummary(snapshot)}`);
   }
   if (sub === 'get') {

@@ -1,7 +1,6 @@
 // `hookgate webhooks gmail run` (the Gmail watcher in a process of its own, posting to the gateway)
 // and `hookgate webhooks gmail status` (the watcher's state as a table, from the gateway's
 // GET /api/gmail or, when no gateway answers, from the status file a `run` keeps).
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../../../../host-kit.ts';
 import {
@@ -15,10 +14,11 @@ import {
   resolveGmailSettings,
   type GmailStatus,
 } from '../../../../../gmail/index.ts';
-import { resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
-import { localUrl } from '../../server/settings.ts';
+import { loadForDryRun } from '../../../../kits/config.ts';
+import { localUrl, type GatewaySettings } from '../../server/settings.ts';
 import { createLineLogger } from '../../io/line-logger.ts';
 import { loadContext } from '../support/context.ts';
+import { checkingHost } from '../support/cli-common.ts';
 import { asRun } from '../support/command-name.ts';
 
 export const GMAIL_RUN_HELP = `  run     Watch the mailbox and post new mail to <hooks.path>/gmail
@@ -45,6 +45,7 @@ interface Loaded {
   stateDir: string;
   configPath: string;
   file: Record<string, unknown>;
+  settings: GatewaySettings;
   gatewayUrl: string;
   gatewayToken: string;
 }
@@ -57,7 +58,14 @@ async function load(values: { config?: string; 'state-dir'?: string; 'gateway-ur
   } else if (!/^https?:\/\/[^/?#]+\/?$/.test(gatewayUrl)) {
     throw new ConfigError(['--gateway-url must be an http(s) origin such as http://127.0.0.1:18789']);
   }
-  return { stateDir, configPath, file, gatewayUrl: gatewayUrl.replace(/\/$/, ''), gatewayToken: gateway.gatewayToken };
+  return {
+    stateDir,
+    configPath,
+    file,
+    settings: gateway,
+    gatewayUrl: gatewayUrl.replace(/\/$/, ''),
+    gatewayToken: gateway.gatewayToken,
+  };
 }
 
 export async function gmailRunCommand(args: string[]): Promise<number> {
@@ -70,18 +78,17 @@ export async function gmailRunCommand(args: string[]): Promise<number> {
     );
     return 0;
   }
-  const { stateDir, configPath, file, gatewayUrl } = await load(values);
-  const hooks = resolveHooksConfig(selectStandaloneConfig(file), path.dirname(configPath), configPath);
+  const { stateDir, configPath, file, settings: gateway, gatewayUrl } = await load(values);
   const settings = resolveGmailSettings(file.hooks, 'hooks', configPath);
   if (!settings) {
     throw new ConfigError(['hooks.gmail.account is not set; run `hookgate webhooks gmail setup` first'], configPath);
   }
-  const hook = gmailHookTarget(file.hooks, {
-    baseUrl: gatewayUrl,
-    hooksPath: hooks.path,
-    configDir: path.dirname(configPath),
-    file: configPath,
-  });
+  // The hooks as the gateway loads them, to read the gmail hook from. A mapping whose "${NAME}" is
+  // unset in this shell is left out (it is the gateway's to resolve), unless it may own the gmail hook.
+  const { snapshot, unavailable } = await loadForDryRun(checkingHost(configPath, gateway));
+  const blocking = unavailable.filter((u) => u.name === undefined || u.name === 'gmail').flatMap((u) => u.problems);
+  if (blocking.length) throw new ConfigError(blocking, configPath);
+  const hook = gmailHookTarget(snapshot, gatewayUrl, { file: configPath });
   // Fail at once, with what to do, when setup has not stored the credentials.
   await readGmailCredentials(stateDir, settings.account);
   const logger = createLineLogger();
