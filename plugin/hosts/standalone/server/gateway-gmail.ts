@@ -12,6 +12,8 @@ import {
 } from '../../../../gmail/index.ts';
 import type { HooksSnapshot } from '../../../host-kit.ts';
 import type { Logger } from '../../../host.ts';
+import { loadConfig } from '../../../kits/config.ts';
+import { checkingHost, type GatewaySettings } from './settings.ts';
 
 /** What the watcher tells the gateway as it happens (counted in /metrics). */
 export type GmailEvents = NonNullable<GmailWatcherOptions['events']>;
@@ -21,41 +23,42 @@ export interface GatewayGmail {
   stop(): Promise<void>;
 }
 
-/** Starts the watcher once the gateway's own URL is known. */
-export type StartGmail = (ownUrl: string, events?: GmailEvents) => Promise<GatewayGmail>;
-
 /**
- * Checks hooks.gmail before the gateway starts anything (a problem stops the start, naming the key);
- * undefined without an account. What it returns is given the plugin's loaded hooks before the gateway
- * listens: the hook the watcher posts to is read from them (a problem stops the start too).
+ * Checks hooks.gmail, and the hook the watcher posts to as the config loads, before the gateway
+ * starts anything (a problem stops the start, naming the key); returns what starts the watcher once
+ * the gateway's own URL is known, posting to the hook as the plugin's snapshot then has it.
+ * Undefined without an account.
  */
-export function planGatewayGmail(o: {
+export async function planGatewayGmail(o: {
   file: Record<string, unknown>;
+  settings: GatewaySettings;
   configPath: string;
   stateDir: string;
+  /** The plugin's hooks, read when the watcher starts. */
+  snapshot: () => HooksSnapshot;
   run: boolean;
   logger: Logger;
-}): ((hooks: HooksSnapshot) => StartGmail) | undefined {
+}): Promise<((ownUrl: string, events?: GmailEvents) => Promise<GatewayGmail>) | undefined> {
   const settings = resolveGmailSettings(o.file.hooks, 'hooks', o.configPath);
   if (!settings) return undefined;
   const fromFile = (): Promise<unknown> => readGmailStatus(o.stateDir, settings.account);
-  if (!o.run) return () => async () => ({ status: fromFile, stop: async () => {} });
-  return (hooks) => {
-    gmailHookTarget(hooks, 'http://127.0.0.1', { file: o.configPath }); // the watcher can post there
-    return async (ownUrl, events) => {
-      const watcher = new GmailWatcher({
-        settings,
-        stateDir: o.stateDir,
-        endpoints: googleEndpoints(),
-        hook: gmailHookTarget(hooks, ownUrl, { file: o.configPath }),
-        logger: o.logger,
-        events,
-      });
-      await watcher.start();
-      return {
-        status: async () => ({ ...watcher.state(), pid: process.pid }),
-        stop: () => watcher.stop(),
-      };
+  if (!o.run) return async () => ({ status: fromFile, stop: async () => {} });
+  // Loaded here as the plugin will load it: once the plugin runs, a throw would leave the process up.
+  const { snapshot } = await loadConfig(checkingHost(o.configPath, o.settings));
+  gmailHookTarget(snapshot, 'http://127.0.0.1', { file: o.configPath }); // the watcher can post there
+  return async (ownUrl, events) => {
+    const watcher = new GmailWatcher({
+      settings,
+      stateDir: o.stateDir,
+      endpoints: googleEndpoints(),
+      hook: gmailHookTarget(o.snapshot(), ownUrl, { file: o.configPath }),
+      logger: o.logger,
+      events,
+    });
+    await watcher.start();
+    return {
+      status: async () => ({ ...watcher.state(), pid: process.pid }),
+      stop: () => watcher.stop(),
     };
   };
 }

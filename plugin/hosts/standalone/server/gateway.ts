@@ -49,10 +49,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const file = await readConfigFile(opts.configPath);
   let settings = resolveGatewaySettings(file, opts.configPath);
   // hooks.gmail is checked before anything starts; the watcher itself starts once the gateway listens.
-  const planGmail = planGatewayGmail({
+  const startGmail = await planGatewayGmail({
     file,
+    settings,
     configPath: opts.configPath,
     stateDir: opts.stateDir,
+    snapshot: () => plugin.snapshot(),
     run: opts.gmail !== false,
     logger,
   });
@@ -162,8 +164,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 
   const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
-  // The watcher posts to the gmail hook as the plugin loaded it: checked now, before the gateway listens.
-  const startGmail = planGmail?.(plugin.snapshot());
   metrics = gatewayMetrics(plugin.metrics.registry, {
     outboxSize: () => outbox.appended,
     deliveriesPending: () => plugin.replies.pending,

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import gatewayConfigSchema from '../../../../schema/gateway-config.schema.json' with { type: 'json' };
-import { CHANNEL_ORDER, type AgentInfo, type ChannelName, type HostAgents } from '../../../host.ts';
+import { CHANNEL_ORDER, type AgentInfo, type ChannelName, type GatewayHost, type HostAgents } from '../../../host.ts';
 import { compileSchema, formatErrors } from '../../../kits/config.ts';
 import { ConfigError } from '../../../host-kit.ts';
 import { resolveChannels, type ResolvedChannels } from '../../../../channels/index.ts';
@@ -68,6 +68,26 @@ export function hostAgents(settings: GatewaySettings): HostAgents {
     defaultId: settings.defaultAgentId,
     models: settings.models,
     timeoutSeconds: settings.timeoutSeconds,
+  };
+}
+
+/**
+ * A host that only answers what loading a config asks (agents, channels); nothing runs. For checking
+ * a config as a start would: `config check`, `webhooks test`, the Gmail watcher's hook.
+ */
+export function checkingHost(configPath: string, settings: GatewaySettings): GatewayHost {
+  const unused = (): never => {
+    throw new Error('a checking host runs nothing');
+  };
+  return {
+    logger: { info() {}, warn() {}, error() {} },
+    configPath,
+    configDir: path.dirname(configPath),
+    agents: hostAgents(settings),
+    channels: settings.channels,
+    sessions: { mainSessionKey: unused, enqueueSystemEvent: unused, requestHeartbeat: unused, lastRoute: unused },
+    runs: { runIsolatedTurn: unused },
+    replies: { send: unused },
   };
 }
 

@@ -5,12 +5,17 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../../../../host-kit.ts';
 import { loadConfig, readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
 import { gmailHookTarget, resolveGmailSettings } from '../../../../../gmail/index.ts';
-import { resolveGatewaySettings, writeDefaultConfig, type GatewaySettings } from '../../server/settings.ts';
+import {
+  checkingHost,
+  resolveGatewaySettings,
+  writeDefaultConfig,
+  type GatewaySettings,
+} from '../../server/settings.ts';
 import { resolvePaths } from '../support/state-paths.ts';
 import { configSummary } from '../support/config-summary.ts';
 import { exists } from '../support/exists.ts';
 import { print, type Command } from '../support/command.ts';
-import { checkingHost, UsageError } from '../support/cli-common.ts';
+import { UsageError } from '../support/cli-common.ts';
 
 const HELP = `Usage: hookgate config <init|check|get KEY> [--config FILE] [--state-dir DIR]
 

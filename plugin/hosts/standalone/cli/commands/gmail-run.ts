@@ -15,10 +15,9 @@ import {
   type GmailStatus,
 } from '../../../../../gmail/index.ts';
 import { loadForDryRun } from '../../../../kits/config.ts';
-import { localUrl, type GatewaySettings } from '../../server/settings.ts';
+import { checkingHost, localUrl, type GatewaySettings } from '../../server/settings.ts';
 import { createLineLogger } from '../../io/line-logger.ts';
 import { loadContext } from '../support/context.ts';
-import { checkingHost } from '../support/cli-common.ts';
 import { asRun } from '../support/command-name.ts';
 
 export const GMAIL_RUN_HELP = `  run     Watch the mailbox and post new mail to <hooks.path>/gmail

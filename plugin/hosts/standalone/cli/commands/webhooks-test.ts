@@ -14,7 +14,8 @@ import {
   unwrapExternalContent,
   type DryRunResult,
 } from '../../../../kits/config.ts';
-import { checkingHost, UsageError } from '../support/cli-common.ts';
+import { checkingHost } from '../../server/settings.ts';
+import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
 import { formatTable, printable } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
