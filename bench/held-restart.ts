@@ -1,7 +1,8 @@
 // `npx tsx bench/held-restart.ts [N] [KB]`: what actions held for a paused hook cost. A real gateway
 // (from source) pauses `wake` and holds N wakes of KB kilobytes each (default 200 of 250); then its
 // RSS is read from /proc (VmRSS), it is killed (-9), started again on the same state dir (the time
-// to listening is the restart), its RSS read again, and the hook resumed until nothing is held.
+// to listening is the restart), its RSS read again, and the hook resumed until nothing is held;
+// then one more start, with nothing held, for comparison.
 // docs/performance.md keeps the figures.
 import { readFile } from 'node:fs/promises';
 import { stat } from 'node:fs/promises';
@@ -77,10 +78,15 @@ await admin(gw, '/api/hooks/wake/resume', 'POST');
 await eventually(async () => (await held(gw)) === 0, 600_000);
 const rssResumed = await rssMb(gw.child.pid!);
 await gw.stop();
+// The same start with nothing held: what of the restart is the held file's.
+const emptyStarted = Date.now();
+gw = await spawnGateway(dir, [], CLI);
+const emptyMs = Date.now() - emptyStarted;
+await gw.stop();
 
 console.log(`${N} held actions of ${KB} KB (held.jsonl ${fileMb.toFixed(1)} MB, ${heldAfter} back after kill -9)`);
 console.log(`RSS paused, nothing held   ${rssBefore.toFixed(1)} MB`);
 console.log(`RSS after holding them     ${rssHeld.toFixed(1)} MB (+${(rssHeld - rssBefore).toFixed(1)})`);
-console.log(`restart to listening       ${restartMs} ms`);
+console.log(`restart to listening       ${restartMs} ms (${emptyMs} ms with nothing held)`);
 console.log(`RSS after the restart      ${rssRestarted.toFixed(1)} MB`);
 console.log(`RSS after the resume       ${rssResumed.toFixed(1)} MB`);
