@@ -25,6 +25,11 @@ export interface StateFileOptions<T, S> {
   summarize?: (record: T, bytes: number) => S;
   /** Lines longer than this are skipped at open, with one warning. */
   maxLineBytes?: number;
+  /**
+   * The store's own bounds (records, and bytes of their lines): a file holding more live records is
+   * trimmed oldest first as it is read, with one warning, so its size never decides the memory.
+   */
+  keepAtMost?: { records: number; bytes: number };
 }
 
 /** A record as its line on disk, encoded once: what it weighs is known before it is put. */
@@ -79,6 +84,7 @@ export class StateFile<T, S = T> {
   readonly #isRecord: (value: unknown) => value is T;
   readonly #summarize: ((record: T, bytes: number) => S) | undefined;
   readonly #maxLineBytes: number;
+  readonly #keepAtMost: { records: number; bytes: number } | undefined;
   readonly #records = new Map<string, S>();
   /** Where each live record's line is in the file. */
   readonly #places = new Map<string, Place>();
@@ -107,6 +113,7 @@ export class StateFile<T, S = T> {
     this.#logger = logger;
     this.#summarize = options.summarize;
     this.#maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+    this.#keepAtMost = options.keepAtMost;
   }
 
   /**
@@ -202,6 +209,7 @@ export class StateFile<T, S = T> {
   }
 
   async #readLines(file: string): Promise<void> {
+    let trimmed = 0;
     const read = await readRecordLines(
       file,
       this.#isRecord,
@@ -214,6 +222,7 @@ export class StateFile<T, S = T> {
         this.#records.set(id, this.#summarize ? this.#summarize(record, bytes) : (record as unknown as S));
         this.#places.set(id, { at, bytes });
         this.#liveBytes += bytes;
+        trimmed += this.#trim();
       },
       this.#maxLineBytes,
     );
@@ -229,12 +238,36 @@ export class StateFile<T, S = T> {
         maxLineBytes: this.#maxLineBytes,
       });
     }
-    if (read.refused || read.tooLong || this.#outweighed(this.#fileBytes, this.#fileLines, this.#liveBytes)) {
+    if (trimmed) {
+      this.#logger.warn('state file holds more than its store keeps, oldest records dropped', {
+        file,
+        count: trimmed,
+      });
+    }
+    if (
+      trimmed ||
+      read.refused ||
+      read.tooLong ||
+      this.#outweighed(this.#fileBytes, this.#fileLines, this.#liveBytes)
+    ) {
       await this.#rewrite();
     } else if (read.torn) {
       // Only a torn tail: cut it off rather than copy every live record.
       await truncate(file, read.bytes);
     }
+  }
+
+  /** Drops the oldest records while over keepAtMost; how many went. */
+  #trim(): number {
+    const cap = this.#keepAtMost;
+    let dropped = 0;
+    while (cap && this.#records.size > 0 && (this.#records.size > cap.records || this.#liveBytes > cap.bytes)) {
+      const oldest = this.#records.keys().next().value as string;
+      this.#records.delete(oldest);
+      this.#forget(oldest);
+      dropped++;
+    }
+    return dropped;
   }
 
   /** The live record's line is no longer live. */

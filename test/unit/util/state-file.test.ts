@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile, appendFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile, appendFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { StateFile } from '../../../plugin/util/state-file.ts';
@@ -179,5 +179,23 @@ test('a torn tail alone is cut off at open, the file kept in place rather than c
   const c = await StateFile.open(file, isRec, logger());
   assert.deepEqual([...c.records.keys()], ['kept', 'next']);
   await c.close();
+  await done();
+});
+
+test('a file holding more live records than the store keeps is trimmed oldest first as it is read, with one warning', async () => {
+  const { file, done } = await tempFile();
+  await mkdir(path.dirname(file), { recursive: true });
+  const lines = Array.from({ length: 10 }, (_, n) => `${JSON.stringify({ id: `r${n}`, r: { n } })}\n`);
+  await writeFile(file, lines.join(''));
+  const log = logger();
+  const a = await StateFile.open(file, isRec, log, { keepAtMost: { records: 3, bytes: 1e9 } });
+  assert.deepEqual([...a.records.keys()], ['r7', 'r8', 'r9']);
+  assert.equal(log.warnings.length, 1);
+  assert.deepEqual(log.fields[0], { file, count: 7 });
+  await a.close();
+  // By bytes too: each line is 24 bytes, so 50 bytes keep two.
+  const b = await StateFile.open(file, isRec, logger(), { keepAtMost: { records: 100, bytes: 50 } });
+  assert.deepEqual([...b.records.keys()], ['r8', 'r9']);
+  await b.close();
   await done();
 });
