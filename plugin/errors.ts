@@ -172,6 +172,13 @@ export const refuse = {
       `${max} actions are already held for paused hooks (hooks.maxHeld); resume a hook or try again later`,
       { 'retry-after': String(retryAfterSeconds) },
     ),
+  pausedFullBytes: (maxBytes: number, retryAfterSeconds: number): HookError =>
+    new HookError(
+      503,
+      'paused_full',
+      `holding this action would pass ${maxBytes} bytes held for paused hooks (hooks.maxHeldBytes); resume a hook or try again later`,
+      { 'retry-after': String(retryAfterSeconds) },
+    ),
   badRequest: (what: string, headers?: Headers): HookError => new HookError(400, 'bad_request', what, headers),
   headersTooLarge: (): HookError => new HookError(431, 'headers_too_large', 'the request headers are too large', CLOSE),
   requestTimeout: (): HookError =>

@@ -41,6 +41,7 @@ interface CoreHooksBlock {
   retry?: Partial<RetryPolicy>;
   maxWaitSeconds?: number;
   maxHeld?: number;
+  maxHeldBytes?: number;
   sharedState?: { redis: string; keyPrefix?: string };
 }
 
@@ -135,6 +136,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     retry: Object.freeze({ ...DEFAULTS.retry, ...h.retry }),
     maxWaitMs: Math.round((h.maxWaitSeconds ?? DEFAULTS.maxWaitSeconds) * 1000),
     maxHeld: h.maxHeld ?? DEFAULTS.maxHeld,
+    maxHeldBytes: h.maxHeldBytes ?? DEFAULTS.maxHeldBytes,
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
     presetSettings: presetSettingsOf(h),
     sharedState,

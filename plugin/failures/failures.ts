@@ -67,6 +67,8 @@ export interface FailureQuery {
 export const MAX_FAILURES = 10_000;
 /** Text kept across all failures (prompts and delivery texts), roughly in characters. */
 export const MAX_FAILURE_TEXT = 64 * 1024 * 1024;
+/** At open, a file holding more is trimmed oldest first; a line weighs more than its text. */
+const KEEP_AT_OPEN = { records: MAX_FAILURES, bytes: 4 * MAX_FAILURE_TEXT };
 /** What a record costs besides its text. */
 const RECORD_OVERHEAD = 512;
 
@@ -143,7 +145,12 @@ export class FailureBook {
     counted: (kind: FailureKind) => void,
     events = new FailureEvents(host),
   ): Promise<FailureBook> {
-    return new FailureBook(await StateFile.open(path, isStoredFailure, host.logger), events, host.logger, counted);
+    return new FailureBook(
+      await StateFile.open(path, isStoredFailure, host.logger, { keepAtMost: KEEP_AT_OPEN }),
+      events,
+      host.logger,
+      counted,
+    );
   }
 
   /** A run's final outcome: an error or a timeout is a failure. */

@@ -14,6 +14,8 @@ interface KeptRun {
 
 export const MAX_KEPT_RUNS = 10_000;
 export const MAX_KEPT_TEXT = 16 * 1024 * 1024;
+/** At open, a file holding more is trimmed oldest first; a line weighs more than its text. */
+const KEEP_AT_OPEN = { records: MAX_KEPT_RUNS, bytes: 4 * MAX_KEPT_TEXT };
 
 function isKeptRun(value: unknown): value is KeptRun {
   const r = value as Partial<KeptRun> | null;
@@ -39,7 +41,7 @@ export class RunActions {
   }
 
   static async open(path: string | undefined, logger: GatewayHost['logger']): Promise<RunActions> {
-    return new RunActions(await StateFile.open(path, isKeptRun, logger), logger);
+    return new RunActions(await StateFile.open(path, isKeptRun, logger, { keepAtMost: KEEP_AT_OPEN }), logger);
   }
 
   /** Keeps a run that ended well; the oldest kept go when over the bounds. */

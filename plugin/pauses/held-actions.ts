@@ -1,8 +1,9 @@
 // The actions of paused hooks, held in arrival order until their hook resumes (<stateDir>/held.jsonl).
 // A held action is the resolved one (after templates and transforms), never the request's payload;
 // with an idempotency key it keeps the key's answer, so a duplicate gets the held answer even after a
-// restart. Memory: the records stay in memory as the state file keeps them, at most hooks.maxHeld
-// of them, each as large as its mapping's maxActionBytes allows.
+// restart. Memory: the actions stay on disk; memory keeps an index (each one's order, hook, size on
+// disk and idempotency answer), and a resume reads them back one at a time. The bytes held are
+// counted, so hooks.maxHeldBytes can bound them.
 import type { IdempotencyRecord, Logger } from '../host.ts';
 import type { Action } from '../action.ts';
 import { StateFile } from '../util/state-file.ts';
@@ -15,6 +16,15 @@ export interface HeldAction {
   /** ms since the epoch. */
   at: number;
   action: Action;
+  idempotency?: IdempotencyRecord;
+}
+
+/** What memory keeps of a held action. */
+interface HeldEntry {
+  seq: number;
+  hook: string;
+  /** Its line on disk. */
+  bytes: number;
   idempotency?: IdempotencyRecord;
 }
 
@@ -34,26 +44,41 @@ function isHeldAction(value: unknown): value is HeldAction {
   );
 }
 
+function entryOf(held: HeldAction, bytes: number): HeldEntry {
+  const entry: HeldEntry = { seq: held.seq, hook: held.hook, bytes };
+  if (held.idempotency) entry.idempotency = held.idempotency;
+  return entry;
+}
+
 export class HeldActions {
-  readonly #file: StateFile<HeldAction>;
+  readonly #file: StateFile<HeldAction, HeldEntry>;
   /** Each hook's held ids, oldest first. */
   readonly #queues = new Map<string, string[]>();
   #seq = 0;
+  #bytes = 0;
 
-  private constructor(file: StateFile<HeldAction>) {
+  private constructor(file: StateFile<HeldAction, HeldEntry>) {
     this.#file = file;
     const byArrival = [...file.records.entries()].sort(([, a], [, b]) => a.seq - b.seq);
-    for (const [id, held] of byArrival) this.#queue(held.hook).push(id);
+    for (const [id, held] of byArrival) {
+      this.#queue(held.hook).push(id);
+      this.#bytes += held.bytes;
+    }
     this.#seq = byArrival.at(-1)?.[1].seq ?? 0;
   }
 
   static async open(path: string | undefined, logger: Logger): Promise<HeldActions> {
-    return new HeldActions(await StateFile.open(path, isHeldAction, logger));
+    return new HeldActions(await StateFile.open(path, isHeldAction, logger, { summarize: entryOf }));
   }
 
   /** Held in all. */
   get size(): number {
     return this.#file.size;
+  }
+
+  /** Bytes held in all (the held actions' lines on disk). */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Held for this hook. */
@@ -73,29 +98,43 @@ export class HeldActions {
     return out.sort((a, b) => a.at - b.at);
   }
 
-  /** Holds the action; resolves once it is on disk. Its place in the order is taken at once. */
-  hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void> {
-    const held: HeldAction = { seq: ++this.#seq, hook, requestId, at: Date.now(), action };
+  /**
+   * Holds the action unless the bytes held would then pass `maxBytes` (false: nothing held); resolves
+   * once it is on disk. Its place in the order is taken at once.
+   */
+  async hold(
+    hook: string,
+    requestId: string,
+    action: Action,
+    idempotency?: IdempotencyRecord,
+    maxBytes = Infinity,
+  ): Promise<boolean> {
+    const held: HeldAction = { seq: this.#seq + 1, hook, requestId, at: Date.now(), action };
     if (idempotency) held.idempotency = idempotency;
     const id = `${held.seq}-${requestId}`;
+    const encoded = this.#file.encode(id, held);
+    if (this.#bytes + encoded.bytes > maxBytes) return false;
+    this.#seq = held.seq;
+    this.#bytes += encoded.bytes;
     this.#queue(hook).push(id);
-    return this.#file.put(id, held).catch((err: unknown) => {
-      this.#drop(hook, id);
+    try {
+      await this.#file.putEncoded(encoded);
+    } catch (err) {
+      if (this.#drop(hook, id)) this.#bytes -= encoded.bytes;
       void this.#file.remove(id).catch(() => {});
       throw err;
-    });
+    }
+    return true;
   }
 
-  /** The oldest held actions of the hook, at most `max`, still held until released. */
-  oldest(hook: string, max: number): { id: string; held: HeldAction }[] {
-    const ids = this.#queues.get(hook) ?? [];
-    const out: { id: string; held: HeldAction }[] = [];
-    for (const id of ids) {
-      if (out.length >= max) break;
-      const held = this.#file.get(id);
-      if (held) out.push({ id, held });
-    }
-    return out;
+  /** The ids of the hook's oldest held actions, at most `max`, still held until released. */
+  oldest(hook: string, max: number): string[] {
+    return (this.#queues.get(hook) ?? []).slice(0, max);
+  }
+
+  /** A held action, read back from disk; undefined when it is gone or its line cannot be read. */
+  read(id: string): Promise<HeldAction | undefined> {
+    return this.#file.read(id);
   }
 
   /** Done with these (carried out, or refused at resume); resolves once that is on disk. */
@@ -110,6 +149,7 @@ export class HeldActions {
       else for (const id of ids) this.#drop(hook, id);
       if (queue.length === 0) this.#queues.delete(hook);
     }
+    for (const id of ids) this.#bytes -= this.#file.get(id)?.bytes ?? 0;
     return Promise.all(ids.map((id) => this.#file.remove(id))).then(() => {});
   }
 
@@ -123,10 +163,12 @@ export class HeldActions {
     return queue;
   }
 
-  #drop(hook: string, id: string): void {
+  /** True when the id was still queued. */
+  #drop(hook: string, id: string): boolean {
     const queue = this.#queues.get(hook);
     const at = queue?.indexOf(id) ?? -1;
     if (at >= 0) queue!.splice(at, 1);
     if (queue?.length === 0) this.#queues.delete(hook);
+    return at >= 0;
   }
 }

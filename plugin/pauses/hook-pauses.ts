@@ -16,9 +16,10 @@ import { errorMessage } from '../util/errors.ts';
 import { HeldActions, type HeldAction } from './held-actions.ts';
 import { Pauses } from './pauses.ts';
 
-/** What the pause room reads of the hooks snapshot: the hooks' names, the held cap, how resumed runs route. */
+/** What the pause room reads of the hooks snapshot: the hooks' names, the held caps, how resumed runs route. */
 export interface PauseSettings extends RoutingPolicy {
   readonly maxHeld: number;
+  readonly maxHeldBytes: number;
   readonly maxConcurrentRuns: number;
   readonly mappings: readonly { readonly id: string }[];
 }
@@ -81,12 +82,14 @@ export class HookPauses {
 
   /**
    * Holds a checked action of a paused hook; resolves once it is on disk. 503 paused_full beyond
-   * hooks.maxHeld.
+   * hooks.maxHeld actions or hooks.maxHeldBytes bytes.
    */
   async hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void> {
-    const { maxHeld } = this.snapshot();
+    const { maxHeld, maxHeldBytes } = this.snapshot();
     if (this.held.size >= maxHeld) throw refuse.pausedFull(maxHeld, FULL_RETRY_AFTER_SECONDS);
-    await this.held.hold(hook, requestId, action, idempotency);
+    if (!(await this.held.hold(hook, requestId, action, idempotency, maxHeldBytes))) {
+      throw refuse.pausedFullBytes(maxHeldBytes, FULL_RETRY_AFTER_SECONDS);
+    }
     // Resumed while this one was being written: it is carried out with the rest.
     if (!this.pauses.isPaused(hook)) void this.#drain(hook);
   }
@@ -145,13 +148,20 @@ export class HookPauses {
     while (!this.pauses.isPaused(hook) && !this.#closing.signal.aborted && !failed) {
       const batch = this.held.oldest(hook, BATCH);
       if (batch.length === 0) break;
-      const done: { id: string; written: Promise<unknown> }[] = [];
-      for (const { id, held } of batch) {
+      const done: { id: string; requestId: string; written: Promise<unknown> }[] = [];
+      for (const id of batch) {
         if (this.pauses.isPaused(hook) || this.#closing.signal.aborted) break;
+        // Read back one at a time: only the actions being carried out are in memory.
+        const held = await this.held.read(id);
+        if (!held) {
+          this.host.logger.warn('a held action could not be read back from disk; dropped', { hook, id });
+          done.push({ id, requestId: '', written: Promise.resolve() });
+          continue;
+        }
         try {
-          done.push({ id, ...(await this.#carryOut(held)) });
+          done.push({ id, requestId: held.requestId, ...(await this.#carryOut(held)) });
         } catch (err) {
-          if (!this.#closing.signal.aborted) this.#failed(held, err);
+          if (!this.#closing.signal.aborted) this.#failed(hook, held.requestId, err);
           failed = true;
           break;
         }
@@ -161,7 +171,7 @@ export class HookPauses {
       outcomes.forEach((outcome, i) => {
         if (outcome.status === 'fulfilled') released.push(done[i]!.id);
         else {
-          this.#failed(batch[i]!.held, outcome.reason);
+          this.#failed(hook, done[i]!.requestId, outcome.reason);
           failed = true;
         }
       });
@@ -170,10 +180,10 @@ export class HookPauses {
     return failed;
   }
 
-  #failed(held: HeldAction, err: unknown): void {
+  #failed(hook: string, requestId: string, err: unknown): void {
     this.host.logger.error('a held action could not be carried out; the resume tries again later', {
-      hook: held.hook,
-      requestId: held.requestId,
+      hook,
+      requestId,
       reason: errorMessage(err),
     });
   }

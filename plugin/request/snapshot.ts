@@ -36,6 +36,8 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly maxWaitMs: number;
   /** hooks.maxHeld: actions held for paused hooks, in all. */
   readonly maxHeld: number;
+  /** hooks.maxHeldBytes: bytes of actions held for paused hooks (their lines on disk), in all. */
+  readonly maxHeldBytes: number;
   /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */
   readonly presetSettings: ReadonlyMap<string, unknown>;
   /** As configured; compileMappings turns them into `mappings`. */

@@ -14,6 +14,8 @@ export const DEFAULTS = Object.freeze({
   retry: Object.freeze({ attempts: 5, initialDelaySeconds: 10, maxDelaySeconds: 3600 }),
   maxWaitSeconds: 120,
   maxHeld: 10_000,
+  /** 1 GiB. */
+  maxHeldBytes: 1_073_741_824,
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,
 });

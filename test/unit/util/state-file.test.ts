@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile, appendFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile, appendFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { StateFile } from '../../../plugin/util/state-file.ts';
@@ -11,9 +11,14 @@ interface Rec {
 }
 const isRec = (v: unknown): v is Rec => typeof v === 'object' && v !== null && typeof (v as Rec).n === 'number';
 
-function logger(): Logger & { warnings: string[] } {
+function logger(): Logger & { warnings: string[]; fields: unknown[] } {
   const warnings: string[] = [];
-  return { warnings, info() {}, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
+  const fields: unknown[] = [];
+  const note = (m: string, f?: unknown): void => {
+    warnings.push(m);
+    fields.push(f);
+  };
+  return { warnings, fields, info() {}, warn: note, error: note };
 }
 
 async function tempFile(): Promise<{ file: string; done(): Promise<void> }> {
@@ -92,5 +97,105 @@ test('a write that cannot reach the disk rejects its callers and is logged witho
   assert.equal(log.warnings.length, 1);
   assert.ok(!log.warnings[0]!.includes('secret-id'));
   await a.close();
+  await done();
+});
+
+test('a line longer than the bound is skipped unread with one warning naming the file; the rest loads', async () => {
+  const { file, done } = await tempFile();
+  const a = await StateFile.open(file, isRec, logger());
+  await a.put('before', { n: 1 });
+  await a.close();
+  const huge = JSON.stringify({ id: 'huge', r: { n: 2, pad: 'h'.repeat(300 * 1024) } });
+  await appendFile(file, `${huge}\n${JSON.stringify({ id: 'after', r: { n: 3 } })}\n`);
+  const log = logger();
+  const b = await StateFile.open(file, isRec, log, { maxLineBytes: 64 * 1024 });
+  assert.deepEqual([...b.records.keys()], ['before', 'after']);
+  assert.equal(log.warnings.length, 1);
+  assert.match(log.warnings[0]!, /too long/);
+  assert.deepEqual(log.fields[0], { file, count: 1, maxLineBytes: 64 * 1024 });
+  // The rewrite at open leaves it out.
+  assert.ok((await stat(file)).size < 1024);
+  await b.close();
+  await done();
+});
+
+test('dead bytes outweighing the live ones rewrite the file, even with few lines', async () => {
+  const { file, done } = await tempFile();
+  const a = await StateFile.open(file, isRec, logger());
+  await a.put('big', { n: 1, pad: 'b'.repeat(3 * 1024 * 1024) } as Rec);
+  await a.put('big', { n: 2 });
+  assert.ok((await stat(file)).size < 1024, 'two lines, one of them 3 MB and dead: rewritten');
+  await a.close();
+  const b = await StateFile.open(file, isRec, logger());
+  assert.deepEqual([...b.records], [['big', { n: 2 }]]);
+  await b.close();
+  await done();
+});
+
+test('a summarized store keeps only summaries in memory and reads each record back from disk, across rewrites and a reopen', async () => {
+  const { file, done } = await tempFile();
+  interface Big extends Rec {
+    pad: string;
+  }
+  const isBig = (v: unknown): v is Big => isRec(v) && typeof (v as Big).pad === 'string';
+  const options = { summarize: (r: Big, bytes: number) => ({ n: r.n, bytes }) };
+  const big = (n: number): Big => ({ n, pad: String(n).repeat(300 * 1024 + n * 7919) });
+  const a = await StateFile.open(file, isBig, logger(), options);
+  // Lines of 300 to 700 KB: some straddle the reader's chunks.
+  await Promise.all(Array.from({ length: 50 }, (_, n) => a.put(`r${n}`, big(n))));
+  assert.deepEqual(a.get('r3'), { n: 3, bytes: Buffer.byteLength(`${JSON.stringify({ id: 'r3', r: big(3) })}\n`) });
+  assert.deepEqual(await a.read('r7'), big(7));
+  // Removing most of them makes dead bytes outweigh the live ones: the file is rewritten.
+  const sizeBefore = (await stat(file)).size;
+  await Promise.all(Array.from({ length: 45 }, (_, n) => a.remove(`r${n}`)));
+  await a.put('r49', big(49));
+  assert.ok((await stat(file)).size < sizeBefore / 4, 'rewritten');
+  for (const n of [45, 46, 47, 48, 49]) assert.deepEqual(await a.read(`r${n}`), big(n));
+  assert.equal(await a.read('r1'), undefined);
+  await a.close();
+  const b = await StateFile.open(file, isBig, logger(), options);
+  assert.deepEqual([...b.records.keys()], ['r45', 'r46', 'r47', 'r48', 'r49']);
+  assert.equal(b.get('r46')?.n, 46);
+  assert.deepEqual(await b.read('r48'), big(48));
+  await b.close();
+  await done();
+});
+
+test('a torn tail alone is cut off at open, the file kept in place rather than copied', async () => {
+  const { file, done } = await tempFile();
+  const a = await StateFile.open(file, isRec, logger());
+  await a.put('kept', { n: 1 });
+  await a.close();
+  await appendFile(file, '{"id":"torn","r":{"n');
+  const inode = (await stat(file)).ino;
+  const log = logger();
+  const b = await StateFile.open(file, isRec, log);
+  assert.deepEqual([...b.records.keys()], ['kept']);
+  assert.equal(log.warnings.length, 1);
+  assert.equal((await stat(file)).ino, inode);
+  assert.equal(await readFile(file, 'utf8'), `${JSON.stringify({ id: 'kept', r: { n: 1 } })}\n`);
+  await b.put('next', { n: 2 });
+  await b.close();
+  const c = await StateFile.open(file, isRec, logger());
+  assert.deepEqual([...c.records.keys()], ['kept', 'next']);
+  await c.close();
+  await done();
+});
+
+test('a file holding more live records than the store keeps is trimmed oldest first as it is read, with one warning', async () => {
+  const { file, done } = await tempFile();
+  await mkdir(path.dirname(file), { recursive: true });
+  const lines = Array.from({ length: 10 }, (_, n) => `${JSON.stringify({ id: `r${n}`, r: { n } })}\n`);
+  await writeFile(file, lines.join(''));
+  const log = logger();
+  const a = await StateFile.open(file, isRec, log, { keepAtMost: { records: 3, bytes: 1e9 } });
+  assert.deepEqual([...a.records.keys()], ['r7', 'r8', 'r9']);
+  assert.equal(log.warnings.length, 1);
+  assert.deepEqual(log.fields[0], { file, count: 7 });
+  await a.close();
+  // By bytes too: each line is 24 bytes, so 50 bytes keep two.
+  const b = await StateFile.open(file, isRec, logger(), { keepAtMost: { records: 100, bytes: 50 } });
+  assert.deepEqual([...b.records.keys()], ['r8', 'r9']);
+  await b.close();
   await done();
 });
