@@ -23,7 +23,7 @@ import { Actor } from './request/act.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
-import { HookRateLimiter } from './auth/hook-rate-limit.ts';
+import { HookRateLimiter, type HookRateLimit } from './auth/hook-rate-limit.ts';
 import { SharedRateLimits } from './auth/shared-rate-limit.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './admin/admin-call.ts';
@@ -129,7 +129,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
   const rateLimits = new HookRateLimiter();
-  const sharedRateLimits = shared && new SharedRateLimits(rateLimits, shared);
+  const sharedRateLimits = shared && new SharedRateLimits(rateLimits, shared, () => rateLimitsOf(current));
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
   const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
   await shared?.connect();
@@ -275,4 +275,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     admin,
     replies,
   };
+}
+
+/** Every rate limit of a config: wake's, agent's and each mapping's. */
+function* rateLimitsOf(snap: HooksSnapshot): Iterable<HookRateLimit> {
+  const { wake, agent } = snap.endpointRateLimits;
+  if (wake) yield wake;
+  if (agent) yield agent;
+  for (const m of snap.mappings) if (m.rateLimit) yield m.rateLimit;
 }

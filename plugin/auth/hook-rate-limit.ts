@@ -128,6 +128,14 @@ export class HookRateLimiter {
     return counts === undefined ? 0 : counts.total(Math.floor(this.#now() / counts.bucketMs));
   }
 
+  /**
+   * The counts of a limit not per client, made when missing: shared state hears of the other
+   * instances' admissions to a hook before this instance admits any itself.
+   */
+  track(limit: HookRateLimit): WindowCounts | undefined {
+    return limit.perClient ? undefined : this.#countsOf(limit.hook, limit.bucketMs);
+  }
+
   /** Every key whose window still holds a bucket: what shared-rate-limit.ts exchanges. */
   *live(): Iterable<WindowCounts> {
     const nowMs = this.#now();

@@ -1,13 +1,15 @@
 // Rate limits per hook counted across instances (hooks.sharedState). A request never waits on Redis
 // for its limit: each instance counts locally (hook-rate-limit.ts) and, every EXCHANGE_MS, tells Redis
 // what it admitted since the last exchange and hears what every instance admitted, bucket by bucket.
-// So the shared limit may be passed by at most what the instances admit between two exchanges.
+// So the shared limit may be passed by at most what the instances admit between two exchanges. The
+// hooks counted as a whole are exchanged whether or not this instance admitted any; a client (with
+// perClient) once this instance has seen it.
 // Redis keeps, per hook (or hook and client), a hash from bucket index to admissions; a bucket out of
 // the window is dropped, and the hash expires with its last bucket. While Redis is down the counts
 // stay local, and what was not told is told when it is back.
 import type { SharedRedis } from '../redis/shared-redis.ts';
 import { script } from '../redis/redis-script.ts';
-import { BUCKETS, type HookRateLimiter, type WindowCounts } from './hook-rate-limit.ts';
+import { BUCKETS, type HookRateLimit, type HookRateLimiter, type WindowCounts } from './hook-rate-limit.ts';
 
 /** At least once a second, as the design asks; twice, so a window of one second hears others in time. */
 const EXCHANGE_MS = 500;
@@ -60,6 +62,8 @@ export class SharedRateLimits {
   constructor(
     private readonly local: HookRateLimiter,
     private readonly redis: SharedRedis,
+    /** The limits of the config in force. */
+    private readonly limits: () => Iterable<HookRateLimit>,
   ) {
     this.#timer = setInterval(() => void this.exchange(), EXCHANGE_MS);
     this.#timer.unref();
@@ -71,7 +75,12 @@ export class SharedRateLimits {
     this.#exchanging = true;
     try {
       let batch: Told[] = [];
-      for (const counts of this.local.live()) {
+      const exchanged = new Set<WindowCounts>(this.local.live());
+      for (const limit of this.limits()) {
+        const counts = this.local.track(limit);
+        if (counts) exchanged.add(counts);
+      }
+      for (const counts of exchanged) {
         batch.push(this.#tell(counts));
         if (batch.length === KEYS_PER_CALL) {
           await this.#send(batch);
