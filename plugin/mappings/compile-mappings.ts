@@ -260,18 +260,17 @@ function checkSharedPaths(
     if (meta.length > 1) problems.push(`${meta[1]!.where}.handshake: "${name}" has a meta handshake already`);
     const first = written.get(sharing[0]!)!;
     for (const key of ['verify', 'body', 'allowedSources', 'rateLimit'] as const) {
-      const other = sharing.find((m) => !sameSetting(written.get(m)![key], first[key]));
+      const other = sharing.find((m) => !sameSetting(key, written.get(m)![key], first[key]));
       if (other)
         problems.push(`${other.where}.${key} must be the same as ${sharing[0]!.where}.${key}: both answer "${name}"`);
     }
   }
 }
 
-/** Two settings as written are the same (an absent body is JSON, the default). */
-function sameSetting(a: unknown, b: unknown): boolean {
-  return (
-    JSON.stringify(a ?? null) === JSON.stringify(b ?? null) || ((a ?? 'json') === 'json' && (b ?? 'json') === 'json')
-  );
+/** Two settings as written are the same; an absent body is `json`, the default. */
+function sameSetting(key: string, a: unknown, b: unknown): boolean {
+  if (key === 'body') return (a ?? 'json') === (b ?? 'json');
+  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
 
 const DEFAULT_MAX_ITEMS = 100;
