@@ -91,10 +91,10 @@ function maxInWindow(times: number[], ms: number): number {
   return most;
 }
 
-/** Runs the rows whose name contains `only` (all when empty), one after the other. */
-export async function benchDeliveries(only = ''): Promise<DeliveryRow[]> {
+/** Runs the rows `wanted` names (all by default), one after the other. */
+export async function benchDeliveries(wanted: (name: string) => boolean = () => true): Promise<DeliveryRow[]> {
   const rows: DeliveryRow[] = [];
-  for (const spec of DELIVERY_ROWS.filter((r) => r.name.includes(only))) {
+  for (const spec of DELIVERY_ROWS.filter((r) => wanted(r.name))) {
     const row = await runRow(spec);
     rows.push(row);
     console.log(`${row.name}`);

@@ -29,8 +29,12 @@ import { startRedis } from '../test/helpers/redis-server.ts';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** Sides alternate this many times per scenario; figures are the means (this VM is noisy). */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-/** Runs only the scenarios whose name contains this text (e.g. BENCH_ONLY=429); all by default. */
-const ONLY = process.env.BENCH_ONLY ?? '';
+/**
+ * Runs only the scenarios whose name contains this text (e.g. BENCH_ONLY=429), or any of several
+ * separated by `|` (BENCH_ONLY='mapped hook + template|three conditions'); all by default.
+ */
+const ONLY = (process.env.BENCH_ONLY ?? '').split('|');
+const wanted = (name: string): boolean => ONLY.some((part) => name.includes(part));
 const PEERS = (process.env.BENCH_PEERS ?? '').split(',').filter(Boolean);
 /** How long the gateway is left idle before its settled RSS is read: past the transform workers' idle retirement (60 s). */
 const SETTLE_MS = 65_000;
@@ -116,7 +120,7 @@ async function main(): Promise<void> {
     [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
     { cwd: ROOT },
   );
-  const scenarios = SCENARIOS.filter((s) => s.name.includes(ONLY));
+  const scenarios = SCENARIOS.filter((s) => wanted(s.name));
   const bare = await startBare();
   const gateways = new Map<string, Side & { dir: string }>();
   const names = [...new Set(scenarios.flatMap((s) => [s.gateway, ...(s.variants ?? [])]).concat('main'))];
@@ -233,7 +237,7 @@ async function main(): Promise<void> {
     );
   }
   const backHalf: BackHalfRow[] = [];
-  if (AGENT_RUNS_ROW.includes(ONLY)) backHalf.push(await agentRunsAgainstModel(SECONDS));
+  if (wanted(AGENT_RUNS_ROW)) backHalf.push(await agentRunsAgainstModel(SECONDS));
   for (const r of backHalf) {
     const met = Math.abs(r.perSecond - r.goal) <= r.goal * r.tolerance;
     console.log(`${r.name}`);
@@ -242,7 +246,7 @@ async function main(): Promise<void> {
     );
   }
   console.log('');
-  const deliveries = await benchDeliveries(ONLY);
+  const deliveries = await benchDeliveries(wanted);
   const main = gateways.get('main')!;
   const reload = await reloadApplyTimes(main, GATEWAYS.main!.hooks);
   console.log(

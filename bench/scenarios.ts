@@ -31,6 +31,26 @@ const MAPPINGS = [
     wakeMode: 'next-heartbeat',
     textTemplate: 'CI {{pipeline.name}} #{{pipeline.run}}: {{status}} by {{actor.login}} ({{headers.x-ci}})',
   },
+  {
+    // The template row's mapping behind three conditions that hold: what filters cost.
+    id: 'tpl3',
+    match: {
+      path: 'tpl3',
+      headers: { 'x-ci': { prefix: 'ci-' } },
+      body: { status: { in: ['green', 'red'] }, 'pipeline.name': 'api' },
+    },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'CI {{pipeline.name}} #{{pipeline.run}}: {{status}} by {{actor.login}} ({{headers.x-ci}})',
+  },
+  // Used up by the warm-up: every measured request is over the limit.
+  {
+    id: 'limited',
+    match: { path: 'limited' },
+    action: 'wake',
+    textTemplate: 'limited',
+    rateLimit: { requests: 1, perSeconds: 86400 },
+  },
   { id: 'tr', match: { path: 'tr' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'bench.ts' } },
   {
     id: 'github',
@@ -144,6 +164,17 @@ export const SCENARIOS: Scenario[] = [
     expect: 200,
   },
   {
+    name: 'mapped hook, three conditions + template',
+    load: {
+      path: '/hooks/tpl3',
+      body: '{"pipeline":{"name":"api","run":812},"status":"green","actor":{"login":"ada"}}',
+      headers: { ...bearer(HOOK_TOKEN), 'x-ci': 'ci-1' },
+    },
+    gateway: 'main',
+    connections: 32,
+    expect: 200,
+  },
+  {
     name: 'GitHub-signed mapped hook + template',
     // A new delivery id each time (the default dedupe key); the signature covers the body only.
     load: { path: '/hooks/github', body: githubBody, headers: githubHeaders, vary: newDelivery },
@@ -200,6 +231,13 @@ export const SCENARIOS: Scenario[] = [
     goal: 0.9,
     expect: 429,
     peer: '429',
+  },
+  {
+    name: '429 hook rate limited',
+    load: { path: '/hooks/limited', body: '{"text":"x"}', headers: bearer(HOOK_TOKEN) },
+    gateway: 'main',
+    connections: 32,
+    expect: 429,
   },
   {
     name: '200 KB body (wake)',

@@ -13,7 +13,10 @@ import { buildMappedAction, type Transforms } from './mappings/build-action.ts';
 import type { TransformCall, TransformOutcome } from './transforms/index.ts';
 import type { DedupeKey } from './request/idempotency.ts';
 import type { Reply } from './mappings/respond.ts';
-import { targetOf } from './request/resolve.ts';
+import { parsePayload, targetOf, type Target } from './request/resolve.ts';
+import type { CompiledMapping } from './mappings/mapping.ts';
+import { failingCondition } from './mappings/filters.ts';
+import { isIP } from 'node:net';
 import {
   planRequest,
   replyOf,
@@ -32,6 +35,8 @@ export interface DryRunRequest {
   query?: string;
   /** The hooks paused now (wake, agent, mapping ids): their actions would be held. */
   paused?: ReadonlySet<string>;
+  /** The client address to try the source allowlists with; unchecked without it. */
+  source?: string;
 }
 
 export interface DryRunResult {
@@ -41,6 +46,10 @@ export interface DryRunResult {
   hook?: { name: string; paused: boolean };
   /** How the request is admitted: the hook token (not checked here), or the sender's signature. */
   verification?: string;
+  /** What is checked at the door: the source allowlists and the hook's rate limit, as sentences. */
+  reins: string[];
+  /** Ignored: each mapping that could have taken the request, and the condition it failed. */
+  ignored?: { mapping: string; failed: string }[];
   /** Each transform call's outcome (its output, or why it failed). */
   transforms: TransformOutcome[];
   wakes: WakeSpec[];
@@ -98,7 +107,7 @@ export async function dryRun(
   transforms: Transforms,
   unavailable: readonly UnavailableMapping[] = [],
 ): Promise<DryRunResult> {
-  const result: DryRunResult = { transforms: [], wakes: [], jobs: [], dedupeKeys: [] };
+  const result: DryRunResult = { transforms: [], wakes: [], jobs: [], dedupeKeys: [], reins: [] };
   const blocked = unavailable.filter((u) => u.name === undefined || u.name === request.name);
   if (blocked.length) {
     result.unavailable = blocked.flatMap((u) => u.problems);
@@ -116,6 +125,7 @@ export async function dryRun(
     const { name, headers, body } = request;
     const target = targetOf(name, snap);
     // What the live path decides before the body (the token, the body's size) as far as a dry run can.
+    reinsOf(target, snap, request.source, result);
     if (target.kind === 'mapped' && target.candidates.length === 0) throw refuse.notFound();
     if (body.length > target.maxBodyBytes) throw refuse.payloadTooLarge(target.maxBodyBytes);
     if (target.kind !== 'mapped' || !target.verifier) result.verification = 'hook token (not checked by the dry run)';
@@ -125,6 +135,12 @@ export async function dryRun(
     if (plan.kind === 'handshake') {
       result.target = `${plan.mapping.where}: a ${plan.mapping.handshake!.kind} handshake, acting on nothing`;
       result.answer = { status: 200, body: plan.answer as Outcome['body'] };
+      return result;
+    }
+    if (plan.kind === 'ignored') {
+      result.target = 'none: no mapping takes it, so it is ignored, acting on nothing';
+      result.ignored = plan.candidates.map((m) => ({ mapping: m.where, failed: whyNot(m, facts, body, target) }));
+      result.answer = { status: 200, body: { ok: true, ignored: true } };
       return result;
     }
     result.target = plan.kind === 'endpoint' ? `the ${plan.endpoint} endpoint` : plan.mapping.where;
@@ -148,6 +164,51 @@ export async function dryRun(
     result.refusal = err instanceof HookError ? err : refuse.internal();
   }
   return result;
+}
+
+/**
+ * The allowlists (tried with `source` when given: a refusal ends the dry run as it ends the request)
+ * and the rate limit, which the dry run names but never counts.
+ */
+function reinsOf(target: Target, snap: HooksSnapshot, source: string | undefined, result: DryRunResult): void {
+  const lists: [string, NonNullable<HooksSnapshot['allowedSources']>][] = [];
+  if (snap.allowedSources) lists.push(['hooks.allowedSources', snap.allowedSources]);
+  if (target.sources) {
+    const named =
+      target.kind === 'mapped' ? target.candidates.find((m) => m.allowedSources === target.sources) : undefined;
+    lists.push([`${named?.where ?? 'the mapping'}.allowedSources`, target.sources]);
+  }
+  for (const [key, list] of lists) {
+    if (source === undefined) {
+      result.reins.push(`source: ${key} (not checked: no --source given)`);
+      continue;
+    }
+    const admitted = isIP(source) !== 0 && list.contains(source);
+    result.reins.push(`source: ${source} ${admitted ? 'is admitted by' : 'is not in'} ${key}`);
+    if (!admitted) throw refuse.sourceNotAllowed();
+  }
+  const limit = target.rateLimit;
+  if (limit) {
+    const per = limit.perClient ? ' per client address' : '';
+    result.reins.push(
+      `rate limit: ${limit.requests} requests per ${limit.perSeconds} s${per} for ${limit.hook} (not counted by the dry run)`,
+    );
+  }
+}
+
+/** Why `m` did not take the request: its match.source, or its first condition not met and what was there. */
+function whyNot(m: CompiledMapping, facts: RequestFacts, body: Buffer, target: Target): string {
+  const payload = parsePayload(target, body, firstHeader(facts.headers['content-type']));
+  if (m.matchSource !== undefined && m.matchSource !== payload.source)
+    return `match.source ${JSON.stringify(m.matchSource)} (the payload's source is ${JSON.stringify(payload.source)})`;
+  const failed = m.filter && failingCondition(m.filter, facts.headers, payload);
+  if (!failed) return 'nothing (it would take it)';
+  const seen = failed.seen(facts.headers, payload);
+  return `${failed.key}: ${failed.text} (found ${seen === undefined ? 'nothing' : JSON.stringify(seen)})`;
+}
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /** The keys the plan would be deduplicated by: one, one per forEach item that renders one, or none. */

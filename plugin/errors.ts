@@ -7,6 +7,8 @@ export type ErrorCode =
   | 'method_not_allowed'
   | 'unauthorized'
   | 'rate_limited'
+  | 'source_not_allowed'
+  | 'hook_rate_limited'
   | 'not_found'
   | 'payload_too_large'
   | 'body_timeout'
@@ -99,10 +101,12 @@ const UNAUTHORIZED = new HookError(401, 'unauthorized', 'missing or wrong hook t
 const NOT_FOUND = new HookError(404, 'not_found', 'no such hook');
 const SIGNATURE_INVALID = new HookError(401, 'signature_invalid', 'the signature is missing or does not match');
 const SIGNATURE_EXPIRED = new HookError(401, 'signature_expired', 'the signed timestamp is outside the allowed window');
+const SOURCE_NOT_ALLOWED = new HookError(403, 'source_not_allowed', 'requests from this address are not accepted here');
 const HANDSHAKE_FAILED = new HookError(403, 'handshake_failed', 'the handshake did not verify');
 const INTERNAL = new HookError(500, 'internal_error', 'internal error; the request was not processed');
 /** 429s differ only in their seconds, which are few: one per value. */
 const rateLimitedBySeconds = new Map<number, HookError>();
+const hookRateLimitedBySeconds = new Map<number, HookError>();
 
 /** The catalogue: every HookError the plugin and its hosts send is made here. */
 export const refuse = {
@@ -120,6 +124,17 @@ export const refuse = {
         'retry-after': String(seconds),
       });
       if (rateLimitedBySeconds.size < 4096) rateLimitedBySeconds.set(seconds, err);
+    }
+    return err;
+  },
+  sourceNotAllowed: (): HookError => SOURCE_NOT_ALLOWED,
+  hookRateLimited(seconds: number): HookError {
+    let err = hookRateLimitedBySeconds.get(seconds);
+    if (!err) {
+      err = new HookError(429, 'hook_rate_limited', `this hook's rate limit is reached; retry in ${seconds} s`, {
+        'retry-after': String(seconds),
+      });
+      if (hookRateLimitedBySeconds.size < 4096) hookRateLimitedBySeconds.set(seconds, err);
     }
     return err;
   },

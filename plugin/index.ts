@@ -23,6 +23,8 @@ import { Actor } from './request/act.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
 import { RequestLog } from './observe/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
+import { HookRateLimiter, type HookRateLimit } from './auth/hook-rate-limit.ts';
+import { SharedRateLimits } from './auth/shared-rate-limit.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './admin/admin-call.ts';
 import { adminRoutes } from './admin/routes.ts';
@@ -63,6 +65,8 @@ export interface HooksPlugin {
     tookBack(runId: string): boolean;
   };
   readonly limiter: AuthFailureLimiter;
+  /** The rate limits per hook: what each hook admitted in its window (with shared state, everyone's known). */
+  readonly rateLimits: HookRateLimiter;
   /** This instance's metrics: /metrics shows them; hosts add their own events (their outbox, a watcher, shared state). */
   readonly metrics: HookMetrics;
   /** The last hook requests (GET /api/requests). */
@@ -124,6 +128,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       metrics.sharedStateUp(up),
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
+  const rateLimits = new HookRateLimiter();
+  const sharedRateLimits = shared && new SharedRateLimits(rateLimits, shared, () => rateLimitsOf(current));
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
   const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
   await shared?.connect();
@@ -138,6 +144,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const lifecycle = new HookLifecycle({
     host,
     limiter: requestLimiter,
+    rateLimits,
     refusals,
     warnings: strangerWarnings,
     actor,
@@ -253,11 +260,13 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       bodies.close();
       refusals.flush();
       strangerWarnings.flush();
+      sharedRateLimits?.close();
       shared?.close();
     },
     stopWaiting: () => waiters.stop(),
     runs,
     limiter,
+    rateLimits,
     metrics,
     requests,
     get sharedStateUp() {
@@ -266,4 +275,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     admin,
     replies,
   };
+}
+
+/** Every rate limit of a config: wake's, agent's and each mapping's. */
+function* rateLimitsOf(snap: HooksSnapshot): Iterable<HookRateLimit> {
+  const { wake, agent } = snap.endpointRateLimits;
+  if (wake) yield wake;
+  if (agent) yield agent;
+  for (const m of snap.mappings) if (m.rateLimit) yield m.rateLimit;
 }

@@ -49,7 +49,8 @@ const HOOKS: HooksBlock = {
   mappings: [
     {
       id: 'github',
-      match: { path: 'github' },
+      // Pushes and pull requests only: anything else GitHub sends is answered 200 ignored.
+      match: { path: 'github', events: ['push', 'pull_request'] },
       action: 'agent',
       deliver: false,
       // The summary stays queued (a heartbeat would take it in), where the test reads it.
@@ -218,6 +219,30 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
       (await queuedSystemEvents()).find((e) => e.startsWith('Hook GitHub (')),
     );
     assert.match(summary, /^Hook GitHub \(error\): \S/);
+  });
+
+  test('a signed GitHub delivery the filters leave out is answered 200 ignored inside OpenClaw, acting on nothing', async () => {
+    const examples = published as unknown as { name: string; examples: Record<string, any>[] }[];
+    const star = examples.find((e) => e.name === 'star')!.examples[0]!;
+    const body = JSON.stringify(star);
+    const r = await post('/hooks/github', body, {
+      from: '127.0.0.6',
+      headers: {
+        'x-github-event': 'star',
+        'x-github-delivery': `star-${nonce}`,
+        'x-hub-signature-256': await sign(GITHUB_SECRET, body),
+      },
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { ok: true, ignored: true });
+    // Seen as ignored in the request log and the metrics, with no run for it.
+    const log = await post('/hookgate/api/requests', '', { method: 'GET', token: files.gatewayToken });
+    const entries = (log.json?.requests ?? []) as Record<string, unknown>[];
+    const entry = entries.find((e) => e.mapping === 'github' && e.ignored === true);
+    assert.ok(entry, log.text.slice(0, 2000));
+    assert.equal(entry.status, 200);
+    const metrics = await post('/hookgate/metrics', '', { method: 'GET', token: files.gatewayToken });
+    assert.match(metrics.text, /^hookgate_reined_total\{[^}]*reason="ignored"[^}]*\} 1$/m);
   });
 
   test('wake: 200, and the event is queued on the main session in OpenClaw', async () => {

@@ -8,6 +8,8 @@ import { Credentials } from '../auth/credentials.ts';
 import { longEnough, readSecretFile, resolveSecret } from '../settings/secret-values.ts';
 import type { AuthRateLimit } from '../auth/limiter.ts';
 import { compileTrustedProxies, type TrustedProxies } from '../http/trusted-proxies.ts';
+import { compileAddressList } from '../http/address-list.ts';
+import { compileRateLimit, type HookRateLimit, type RateLimitConfig } from '../auth/hook-rate-limit.ts';
 import { formatErrors, validateHooksConfig } from '../settings/schemas.ts';
 import { DEFAULTS } from '../settings/defaults.ts';
 import { matchesSessionPrefix } from '../settings/session-prefixes.ts';
@@ -43,6 +45,14 @@ interface CoreHooksBlock {
   maxHeld?: number;
   maxHeldBytes?: number;
   sharedState?: { redis: string; keyPrefix?: string };
+  /** Source allowlist for every hook request: IPs and CIDRs. */
+  allowedSources?: string[];
+  /** Settings of the wake and agent endpoints. */
+  endpoints?: { wake?: EndpointBlock; agent?: EndpointBlock };
+}
+
+interface EndpointBlock {
+  rateLimit?: RateLimitConfig;
 }
 
 /** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
@@ -106,6 +116,12 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
   }
 
   const sharedState = sharedStateConfig(h, root, problems);
+  const allowedSources = h.allowedSources && compileAddressList(h.allowedSources, `${root}.allowedSources`, problems);
+  const endpointRateLimits: { wake?: HookRateLimit; agent?: HookRateLimit } = {};
+  for (const name of ['wake', 'agent'] as const) {
+    const limit = h.endpoints?.[name]?.rateLimit;
+    if (limit) endpointRateLimits[name] = compileRateLimit(name, limit);
+  }
 
   if (problems.length) throw new ConfigError(problems, file);
 
@@ -125,6 +141,8 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     maxConcurrentRuns: h.maxConcurrentRuns ?? DEFAULTS.maxConcurrentRuns,
     maxQueuedRuns: h.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
     trustedProxies,
+    allowedSources,
+    endpointRateLimits: Object.freeze(endpointRateLimits),
     transformsRoot,
     transformsDir,
     transformTimeoutMs: h.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,

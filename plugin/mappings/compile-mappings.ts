@@ -11,11 +11,17 @@ import { compileHandshake, type HandshakeConfig } from './handshake.ts';
 import { compileRespond, type RespondConfig } from './respond.ts';
 import { SECRET_HEADERS } from '../auth/secret-headers.ts';
 import { compileVerifier, type VerifyConfig } from '../verify/compile-verifier.ts';
+import { compileFilter, type FilterConfig } from './filters.ts';
+import { compileAddressList } from '../http/address-list.ts';
+import { compileRateLimit, type RateLimitConfig } from '../auth/hook-rate-limit.ts';
 
 /** As written in the config (validated by schema/mapping.schema.json); `to` and `model` may be templates. */
 export interface MappingConfig extends RunOptions {
   id?: string;
-  match?: { path?: string; source?: string };
+  match?: { path?: string; source?: string } & FilterConfig;
+  /** Source allowlist: IPs and CIDRs; narrows hooks.allowedSources, never widens it. */
+  allowedSources?: string[];
+  rateLimit?: RateLimitConfig;
   action?: 'wake' | 'agent';
   name?: string;
   textTemplate?: string;
@@ -71,6 +77,8 @@ export async function compileMappings(
 ): Promise<{ mappings: CompiledMapping[]; problems: string[] }> {
   const problems: string[] = [];
   const out: CompiledMapping[] = [];
+  /** Each compiled mapping's config as written: mappings sharing a path must agree on some of it. */
+  const written = new Map<CompiledMapping, MappingConfig>();
   const ids = new Set<string>();
   let transformsDir: string | undefined;
   try {
@@ -161,11 +169,24 @@ export async function compileMappings(
       }
     }
 
+    const filter = m.match && compileFilter(m.match, where, m.verify?.scheme, hiddenHeaders, problems);
+    const allowedSources =
+      m.allowedSources && compileAddressList(m.allowedSources, `${where}.allowedSources`, problems);
+    for (const key of ['allowedSources', 'rateLimit'] as const) {
+      if (m[key] !== undefined && matchPath === undefined)
+        problems.push(`${where}.${key} needs match.path: it is checked before the body, on the hook's name`);
+    }
+    const rateLimit =
+      m.rateLimit && matchPath !== undefined ? compileRateLimit(`hook:${matchPath}`, m.rateLimit) : undefined;
+
     const resolved: CompiledMapping = {
       id,
       where,
       matchPath,
       matchSource: m.match?.source,
+      filter,
+      allowedSources,
+      rateLimit,
       action,
       name: m.name?.trim() || id,
       wakeMode: m.wakeMode,
@@ -193,10 +214,14 @@ export async function compileMappings(
       dedupeKey: template('dedupe', m.dedupe?.key),
       forEach: forEachOf(m, where, problems),
     };
-    if (problems.length === before) out.push(Object.freeze(resolved));
+    if (problems.length === before) {
+      const frozen = Object.freeze(resolved);
+      out.push(frozen);
+      written.set(frozen, m);
+    }
   }
 
-  checkSharedPaths(out, problems);
+  checkSharedPaths(out, written, problems);
 
   // Presets come after the user's mappings, so a user mapping for the same name wins.
   const context = {
@@ -214,10 +239,15 @@ export async function compileMappings(
 }
 
 /**
- * A signed name belongs to its one mapping (its signature, not the hook token, admits the request),
- * and the mappings that share a name read its body the same way.
+ * The mappings that share a name are one door: the request is verified, read and admitted once, then
+ * their filters choose. So they must agree on how the sender proves itself (verify), how the body is
+ * read (body), and what is checked before the body (allowedSources, rateLimit).
  */
-function checkSharedPaths(mappings: readonly CompiledMapping[], problems: string[]): void {
+function checkSharedPaths(
+  mappings: readonly CompiledMapping[],
+  written: ReadonlyMap<CompiledMapping, MappingConfig>,
+  problems: string[],
+): void {
   const byPath = new Map<string, CompiledMapping[]>();
   for (const m of mappings) {
     if (m.verifier && m.matchPath === undefined)
@@ -226,15 +256,21 @@ function checkSharedPaths(mappings: readonly CompiledMapping[], problems: string
   }
   for (const [name, sharing] of byPath) {
     if (sharing.length < 2) continue;
-    const signed = sharing.find((m) => m.verifier);
-    if (signed)
-      problems.push(`${signed.where}: the signed hook "${name}" must be the only mapping with that match.path`);
     const meta = sharing.filter((m) => m.handshake?.kind === 'meta');
     if (meta.length > 1) problems.push(`${meta[1]!.where}.handshake: "${name}" has a meta handshake already`);
-    if (sharing.some((m) => m.bodyFormat !== sharing[0]!.bodyFormat)) {
-      problems.push(`${sharing[0]!.where}: the mappings for "${name}" must agree on body (json, form or multipart)`);
+    const first = written.get(sharing[0]!)!;
+    for (const key of ['verify', 'body', 'allowedSources', 'rateLimit'] as const) {
+      const other = sharing.find((m) => !sameSetting(key, written.get(m)![key], first[key]));
+      if (other)
+        problems.push(`${other.where}.${key} must be the same as ${sharing[0]!.where}.${key}: both answer "${name}"`);
     }
   }
+}
+
+/** Two settings as written are the same; an absent body is `json`, the default. */
+function sameSetting(key: string, a: unknown, b: unknown): boolean {
+  if (key === 'body') return (a ?? 'json') === (b ?? 'json');
+  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
 
 const DEFAULT_MAX_ITEMS = 100;

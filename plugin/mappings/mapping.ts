@@ -5,6 +5,9 @@ import type { Template } from './template.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { Handshake } from './handshake.ts';
 import type { Respond } from './respond.ts';
+import type { MappingFilter } from './filters.ts';
+import type { AddressList } from '../http/address-list.ts';
+import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 
 export type BodyFormat = 'json' | 'form' | 'multipart';
 
@@ -14,6 +17,12 @@ export interface CompiledMapping {
   readonly where: string;
   readonly matchPath?: string;
   readonly matchSource?: string;
+  /** match.headers, match.body and match.events: all must hold for the mapping to take a request. */
+  readonly filter?: MappingFilter;
+  /** allowedSources: the addresses its name admits (within hooks.allowedSources). */
+  readonly allowedSources?: AddressList;
+  /** rateLimit: how many requests its name admits over a window. */
+  readonly rateLimit?: HookRateLimit;
   readonly action: 'wake' | 'agent';
   readonly name: string;
   readonly wakeMode?: WakeMode;

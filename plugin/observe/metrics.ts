@@ -15,6 +15,9 @@ type GaugeName = keyof typeof GAUGE_HELP;
 /** Run statuses a run reports (host.ts RunStatus); anything else counts as 'other'. */
 const RUN_STATUSES = new Set(['queued', 'running', 'retrying', 'ok', 'error', 'timeout', 'other']);
 
+/** Why a request was held back at the door (the refusals by their code). */
+export type ReinReason = 'ignored' | 'source_not_allowed' | 'hook_rate_limited';
+
 /** What a retry is of: an agent run, or a channel delivery (a host's). */
 export type RetryKind = 'run' | 'delivery';
 
@@ -25,6 +28,8 @@ export interface HookMetrics {
   addressLocked(): void;
   signatureFailure(scheme: string): void;
   duplicate(endpoint: EndpointLabel, mapping: string): void;
+  /** A request held back at the door: ignored by the filters, refused for its source or its hook's rate limit. */
+  reined(endpoint: EndpointLabel, mapping: string, reason: ReinReason): void;
   runStatus(status: string): void;
   /** A failed run or delivery scheduled for another try. */
   retryScheduled(kind: RetryKind): void;
@@ -96,6 +101,12 @@ class PromMetrics implements HookMetrics {
     'hookgate_duplicates_total',
     'Requests answered as duplicates of an idempotency key seen before.',
     ['endpoint', 'mapping'],
+    this.#registry,
+  );
+  readonly #reined = new FastCounter(
+    'hookgate_reined_total',
+    'Requests held back at the door, by endpoint, mapping id and reason: ignored (no filter took it), source_not_allowed, hook_rate_limited.',
+    ['endpoint', 'mapping', 'reason'],
     this.#registry,
   );
   readonly #runs = new Counter({
@@ -198,6 +209,9 @@ class PromMetrics implements HookMetrics {
     const children = this.#childrenOf(endpoint, mapping);
     (children.duplicates ??= this.#duplicates.series(endpoint, mapping)).inc();
   }
+  reined(endpoint: EndpointLabel, mapping: string, reason: ReinReason): void {
+    this.#reined.series(endpoint, mapping, reason).inc();
+  }
   runStatus(status: string): void {
     this.#runs.labels(RUN_STATUSES.has(status) ? status : 'other').inc();
   }
@@ -259,6 +273,7 @@ export const NO_METRICS: HookMetrics = {
   addressLocked: nothing,
   signatureFailure: nothing,
   duplicate: nothing,
+  reined: nothing,
   runStatus: nothing,
   retryScheduled: nothing,
   transformCall: nothing,

@@ -25,6 +25,8 @@ export interface RequestEntry {
   duplicate?: boolean;
   /** Its hook was paused: the action was held for the resume. */
   held?: boolean;
+  /** Authenticated, but no mapping's filters took it: answered `{ ok: true, ignored: true }`, nothing done. */
+  ignored?: boolean;
   /** A request that waited for its runs (waitForCompletion): milliseconds waited... */
   waited?: number;
   /** ...and what it learned: ok, error, timeout, or running when the wait ended first. */

@@ -2,6 +2,9 @@
 //   route        is the path under hooks.path? (if not, the host keeps the request)
 //   admit        token in the query, method (GET only for a Meta handshake, answered there), address lock
 //   target       wake, agent, a signed mapping, or the mappings that may own the name
+//   rein         the source allowlists (hooks.allowedSources, the name's own): 403 source_not_allowed;
+//                then the hook's rate limit: 429 hook_rate_limited. Neither is an authentication
+//                failure, and both come before the token, the signature and the body
 //   authenticate the hook token (not for a signed mapping); then 404 when no mapping owns the name;
 //                for a signed mapping, a request without any of its proof headers is refused here
 //   receive      the body, within the target's limit and the body timeout
@@ -14,8 +17,9 @@
 //                templates can walk)
 //     fresh      a timestamp signed inside the payload (Linear); then a signed handshake (Slack, echo)
 //                is answered with its challenge, acting on nothing
-//     own        the endpoint's payload is checked, or the mapping that owns this payload is picked and
-//                held to its own body limit
+//     own        the endpoint's payload is checked, or the first mapping whose source and filters take
+//                the payload is picked and held to its own body limit; when filters took nothing, the
+//                request is ignored: 200 { ok: true, ignored: true }, acting on nothing
 //     keys       the idempotency key (the header, a mapping's dedupe.key or its sender's delivery id;
 //                one per item for a forEach whose key reads the item)
 //   act          once per key (act.ts): a key seen before gets the first answer again;
@@ -37,7 +41,8 @@ import type { HookMetrics } from '../observe/metrics.ts';
 import type { RequestLog } from '../observe/request-log.ts';
 import type { AnswerBatch } from '../http/answers.ts';
 import type { BodyReceiver } from '../http/body.ts';
-import { clientAddress } from '../http/client-address.ts';
+import { clientAddress, clientSource } from '../http/client-address.ts';
+import type { HookRateLimiter } from '../auth/hook-rate-limit.ts';
 import type { RefusalLog } from '../http/refusal-log.ts';
 import { logFieldsOf, requestEntryOf, type Answered, type Trace } from './request-record.ts';
 import { isKnownName, metaHandshakeOf, targetOf, type Target } from './resolve.ts';
@@ -61,6 +66,8 @@ import { errorMessage } from '../util/errors.ts';
 export interface LifecycleParts {
   host: GatewayHost;
   limiter: AuthLimiter;
+  /** Rate limits per hook (shared-rate-limit.ts tells it what other instances admitted). */
+  rateLimits: HookRateLimiter;
   refusals: RefusalLog;
   /** For warnings anyone can cause: rate-limited. */
   warnings: Pick<Logger, 'warn'>;
@@ -83,6 +90,9 @@ interface HookRequest extends RequestFacts {
 }
 
 type MetaHandshake = Extract<Handshake, { kind: 'meta' }>;
+
+/** The answer to a request no mapping's filters take. */
+const IGNORED = Object.freeze({ ok: true, ignored: true });
 
 /** Marks the answer to a repeated idempotency key. */
 const DUPLICATE = Object.freeze({ 'x-hookgate-duplicate': '1' });
@@ -135,6 +145,7 @@ export class HookLifecycle {
       // catch cost more than the rest of such an answer.
       const refused =
         this.admit(request, meta !== undefined) ??
+        this.rein(request, target, snap) ??
         (meta && req.method === 'GET'
           ? undefined
           : verifier
@@ -157,6 +168,11 @@ export class HookLifecycle {
       const { plan, hash } = received;
       if (plan.kind === 'handshake') {
         answers.send(res, 200, plan.answer, request.id);
+        return await this.finish(request, pathname, started, snap, trace);
+      }
+      if (plan.kind === 'ignored') {
+        trace.ignored = true;
+        answers.send(res, 200, IGNORED, request.id);
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
@@ -251,6 +267,9 @@ export class HookLifecycle {
     const { metrics } = this.parts;
     metrics.request(trace.endpoint, trace.mapping, status, ms / 1000, trace.bytes);
     if (trace.duplicate) metrics.duplicate(trace.endpoint, trace.mapping);
+    if (trace.ignored) metrics.reined(trace.endpoint, trace.mapping, 'ignored');
+    else if (trace.code === 'source_not_allowed' || trace.code === 'hook_rate_limited')
+      metrics.reined(trace.endpoint, trace.mapping, trace.code);
     const key = trace.key ?? headerKey(request.req.headers['idempotency-key']);
     this.parts.requests.add(requestEntryOf(answered, trace, key));
     return true;
@@ -265,6 +284,28 @@ export class HookLifecycle {
     } else if (req.method !== 'POST') return refuse.methodNotAllowed();
     const lockedFor = this.parts.limiter.lockedFor(client);
     return lockedFor > 0 ? refuse.rateLimited(lockedFor) : undefined;
+  }
+
+  /**
+   * The source allowlists, then the hook's rate limit; nothing to do without them. A source is
+   * compared as its full address; the limit counts the request when it admits it.
+   */
+  private rein({ req, client }: HookRequest, target: Target, snap: HooksSnapshot): HookError | undefined {
+    const everywhere = snap.allowedSources;
+    const own = target.sources;
+    if (everywhere !== undefined || own !== undefined) {
+      const source = clientSource(req, snap.trustedProxies);
+      if (
+        source === undefined ||
+        (everywhere !== undefined && !everywhere.matches(source.bare, source.family)) ||
+        (own !== undefined && !own.matches(source.bare, source.family))
+      )
+        return refuse.sourceNotAllowed();
+    }
+    const limit = target.rateLimit;
+    if (limit === undefined) return undefined;
+    const waitSeconds = this.parts.rateLimits.admit(limit, client);
+    return waitSeconds > 0 ? refuse.hookRateLimited(waitSeconds) : undefined;
   }
 
   /** The hook token; then 404 for a name no mapping owns. */

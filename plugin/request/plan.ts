@@ -35,6 +35,11 @@ export interface RequestFacts {
 
 /** A resolved request, nothing done yet. */
 export type Plan =
+  /**
+   * Authenticated, but no mapping's filters take it: answered 200 `{ ok: true, ignored: true }`,
+   * acting on nothing. `candidates` are the mappings that did not take it (the dry run says why).
+   */
+  | { readonly kind: 'ignored'; readonly candidates: readonly CompiledMapping[] }
   /** A signed handshake (Slack, echo): answered with its challenge, acting on nothing. */
   | { readonly kind: 'handshake'; readonly mapping: CompiledMapping; readonly answer: { challenge: unknown } }
   /** The wake or agent endpoint: its checked action. */
@@ -62,8 +67,8 @@ export type Plan =
       readonly items: readonly KeyedItem[];
     };
 
-/** A plan that acts: everything but a handshake. */
-export type ActingPlan = Exclude<Plan, { kind: 'handshake' }>;
+/** A plan that acts: everything but a handshake or an ignored request. */
+export type ActingPlan = Exclude<Plan, { kind: 'handshake' | 'ignored' }>;
 
 /**
  * How a signed request's proof is judged: the live path refuses (and counts the failure against the
@@ -97,13 +102,22 @@ export function planRequest<R extends RequestFacts>(
   // fresh: for senders that sign a timestamp inside the payload (Linear)
   if (verified && verifier.fresh && !verifier.fresh(payload, Date.now())) checks.stale(request, verifier, snap);
   if (verifier) {
-    const handshake = target.candidates[0]!.handshake;
-    const answer = handshake?.kind === 'meta' ? undefined : handshake?.answer(payload);
-    if (answer) return { kind: 'handshake', mapping: target.candidates[0]!, answer };
+    // A handshake proves the endpoint, whatever the filters say of it.
+    for (const mapping of target.candidates) {
+      const { handshake } = mapping;
+      if (handshake === undefined || handshake.kind === 'meta') continue;
+      const answer = handshake.answer(payload);
+      if (answer) return { kind: 'handshake', mapping, answer };
+    }
   }
-  // own: the owning mapping, then its own body limit
-  const mapping = pickMapping(target.candidates, payload);
-  if (!mapping) throw refuse.notFound();
+  // own (and filters): the first mapping that takes the request, then its own body limit
+  const mapping = pickMapping(target.candidates, request.headers, payload);
+  if (!mapping) {
+    // Filters that took nothing: ignored, so that senders do not mark the delivery as failed.
+    if (target.candidates.some((m) => m.filter !== undefined))
+      return { kind: 'ignored', candidates: target.candidates };
+    throw refuse.notFound();
+  }
   const own = ownBodyLimit(mapping, snap);
   if (body.length > own) throw refuse.payloadTooLarge(own);
   const mapped = mappedRequest(request, own, snap.path);
@@ -131,6 +145,7 @@ export function keyBeforeBody(target: Target, headers: IncomingHttpHeaders): Ded
   if (target.candidates.length !== 1) return undefined;
   const mapping = target.candidates[0]!;
   const { verifier } = mapping;
+  // Filters may ignore it: an ignored request keeps no key, so a key seen before is its first answer.
   if (mapping.dedupeKey || mapping.respond || mapping.handshake || verifier?.fresh) return undefined;
   const fromSender = verifier?.headerDeliveryId;
   if (verifier && !fromSender) return undefined;

@@ -5,6 +5,8 @@ import type { HooksSnapshot } from './snapshot.ts';
 import type { BodyFormat, CompiledMapping } from '../mappings/mapping.ts';
 import { candidatesFor, pickMapping } from '../mappings/mapping-index.ts';
 import type { Verifier } from '../verify/verifier.ts';
+import type { AddressList } from '../http/address-list.ts';
+import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 import { parseJsonObject } from '../http/body.ts';
 import { parseFormObject } from '../http/form-body.ts';
 import { parseMultipartObject } from '../http/multipart-body.ts';
@@ -12,9 +14,13 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/json-depth.ts';
 
 /** What a request is aimed at once its name is known. */
 export type Target =
-  | { kind: 'wake' | 'agent'; maxBodyBytes: number }
+  | { kind: 'wake' | 'agent'; maxBodyBytes: number; sources?: undefined; rateLimit: HookRateLimit | undefined }
   | {
       kind: 'mapped';
+      /** The name's own source allowlist (its mappings share it), within hooks.allowedSources. */
+      sources: AddressList | undefined;
+      /** The name's rate limit (its mappings share it). */
+      rateLimit: HookRateLimit | undefined;
       /** Empty when no mapping owns the name: 404 once the token is accepted. */
       candidates: readonly CompiledMapping[];
       maxBodyBytes: number;
@@ -26,15 +32,24 @@ export type Target =
 
 /** The endpoint or the mappings the name may belong to; the payload picks among mappings later. */
 export function targetOf(name: string, snap: HooksSnapshot): Target {
-  if (name === 'wake' || name === 'agent') return { kind: name, maxBodyBytes: snap.maxBodyBytes };
+  if (name === 'wake' || name === 'agent')
+    return { kind: name, maxBodyBytes: snap.maxBodyBytes, rateLimit: snap.endpointRateLimits[name] };
   const candidates = candidatesFor(name, snap.mappingIndex);
   let maxBodyBytes = 0;
   for (const m of candidates) maxBodyBytes = Math.max(maxBodyBytes, ownBodyLimit(m, snap));
-  // Mappings with this very name decide how its body is read; mappings for any name read JSON.
+  // Mappings with this very name decide how its body is read, how it is verified and what is checked
+  // before the body (they agree on all of it); mappings for any name read JSON and check nothing.
   const named = candidates.find((m) => m.matchPath === name);
-  const bodyFormat = named?.bodyFormat ?? 'json';
-  const verifier = candidates.length === 1 ? candidates[0]!.verifier : undefined;
-  return { kind: 'mapped', candidates, maxBodyBytes, bodyFormat, maxParts: named?.maxParts ?? 0, verifier };
+  return {
+    kind: 'mapped',
+    candidates,
+    maxBodyBytes,
+    bodyFormat: named?.bodyFormat ?? 'json',
+    maxParts: named?.maxParts ?? 0,
+    verifier: named?.verifier,
+    sources: named?.allowedSources,
+    rateLimit: named?.rateLimit,
+  };
 }
 
 /** The body limit a mapping holds the payloads it owns to (plan.ts, once the payload has picked it). */
@@ -61,7 +76,7 @@ export function localPostOf(snap: HooksSnapshot, name: string, source?: string):
   const token = snap.credentials.hookTokens()[0];
   const target = targetOf(name, snap);
   if (target.kind !== 'mapped') return { path, token, bodyLimit: target.maxBodyBytes };
-  const owner = pickMapping(target.candidates, source === undefined ? {} : { source });
+  const owner = pickMapping(target.candidates, {}, source === undefined ? {} : { source });
   return { path, token, bodyLimit: owner && ownBodyLimit(owner, snap) };
 }
 

@@ -8,6 +8,8 @@ import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
 import type { RetryPolicy } from '../retry/retry-policy.ts';
 import type { SharedStateConfig } from '../redis/shared-redis.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
+import type { AddressList } from '../http/address-list.ts';
+import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy {
@@ -24,6 +26,10 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly maxConcurrentRuns: number;
   readonly maxQueuedRuns: number;
   readonly trustedProxies: TrustedProxies | undefined;
+  /** hooks.allowedSources: the addresses any hook request may come from; undefined admits any. */
+  readonly allowedSources: AddressList | undefined;
+  /** hooks.endpoints.<wake|agent>.rateLimit. */
+  readonly endpointRateLimits: { readonly wake?: HookRateLimit; readonly agent?: HookRateLimit };
   /** <configDir>/hooks/transforms: nothing a mapping loads may leave it. */
   readonly transformsRoot: string;
   readonly transformsDir: string;

@@ -20,11 +20,12 @@ import { loadContext } from '../support/context.ts';
 import { formatTable, printable } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
 
-export const WEBHOOKS_TEST_HELP = `Usage: hookgate webhooks test <name> --payload FILE [--header k:v]... [--query Q] [--json] [--config FILE]
+export const WEBHOOKS_TEST_HELP = `Usage: hookgate webhooks test <name> --payload FILE [--header k:v]... [--query Q] [--source IP] [--json] [--config FILE]
 
 Resolves POST <hooks.path>/<name> with the body in FILE exactly as the gateway would: the mapping that
-owns it, the signature check (when the mapping is signed and its signature headers are given), the
-transform's output, the action with every policy applied, every rendered text in full (the
+owns it (or, when filters take nothing, that it is ignored and the condition each mapping failed), the
+source allowlists (with --source) and the rate limit (named, never counted), the signature check (when
+the mapping is signed and its signature headers are given), the transform's output, the action with every policy applied, every rendered text in full (the
 untrusted-content wrapper shown once), the idempotency key it would be deduplicated by, and whether its
 hook is paused (read from the gateway's pauses file: its action would be held). Nothing is
 carried out: no session, run, dedupe key or file is written, and the hook token is not asked for.
@@ -35,6 +36,7 @@ Options:
   --payload FILE   The request body, as the sender sends it (the signature covers these bytes).
   --header k:v     A request header; repeat for more (e.g. x-hub-signature-256:sha256=...).
   --query Q        The query string, without '?'.
+  --source IP      The client address to try the source allowlists with (as the gateway resolves it).
   --json           One JSON object on stdout, for scripts.
   --config FILE    Config file. Default: $HOOKGATE_CONFIG, else <state-dir>/gateway.json5.
   --state-dir D    Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.`;
@@ -47,6 +49,7 @@ export async function runWebhooksTest(args: string[]): Promise<number> {
       payload: { type: 'string' },
       header: { type: 'string', multiple: true },
       query: { type: 'string' },
+      source: { type: 'string' },
       json: { type: 'boolean' },
       config: { type: 'string' },
       'state-dir': { type: 'string' },
@@ -76,7 +79,7 @@ export async function runWebhooksTest(args: string[]): Promise<number> {
   let result: DryRunResult;
   try {
     result = await dryRun(
-      { name, headers, body, query: values.query, paused },
+      { name, headers, body, query: values.query, paused, source: values.source },
       snapshot,
       host,
       transforms,
@@ -122,6 +125,8 @@ function asJson(r: DryRunResult): unknown {
     target: r.target ?? null,
     hook: r.hook ?? null,
     verification: r.verification ?? null,
+    reins: r.reins,
+    ignored: r.ignored ?? null,
     transforms: r.transforms,
     wakes: r.wakes.map((w) => ({ ...w, content: shown(w.text).content })),
     runs: r.jobs.map((j) => ({ ...j, content: shown(j.prompt).content })),
@@ -143,6 +148,8 @@ function report(r: DryRunResult): string {
     return out.join('\n');
   }
   row('target', r.target ?? '(none)');
+  for (const rein of r.reins) row('door', rein);
+  for (const { mapping, failed } of r.ignored ?? []) row('not taken', `${mapping}: ${failed}`);
   if (r.hook?.paused) row('paused', `yes: hook ${r.hook.name}'s action would be held until it is resumed`);
   if (r.verification) row('verification', r.verification);
   for (const t of r.transforms) {
