@@ -7,6 +7,7 @@ import { open, readFile, type FileHandle } from 'node:fs/promises';
 import type { Logger } from '../host.ts';
 import { writeFileAtomic } from './write-file-atomic.ts';
 import { errnoCode, errorMessage } from './errors.ts';
+import { stateFileError } from './state-file-error.ts';
 
 type Line = { id: string; r: unknown } | { id: string; del: true };
 
@@ -149,7 +150,8 @@ export class StateFile<T> {
 
 /**
  * The live records of a state file as it is on disk, nothing written (a missing file has none);
- * `refused` counts the lines `isRecord` or JSON refused.
+ * `refused` counts the lines `isRecord` or JSON refused. A file that cannot be read (a directory in
+ * its place, one too large) throws a StateFileError naming it: a start cannot go on without it.
  */
 export async function readStateRecords<T>(
   path: string,
@@ -160,7 +162,7 @@ export async function readStateRecords<T>(
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
+    if (errnoCode(err) !== 'ENOENT') throw stateFileError(path, err);
   }
   let lines = 0;
   let refused = 0;

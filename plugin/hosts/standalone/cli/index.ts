@@ -83,4 +83,10 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+process.exitCode = code;
+// A command that failed ends here: whatever it had half-started (a config watcher, a timer, an open
+// file) must not keep the process alive, or a gateway that failed to start would neither listen nor
+// exit, and its supervisor would never restart it. Standard error is written synchronously to files
+// and pipes, so the line naming the failure is out before the exit.
+if (code !== 0) process.exit(code);

@@ -234,13 +234,21 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   server.keepAliveTimeout = 5_000;
 
   const bindHost = opts.host ?? settings.bind;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? settings.port, bindHost, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port ?? settings.port, bindHost, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    // A port taken: what started (the config watcher, timers, open files) is stopped, so an
+    // embedding process is not kept alive by a gateway that never listened.
+    await plugin.close(0);
+    await storage.close();
+    throw err;
+  }
   server.on('error', (err) => logger.error('server error', { reason: err.message }));
   heartbeats.startPeriodic(settings.heartbeatSeconds);
   const { port } = server.address() as AddressInfo;
