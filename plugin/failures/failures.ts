@@ -5,11 +5,10 @@
 // bytes: dismissed and replayed failures go first, then the oldest open ones.
 import type { AcceptedRun, ChannelName, GatewayHost } from '../host.ts';
 import { refuse } from '../errors.ts';
-import { randomHex } from '../util/random-hex.ts';
 import { StateFile } from '../util/state-file.ts';
 import { failureReason } from './failure-reason.ts';
 import { FailureEvents } from './failure-events.ts';
-import type { RunFinal } from '../runs/run-final.ts';
+import { newFailureId, type RunFinal } from '../runs/run-final.ts';
 import type { ReplyDeadLetter } from '../replies/reply-queue.ts';
 
 export type FailureKind = 'run' | 'delivery';
@@ -146,13 +145,17 @@ export class FailureBook {
     return new FailureBook(await StateFile.open(path, isStoredFailure, host.logger), events, host.logger, counted);
   }
 
-  /** A run's final outcome: an error or a timeout is a failure. */
+  /**
+   * A run's final outcome: an error or a timeout is a failure, kept under the id its summary named.
+   * The summary was the main session's notice: no event of the book's beside it.
+   */
   followRun(final: RunFinal): void {
     if (final.status === 'ok') return;
     const { run, attempts } = final;
     const { runId: _runId, ...action } = run;
     void this.#record(
       {
+        ...(final.failureId !== undefined ? { id: final.failureId } : {}),
         kind: 'run',
         runId: run.runId,
         ...(run.requestId !== undefined ? { requestId: run.requestId } : {}),
@@ -261,14 +264,14 @@ export class FailureBook {
   }
 
   async #record(
-    facts: Omit<Failure, 'id' | 'state' | 'firstAt' | 'lastAt'> & { firstAt?: string; lastAt?: string },
+    facts: Omit<Failure, 'id' | 'state' | 'firstAt' | 'lastAt'> & { id?: string; firstAt?: string; lastAt?: string },
     action: StoredAction,
   ): Promise<void> {
     const now = new Date().toISOString();
     const lastError = failureReason(facts.lastError);
     const known = this.#file.get(this.#openByThing.get(sameThing(facts)) ?? '');
     const failure: StoredFailure = {
-      id: known?.id ?? `fail_${randomHex(8)}`,
+      id: known?.id ?? facts.id ?? newFailureId(),
       seq: known?.seq ?? ++this.#seq,
       kind: facts.kind,
       runId: facts.runId,
@@ -291,8 +294,10 @@ export class FailureBook {
     this.#evict();
     if (known) return written;
     this.#counted(failure.kind);
-    // The main session hears of it once it is on disk (after the run's own summary), and also when
-    // the write failed (the state file logged it): the failure stays listed until a restart.
+    // A run's summary was its notice. A dead letter has no summary after it: the main session hears
+    // of it once it is on disk, and also when the write failed (the state file logged it): the
+    // failure stays listed until a restart.
+    if (failure.kind === 'run') return written;
     try {
       await written;
     } finally {
@@ -300,7 +305,7 @@ export class FailureBook {
         hook: failure.hook,
         agentId: failure.agentId,
         runId: failure.runId,
-        what: failure.kind === 'run' ? 'the agent run' : `the delivery to ${failure.channel}`,
+        what: `the delivery to ${failure.channel}`,
         attempts: failure.attempts,
         reason: lastError,
       });
