@@ -6,6 +6,7 @@
 import type { AcceptedRun, ChannelName, GatewayHost } from '../host.ts';
 import { refuse } from '../errors.ts';
 import { StateFile } from '../util/state-file.ts';
+import { cachedRedactor } from '../util/secret-redactor.ts';
 import { failureReason } from './failure-reason.ts';
 import { FailureEvents } from './failure-events.ts';
 import { newFailureId, type RunFinal } from '../runs/run-final.ts';
@@ -111,6 +112,7 @@ export class FailureBook {
   readonly #events: FailureEvents;
   readonly #logger: GatewayHost['logger'];
   readonly #counted: (kind: FailureKind) => void;
+  readonly #redact: (text: string) => string;
   /** Dismissed and replayed ids, in the order they closed: the first to go when over the bounds. */
   readonly #closed = new Set<string>();
   readonly #openByThing = new Map<string, string>();
@@ -120,13 +122,14 @@ export class FailureBook {
   private constructor(
     file: StateFile<StoredFailure>,
     events: FailureEvents,
-    logger: GatewayHost['logger'],
+    host: Pick<GatewayHost, 'logger' | 'secrets'>,
     counted: (kind: FailureKind) => void,
   ) {
     this.#file = file;
     this.#events = events;
-    this.#logger = logger;
+    this.#logger = host.logger;
     this.#counted = counted;
+    this.#redact = cachedRedactor(() => host.secrets?.() ?? []);
     for (const f of file.records.values()) {
       this.#text += sizeOf(f);
       this.#seq = Math.max(this.#seq, f.seq);
@@ -138,11 +141,11 @@ export class FailureBook {
   /** `path` undefined: memory only. `counted` is told each failure recorded (metrics). */
   static async open(
     path: string | undefined,
-    host: Pick<GatewayHost, 'sessions' | 'logger'>,
+    host: Pick<GatewayHost, 'sessions' | 'logger' | 'secrets'>,
     counted: (kind: FailureKind) => void,
     events = new FailureEvents(host),
   ): Promise<FailureBook> {
-    return new FailureBook(await StateFile.open(path, isStoredFailure, host.logger), events, host.logger, counted);
+    return new FailureBook(await StateFile.open(path, isStoredFailure, host.logger), events, host, counted);
   }
 
   /**
@@ -268,7 +271,8 @@ export class FailureBook {
     action: StoredAction,
   ): Promise<void> {
     const now = new Date().toISOString();
-    const lastError = failureReason(facts.lastError);
+    // Known credentials in any form first; then what only looks like one (failure-reason.ts).
+    const lastError = failureReason(this.#redact(facts.lastError));
     const known = this.#file.get(this.#openByThing.get(sameThing(facts)) ?? '');
     const failure: StoredFailure = {
       id: known?.id ?? facts.id ?? newFailureId(),

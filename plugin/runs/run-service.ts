@@ -7,6 +7,7 @@ import type { AgentJob } from '../action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
 import { errorMessage } from '../util/errors.ts';
+import { cachedRedactor } from '../util/secret-redactor.ts';
 import { newFailureId, type ReplyKind, type RunFinal, type RunFinalListener } from './run-final.ts';
 import { mayRetry, retryDelayMs, type RetryPolicy } from '../retry/retry-policy.ts';
 import type { RunRetries } from './run-retries.ts';
@@ -65,6 +66,8 @@ export class RunService {
   private admitting = 0;
   private closing = false;
   private readonly finalListeners: RunFinalListener[] = [];
+  /** The host's credentials, masked in what its turns bring back (errors, replies). */
+  private readonly redact = cachedRedactor(() => this.host.secrets?.() ?? []);
 
   constructor(
     private readonly host: GatewayHost,
@@ -290,7 +293,7 @@ export class RunService {
         },
       });
       if (r.status !== 'ok') {
-        const failed: TurnResult = { status: r.status, error: clip(r.error ?? r.status, REASON_MAX) };
+        const failed: TurnResult = { status: r.status, error: clip(this.redact(r.error ?? r.status), REASON_MAX) };
         // Only an error may be retried: after a timeout the model may still be acting on the first try.
         if (r.status === 'error' && r.retryable === true) {
           failed.retryable = true;
@@ -298,9 +301,9 @@ export class RunService {
         }
         return failed;
       }
-      return { status: 'ok', reply: typeof r.reply === 'string' ? r.reply : '' };
+      return { status: 'ok', reply: typeof r.reply === 'string' ? this.redact(r.reply) : '' };
     } catch (err) {
-      return { status: 'error', error: reasonOf(err) };
+      return { status: 'error', error: reasonOf(this.redact(errorMessage(err))) };
     }
   }
 

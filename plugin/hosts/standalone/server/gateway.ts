@@ -8,7 +8,7 @@ import { answerClientError, answerExpectation } from '../../../kits/node-http.ts
 import { createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../../host-kit.ts';
 import { readConfigFile } from '../../../kits/config.ts';
 import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../../host.ts';
-import { hostAgents, localUrl, resolveGatewaySettings, type GatewaySettings } from './settings.ts';
+import { gatewaySecrets, hostAgents, localUrl, resolveGatewaySettings, type GatewaySettings } from './settings.ts';
 import { agentIdOfKey, Storage, type RunRegistry } from '../storage/index.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
@@ -137,6 +137,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
     replies,
+    secrets: () => gatewaySecrets(settings),
   };
 
   /** The gateway's own keys are part of every reload: checked with the hooks block, applied with it. */

@@ -71,6 +71,17 @@ export function hostAgents(settings: GatewaySettings): HostAgents {
   };
 }
 
+/**
+ * The gateway's own credentials (its admin token, every channel's secrets, the model providers'
+ * keys): the core masks them in whatever a peer sends back (GatewayHost.secrets).
+ */
+export function gatewaySecrets(settings: GatewaySettings): string[] {
+  const keys = Object.values(settings.providers).map((p) => p.apiKey);
+  return [settings.gatewayToken, ...settings.senders.secrets, ...keys].filter(
+    (s): s is string => typeof s === 'string' && s !== '',
+  );
+}
+
 /** The URL a local client reaches a gateway bound to `bind` at: one listening everywhere, on loopback. */
 export function localUrl(bind: string, port: number): string {
   const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '::1' : bind;
