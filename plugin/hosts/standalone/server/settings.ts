@@ -147,7 +147,7 @@ export async function writeDefaultConfig(file: string): Promise<void> {
 
 /** The text of the first-run config, with fresh tokens. */
 export function defaultConfigText(): string {
-  return `// hookgate gateway config (JSON5). Every key is described in README.md, "Config reference".
+  return `// hookgate gateway config (JSON5). Every key is described in hookgate's docs/reference/config.md.
 {
   gateway: {
     port: ${DEFAULT_PORT},
@@ -165,7 +165,8 @@ export function defaultConfigText(): string {
     allowedSessionKeyPrefixes: ["hook:"],
   },
   agents: {
-    // echo/echo is the built-in offline model: it replies with what it was given.
+    // echo/echo is the built-in offline model: it replies with what it was given. For real answers
+    // (OpenAI, a local Ollama, any OpenAI-compatible server) see docs/guide/model-providers.md.
     defaults: { model: "${DEFAULT_MODEL}", timeoutSeconds: 600 },
     list: [{ id: "main", default: true }],
   },
