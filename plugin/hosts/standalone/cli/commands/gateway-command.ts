@@ -89,8 +89,6 @@ async function runGateway(args: string[]): Promise<number> {
 }
 
 export const gatewayCommand: Command = {
-  name: 'gateway',
-  summary: '  gateway         Run the standalone gateway (what `npm start` runs)',
   help: HELP,
   run: runGateway,
 };
