@@ -8,7 +8,7 @@ import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
 import { errorMessage } from '../util/errors.ts';
 import { cachedRedactor } from '../util/secret-redactor.ts';
-import { newFailureId, type ReplyKind, type RunFinal, type RunFinalListener } from './run-final.ts';
+import { runFailureId, type ReplyKind, type RunFinal, type RunFinalListener } from './run-final.ts';
 import { mayRetry, retryDelayMs, type RetryPolicy } from '../retry/retry-policy.ts';
 import type { RunRetries } from './run-retries.ts';
 import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
@@ -343,7 +343,7 @@ export class RunService {
       ? attempts
       : [{ at: new Date().toISOString(), status, ...(error !== undefined ? { error } : {}) }];
     // A failed run's summary is the main session's one notice of its failure: it names the failure.
-    const failureId = status === 'ok' ? undefined : newFailureId();
+    const failureId = status === 'ok' ? undefined : runFailureId(job.runId);
     if (failureId !== undefined) {
       this.host.logger.warn('an agent run failed for good', {
         runId: job.runId,
