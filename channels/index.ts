@@ -38,6 +38,8 @@ export interface ResolvedChannels {
   senders: ReadonlyMap<string, Channel>;
   /** Masks every secret of every channel: for any text about a channel that leaves the process. */
   redactor: Redactor;
+  /** Those secrets, for the host's own list (GatewayHost.secrets). */
+  secrets: readonly string[];
 }
 
 /**
@@ -64,5 +66,5 @@ export function resolveChannels(
     if (sender) senders.set(name, new Channel(name, sender, fingerprint));
   }
   redactor = new Redactor(secrets);
-  return { senders, redactor };
+  return { senders, redactor, secrets };
 }

@@ -303,4 +303,10 @@ export interface GatewayHost {
   replies: HostReplies;
   /** A host that keeps idempotency keys durably gives back those of earlier runs, oldest first. */
   idempotency?: { restore(limits: { windowMs: number; maxKeys: number }): Promise<readonly IdempotencyRecord[]> };
+  /**
+   * The host's own credentials (channel tokens, model providers' keys), read when a peer's text comes
+   * back: the core masks them, in every form a peer may echo them, in run errors and replies,
+   * delivery descriptions and failure reasons (plugin/util/secret-redactor.ts).
+   */
+  secrets?(): readonly string[];
 }

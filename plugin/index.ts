@@ -219,6 +219,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     }
   };
 
+  // Before the restored runs resume: their outcomes are followed too. Before the watcher: a state
+  // file that cannot be opened fails the start, and a watcher already running would keep the
+  // process alive, neither listening nor exiting.
+  const failures = await openFailures(host, runs, replies, () => current, metrics);
+
   let watcher: ConfigWatcher | undefined;
   if (options.watch) {
     watcher = watchConfig({
@@ -229,8 +234,6 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     });
   }
 
-  // Before the restored runs resume: their outcomes are followed too.
-  const failures = await openFailures(host, runs, replies, () => current, metrics);
   runs.resume(restored?.rerun ?? [], restored?.interrupted ?? []);
   const resumedReplies = replies.resume();
   if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });

@@ -1,5 +1,6 @@
 // Example transform: Prometheus Alertmanager webhook (payload version 4) -> an agent run whose reply
-// is delivered to your chat channel.
+// goes to your chat channel. Whether it is delivered is the mapping's to say (`deliver`, default
+// true): the transform never overrides it.
 //
 // Install: copy this file to <configDir>/hooks/transforms/alertmanager.ts and add the mapping
 //   { id: "alertmanager", match: { path: "alertmanager" }, action: "agent", transform: { module: "alertmanager.ts" } }
@@ -22,7 +23,6 @@ interface TransformContext {
 interface AgentAction {
   action: 'agent';
   name: string;
-  deliver: boolean;
   message: string;
 }
 
@@ -126,5 +126,5 @@ export default function alertmanager(ctx: TransformContext): AgentAction {
   if (alerts.length === 0) lines.push('(no alerts in the payload)');
   lines.push(`Alertmanager: ${text(p.externalURL, UNKNOWN, 500)}`);
 
-  return { action: 'agent', name: 'Alertmanager', deliver: true, message: lines.join('\n') };
+  return { action: 'agent', name: 'Alertmanager', message: lines.join('\n') };
 }

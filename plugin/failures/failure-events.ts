@@ -1,6 +1,7 @@
-// The main session hears of each failure, at most once a minute per hook: the first failure of a
-// quiet hook is told at once; later ones in that minute are held, and when the minute ends the
-// latest is told with the count of the others ("… and 2 more"). One timer serves every hook (the
+// The main session hears of each dead letter (a reply the queue gave up on; a failed run's own
+// summary is its notice), at most once a minute per hook: the first of a quiet hook is told at
+// once; later ones in that minute are held, and when the minute ends the latest is told with the
+// count of the others ("… and 2 more"). One timer serves every hook (the
 // due queue), and a hook's state is forgotten a minute after its last event, so hook names a sender
 // chooses (an /agent body's `name`) cannot grow it.
 import type { GatewayHost } from '../host.ts';

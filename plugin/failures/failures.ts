@@ -5,11 +5,11 @@
 // bytes: dismissed and replayed failures go first, then the oldest open ones.
 import type { AcceptedRun, ChannelName, GatewayHost } from '../host.ts';
 import { refuse } from '../errors.ts';
-import { randomHex } from '../util/random-hex.ts';
 import { StateFile } from '../util/state-file.ts';
+import { cachedRedactor } from '../util/secret-redactor.ts';
 import { failureReason } from './failure-reason.ts';
 import { FailureEvents } from './failure-events.ts';
-import type { RunFinal } from '../runs/run-final.ts';
+import { newFailureId, type RunFinal } from '../runs/run-final.ts';
 import type { ReplyDeadLetter } from '../replies/reply-queue.ts';
 
 export type FailureKind = 'run' | 'delivery';
@@ -114,6 +114,7 @@ export class FailureBook {
   readonly #events: FailureEvents;
   readonly #logger: GatewayHost['logger'];
   readonly #counted: (kind: FailureKind) => void;
+  readonly #redact: (text: string) => string;
   /** Dismissed and replayed ids, in the order they closed: the first to go when over the bounds. */
   readonly #closed = new Set<string>();
   readonly #openByThing = new Map<string, string>();
@@ -123,13 +124,14 @@ export class FailureBook {
   private constructor(
     file: StateFile<StoredFailure>,
     events: FailureEvents,
-    logger: GatewayHost['logger'],
+    host: Pick<GatewayHost, 'logger' | 'secrets'>,
     counted: (kind: FailureKind) => void,
   ) {
     this.#file = file;
     this.#events = events;
-    this.#logger = logger;
+    this.#logger = host.logger;
     this.#counted = counted;
+    this.#redact = cachedRedactor(() => host.secrets?.() ?? []);
     for (const f of file.records.values()) {
       this.#text += sizeOf(f);
       this.#seq = Math.max(this.#seq, f.seq);
@@ -141,25 +143,29 @@ export class FailureBook {
   /** `path` undefined: memory only. `counted` is told each failure recorded (metrics). */
   static async open(
     path: string | undefined,
-    host: Pick<GatewayHost, 'sessions' | 'logger'>,
+    host: Pick<GatewayHost, 'sessions' | 'logger' | 'secrets'>,
     counted: (kind: FailureKind) => void,
     events = new FailureEvents(host),
   ): Promise<FailureBook> {
     return new FailureBook(
       await StateFile.open(path, isStoredFailure, host.logger, { keepAtMost: KEEP_AT_OPEN }),
       events,
-      host.logger,
+      host,
       counted,
     );
   }
 
-  /** A run's final outcome: an error or a timeout is a failure. */
+  /**
+   * A run's final outcome: an error or a timeout is a failure, kept under the id its summary named.
+   * The summary was the main session's notice: no event of the book's beside it.
+   */
   followRun(final: RunFinal): void {
     if (final.status === 'ok') return;
     const { run, attempts } = final;
     const { runId: _runId, ...action } = run;
     void this.#record(
       {
+        ...(final.failureId !== undefined ? { id: final.failureId } : {}),
         kind: 'run',
         runId: run.runId,
         ...(run.requestId !== undefined ? { requestId: run.requestId } : {}),
@@ -268,14 +274,15 @@ export class FailureBook {
   }
 
   async #record(
-    facts: Omit<Failure, 'id' | 'state' | 'firstAt' | 'lastAt'> & { firstAt?: string; lastAt?: string },
+    facts: Omit<Failure, 'id' | 'state' | 'firstAt' | 'lastAt'> & { id?: string; firstAt?: string; lastAt?: string },
     action: StoredAction,
   ): Promise<void> {
     const now = new Date().toISOString();
-    const lastError = failureReason(facts.lastError);
+    // Known credentials in any form first; then what only looks like one (failure-reason.ts).
+    const lastError = failureReason(this.#redact(facts.lastError));
     const known = this.#file.get(this.#openByThing.get(sameThing(facts)) ?? '');
     const failure: StoredFailure = {
-      id: known?.id ?? `fail_${randomHex(8)}`,
+      id: known?.id ?? facts.id ?? newFailureId(),
       seq: known?.seq ?? ++this.#seq,
       kind: facts.kind,
       runId: facts.runId,
@@ -298,8 +305,10 @@ export class FailureBook {
     this.#evict();
     if (known) return written;
     this.#counted(failure.kind);
-    // The main session hears of it once it is on disk (after the run's own summary), and also when
-    // the write failed (the state file logged it): the failure stays listed until a restart.
+    // A run's summary was its notice. A dead letter has no summary after it: the main session hears
+    // of it once it is on disk, and also when the write failed (the state file logged it): the
+    // failure stays listed until a restart.
+    if (failure.kind === 'run') return written;
     try {
       await written;
     } finally {
@@ -307,7 +316,7 @@ export class FailureBook {
         hook: failure.hook,
         agentId: failure.agentId,
         runId: failure.runId,
-        what: failure.kind === 'run' ? 'the agent run' : `the delivery to ${failure.channel}`,
+        what: `the delivery to ${failure.channel}`,
         attempts: failure.attempts,
         reason: lastError,
       });

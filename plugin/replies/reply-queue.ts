@@ -15,6 +15,7 @@ import { errorMessage } from '../util/errors.ts';
 import { oneLine, truncate } from '../util/text.ts';
 import type { HookMetrics } from '../observe/metrics.ts';
 import { deliveryOf, entryOf, isKeptReply, replyRecordOf, type ReplyRecord } from './reply-record.ts';
+import { cachedRedactor } from '../util/secret-redactor.ts';
 
 /** How long replies left by the last process wait before their first try after a start. */
 const RESUME_GRACE_MS = 1000;
@@ -46,7 +47,7 @@ export interface ReplyDeadLetter {
 }
 
 export interface ReplyQueueOptions {
-  host: Pick<GatewayHost, 'logger' | 'replies'>;
+  host: Pick<GatewayHost, 'logger' | 'replies' | 'secrets'>;
   /** The state file of the replies not settled; undefined: memory only (nothing resumes). */
   file: string | undefined;
   /** hooks.retry as the config has it now. */
@@ -73,6 +74,7 @@ export class ReplyQueue {
   readonly #mine = new Set<string>();
   readonly #deadLetterListeners: ((letter: ReplyDeadLetter) => void | Promise<void>)[] = [];
   readonly #stop = new AbortController();
+  readonly #redact: (text: string) => string;
   #closing = false;
   #closed = false;
 
@@ -91,6 +93,7 @@ export class ReplyQueue {
     this.#opts = opts;
     this.#state = state;
     this.#retries = new DueQueue<Job>((job) => void this.#attempt(job));
+    this.#redact = cachedRedactor(() => opts.host.secrets?.() ?? []);
   }
 
   /** Told of every dead letter, once. */
@@ -234,7 +237,8 @@ export class ReplyQueue {
       await this.#keep(record);
       return undefined;
     }
-    const description = reasonLine(result.description);
+    // The platform's text may echo a credential of the host's, in any form: masked before it is kept.
+    const description = reasonLine(this.#redact(result.description));
     const now = Date.now();
     record.attempts = [...(record.attempts ?? []), { at: new Date(now).toISOString(), error: description }];
     const policy = this.#opts.retry();

@@ -73,17 +73,20 @@ export function checkChannel(channel: 'last' | ChannelName, host: GatewayHost): 
   }
 }
 
-/** Where a reply goes: the named channel, or the main session's last route, or the first available channel. */
+/**
+ * Where a reply goes: the named channel, or the main session's last route, or the first available
+ * channel; undefined when `last` finds none (no channel configured or available, as in an OpenClaw
+ * without chat channels): the reply has nowhere to go, which is not a failure of the run.
+ */
 export function resolveRoute(
   channel: 'last' | ChannelName,
   to: string | undefined,
   agentId: string,
   host: GatewayHost,
-): Route {
+): Route | undefined {
   const last = host.sessions.lastRoute(agentId);
   if (channel !== 'last') return { channel, to: to ?? (last?.channel === channel ? last.to : undefined) };
   if (last) return { channel: last.channel, to: to ?? last.to };
   const first = CHANNEL_ORDER.find((c) => host.channels.includes(c));
-  if (!first) throw new Error('no channel is available for delivery');
-  return { channel: first, to };
+  return first ? { channel: first, to } : undefined;
 }

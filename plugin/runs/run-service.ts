@@ -2,12 +2,13 @@
 // tries again a run that failed in a way that may pass (hooks.retry, same runId), and posts one
 // summary in the main session for every job, for its final outcome, whatever happens to it.
 import { refuse } from '../errors.ts';
-import type { GatewayHost, IdempotencyRecord, Route, RunAttempt, RunRecord, RunStatus, TurnResult } from '../host.ts';
+import type { GatewayHost, IdempotencyRecord, RunAttempt, RunRecord, RunStatus, TurnResult } from '../host.ts';
 import type { AgentJob } from '../action.ts';
 import { resolveRoute } from './policies.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
 import { errorMessage } from '../util/errors.ts';
-import type { ReplyKind, RunFinal, RunFinalListener } from './run-final.ts';
+import { cachedRedactor } from '../util/secret-redactor.ts';
+import { runFailureId, type ReplyKind, type RunFinal, type RunFinalListener } from './run-final.ts';
 import { mayRetry, retryDelayMs, type RetryPolicy } from '../retry/retry-policy.ts';
 import type { RunRetries } from './run-retries.ts';
 import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
@@ -47,6 +48,11 @@ function reasonOf(err: unknown): string {
   return clip(errorMessage(err), REASON_MAX) || 'unknown error';
 }
 
+/** ", after 3 attempts" for a run tried more than once; nothing for one try. */
+function attemptsNote(tries: number): string {
+  return tries > 1 ? `, after ${tries} attempts` : '';
+}
+
 /** A retry whose start could not be recorded is not tried: a crash during it could repeat it. */
 function notStarted(err: unknown): TurnResult {
   return { status: 'error', error: `not tried again: the retry could not be recorded (${reasonOf(err)})` };
@@ -60,6 +66,8 @@ export class RunService {
   private admitting = 0;
   private closing = false;
   private readonly finalListeners: RunFinalListener[] = [];
+  /** The host's credentials, masked in what its turns bring back (errors, replies). */
+  private readonly redact = cachedRedactor(() => this.host.secrets?.() ?? []);
 
   constructor(
     private readonly host: GatewayHost,
@@ -246,6 +254,14 @@ export class RunService {
         await this.retries.schedule(job, attempts, dueAt);
         this.metrics.retryScheduled('run');
         const nextAttemptAt = new Date(dueAt).toISOString();
+        // As the reply queue logs its retries: what and when, never the prompt or the reply.
+        this.host.logger.warn('an agent run failed; trying again later', {
+          runId: job.runId,
+          hook: job.name,
+          attempt: attempts.length,
+          nextAttemptAt,
+          reason: result.error,
+        });
         void this.report(job, 'retrying', {
           ...(result.error ? { error: result.error } : {}),
           attempts,
@@ -277,7 +293,7 @@ export class RunService {
         },
       });
       if (r.status !== 'ok') {
-        const failed: TurnResult = { status: r.status, error: clip(r.error ?? r.status, REASON_MAX) };
+        const failed: TurnResult = { status: r.status, error: clip(this.redact(r.error ?? r.status), REASON_MAX) };
         // Only an error may be retried: after a timeout the model may still be acting on the first try.
         if (r.status === 'error' && r.retryable === true) {
           failed.retryable = true;
@@ -285,9 +301,9 @@ export class RunService {
         }
         return failed;
       }
-      return { status: 'ok', reply: typeof r.reply === 'string' ? r.reply : '' };
+      return { status: 'ok', reply: typeof r.reply === 'string' ? this.redact(r.reply) : '' };
     } catch (err) {
-      return { status: 'error', error: reasonOf(err) };
+      return { status: 'error', error: reasonOf(this.redact(errorMessage(err))) };
     }
   }
 
@@ -302,13 +318,15 @@ export class RunService {
     const replyKind: ReplyKind =
       status !== 'ok' ? 'none' : reply && !isHeartbeatAck(reply) && reply.trim() ? 'visible' : 'silent';
     let delivery: RunFinal['delivery'] = 'skipped';
-    if (status === 'ok' && job.deliver && reply && !isHeartbeatAck(reply)) {
-      let route: Route | undefined;
+    // No channel configured or available: the model answered and the reply has nowhere to go, which
+    // is the run's outcome (ok, delivery skipped), not a failure.
+    const text = status === 'ok' && job.deliver && reply && !isHeartbeatAck(reply) ? reply : undefined;
+    const route = text === undefined ? undefined : resolveRoute(job.channel, job.to, job.agentId, this.host);
+    if (text !== undefined && route) {
       try {
-        route = resolveRoute(job.channel, job.to, job.agentId, this.host);
         const receipt = await this.replies.add({
           ...route,
-          text: reply,
+          text,
           runId: job.runId,
           agentId: job.agentId,
           hook: job.name,
@@ -318,17 +336,28 @@ export class RunService {
         status = 'error';
         error = `delivery failed: ${reasonOf(err)}`;
         // Refused by the host: not 'skipped', which says nothing was to be delivered.
-        if (route) delivery = { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'failed' };
+        delivery = { channel: route.channel, ...(route.to ? { to: route.to } : {}), status: 'failed' };
       }
     }
     const tries: readonly RunAttempt[] = attempts.length
       ? attempts
       : [{ at: new Date().toISOString(), status, ...(error !== undefined ? { error } : {}) }];
+    // A failed run's summary is the main session's one notice of its failure: it names the failure.
+    const failureId = status === 'ok' ? undefined : runFailureId(job.runId);
+    if (failureId !== undefined) {
+      this.host.logger.warn('an agent run failed for good', {
+        runId: job.runId,
+        hook: job.name,
+        attempts: tries.length,
+        failureId,
+        reason: error ?? status,
+      });
+    }
     // The reply may echo untrusted content into the main session: no forged markers there either.
     const summary = sanitizeMarkers(
       status === 'ok'
         ? `Hook ${job.name}: ${clip(reply ?? '', SUMMARY_MAX) || '(empty reply)'}`
-        : `Hook ${job.name} (${status}): ${error ?? status}`,
+        : `Hook ${job.name} (${status}): ${error ?? status} (failure ${failureId}${attemptsNote(tries.length)})`,
     );
     try {
       const main = this.host.sessions.mainSessionKey(job.agentId);
@@ -354,6 +383,7 @@ export class RunService {
       reply: replyKind,
       attempts: tries,
       ...(error !== undefined ? { error } : {}),
+      ...(failureId !== undefined ? { failureId } : {}),
       delivery,
     });
     if (!retried) return;

@@ -4,6 +4,7 @@
 // crash mid-write) is reported as torn. A missing file reads as empty.
 import { createReadStream } from 'node:fs';
 import { errnoCode } from './errors.ts';
+import { stateFileError } from './state-file-error.ts';
 
 /** The longest line a state file may hold: twice the largest action a mapping may carry (64 MiB). */
 export const MAX_LINE_BYTES = 128 * 1024 * 1024;
@@ -69,7 +70,7 @@ export async function readStateLines(
       offset += chunk.length;
     }
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
+    if (errnoCode(err) !== 'ENOENT') throw stateFileError(path, err);
     return read;
   }
   read.bytes = lineAt;

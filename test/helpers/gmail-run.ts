@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SOURCE_CLI, spawnCapturing } from './spawn-gateway.ts';
+import { EXIT_BOUND_MS, exitWithin, SOURCE_CLI, spawnCapturing } from './spawn-gateway.ts';
 
 export interface PostedBatch {
   ids: string[];
@@ -123,15 +123,15 @@ export function spawnGmail(args: string[]): RunProcess {
     },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+      return exitWithin(child, exited, EXIT_BOUND_MS, 'gmail watcher');
     },
   };
 }
 
-/** Runs `hookgate <args>` to its end. */
+/** Runs `hookgate <args>` to its end (killed, and the promise rejects, past EXIT_BOUND_MS). */
 export async function runCli(args: string[]): Promise<{ code: number | null; out: string }> {
-  const { output, exited } = spawnCapturing(process.execPath, [...SOURCE_CLI, ...args]);
-  const code = await exited;
+  const { child, output, exited } = spawnCapturing(process.execPath, [...SOURCE_CLI, ...args]);
+  const code = await exitWithin(child, exited, EXIT_BOUND_MS, `hookgate ${args[0] ?? ''}`);
   return { code, out: output() };
 }
 

@@ -61,6 +61,8 @@ export interface TestHostOptions {
   restoreKeys?: IdempotencyRecord[];
   /** host.stateDir: where the core keeps what must outlive the process (retry schedules). */
   stateDir?: string;
+  /** host.secrets: the host's credentials, which the core masks in what peers send back. */
+  secrets?: string[];
 }
 
 export interface TestGateway {
@@ -157,6 +159,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
       ...(opts.replyHistory ? { history: opts.replyHistory } : {}),
     },
     ...(opts.restoreKeys ? { idempotency: { restore: () => Promise.resolve(opts.restoreKeys!) } } : {}),
+    ...(opts.secrets ? { secrets: () => opts.secrets! } : {}),
   };
 
   const plugin = await createHooksPlugin(host);

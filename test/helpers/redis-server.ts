@@ -39,7 +39,10 @@ export async function startRedis(opts: { password?: string } = {}): Promise<Redi
     child = proc;
     let out = '';
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 10_000);
+      const timer = setTimeout(() => {
+        proc.kill('SIGKILL');
+        reject(new Error(`redis-server did not start within 60 s; killed:\n${out}`));
+      }, 60_000);
       const onData = (d: Buffer): void => {
         out += d.toString();
         if (out.includes('Ready to accept connections')) {
@@ -62,7 +65,10 @@ export async function startRedis(opts: { password?: string } = {}): Promise<Redi
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise((resolve) => proc.once('exit', resolve));
     proc.kill(signal);
+    // A server that ignores the stop is killed: a test waits for a bound, never for ever.
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
     await exited;
+    clearTimeout(timer);
   };
 
   await start();

@@ -1,4 +1,7 @@
 // Runs the real `hookgate gateway` process (as `npm start` does) on port 0 with a temp state dir.
+// Every child has bounds: one that does not listen within START_BOUND_MS, or does not exit within
+// EXIT_BOUND_MS of being stopped, is killed and the helper rejects; children still alive when the
+// test file's process exits are killed with it. A slow machine fails a test, never hangs the suite.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -8,6 +11,11 @@ import { tempDir } from './temp-dir.ts';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The CLI from source, through tsx; the build test passes the compiled one instead. */
 export const SOURCE_CLI = ['--import', 'tsx', path.join(ROOT, 'plugin', 'hosts', 'standalone', 'cli', 'index.ts')];
+
+/** How long a gateway may take to listen: generous, for a busy machine (2 shared cores). */
+export const START_BOUND_MS = 60_000;
+/** How long a stopped child may take to exit; a stop finishes within gateway.shutdownGraceSeconds. */
+export const EXIT_BOUND_MS = 60_000;
 
 export const HOOK_TOKEN = 'spawned-hook-token-0123456789';
 export const GATEWAY_TOKEN = 'spawned-gateway-token-0123456789';
@@ -44,19 +52,26 @@ export async function writeConfig(stateDir: string, extra: Record<string, unknow
   return configPath;
 }
 
-/** openFiles: run the gateway under that limit on open descriptors (prlimit, util-linux). */
+/**
+ * openFiles: run the gateway under that limit on open descriptors (prlimit, util-linux). startBoundMs:
+ * a gateway not listening by then is killed and the promise rejects.
+ */
 export async function spawnGateway(
   stateDir: string,
   args: string[] = [],
   cli: string[] = SOURCE_CLI,
   openFiles?: number,
+  startBoundMs = START_BOUND_MS,
 ): Promise<SpawnedGateway> {
   const configPath = path.join(stateDir, 'gateway.json5');
   const command = [process.execPath, ...cli, 'gateway', '--state-dir', stateDir, '--port', '0', ...args];
   if (openFiles !== undefined) command.unshift('prlimit', `--nofile=${openFiles}:${openFiles}`, '--');
   const { child, output, exited } = spawnCapturing(command[0]!, command.slice(1));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output()}`)), 20_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`gateway did not start within ${startBoundMs} ms; killed:\n${output()}`));
+    }, startBoundMs);
     const onData = (): void => {
       const m = /listening on (http:\/\/\S+)/.exec(output());
       if (m) {
@@ -93,10 +108,48 @@ export async function spawnGateway(
     },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+      return exitWithin(child, exited, EXIT_BOUND_MS, 'gateway');
     },
   };
 }
+
+/**
+ * Resolves with the exit code once the child has exited; one still running after `boundMs` is
+ * killed and the promise rejects (naming `what`), so a stuck child fails its test instead of hanging it.
+ */
+export async function exitWithin(
+  child: ChildProcess,
+  exited: Promise<number | null>,
+  boundMs: number,
+  what: string,
+): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${what} did not exit within ${boundMs} ms; killed`));
+    }, boundMs);
+  });
+  try {
+    return await Promise.race([exited, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Children still running when the test file's process exits go with it, also when the test runner
+ * ends that process with SIGTERM (a file past --test-timeout), which skips 'exit' handlers.
+ */
+const running = new Set<ChildProcess>();
+const killRunning = (): void => {
+  for (const child of running) child.kill('SIGKILL');
+};
+process.once('exit', killRunning);
+process.once('SIGTERM', () => {
+  killRunning();
+  process.exit(143);
+});
 
 /** A child process from the repo's root whose stdout and stderr are gathered into one text. */
 export function spawnCapturing(
@@ -104,6 +157,8 @@ export function spawnCapturing(
   args: string[],
 ): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

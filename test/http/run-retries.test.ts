@@ -34,10 +34,10 @@ function completion(res: ServerResponse, content: string): void {
   res.end(JSON.stringify({ choices: [{ message: { content } }] }));
 }
 
-/** Run summaries only: a failed run's dead-letter notice (failures.test.ts) is another event. */
-const DEAD_LETTER_NOTICE = / failed after \d+ attempts?: /;
+/** A failed run's summary ends naming its failure (runs.test.ts checks it): left out here. */
+const FAILURE_NOTE = / \(failure fail_[0-9a-f]{16}(, after \d+ attempts)?\)$/;
 function summariesOf(events: readonly { text: string }[]): string[] {
-  return events.map((e) => e.text).filter((text) => !DEAD_LETTER_NOTICE.test(text));
+  return events.map((e) => e.text.replace(FAILURE_NOTE, ''));
 }
 
 function failWith(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
@@ -83,10 +83,8 @@ async function withRetries(
       }),
     async summaries(runId) {
       const page = await admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000`);
-      // The run's own summaries; a failed run's dead-letter notice (failures.test.ts) is not one.
-      return (page.entries as { runId?: string; text: string }[])
-        .filter((e) => e.runId === runId && !DEAD_LETTER_NOTICE.test(e.text))
-        .map((e) => e.text);
+      // Every event of the run: its one summary (a failed run has no second event).
+      return summariesOf((page.entries as { runId?: string; text: string }[]).filter((e) => e.runId === runId));
     },
   };
   try {
@@ -191,6 +189,12 @@ test('every try failing with 503: the run ends as an error after hooks.retry.att
     assert.equal(summaries.length, 1);
     assert.match(summaries[0]!, /^Hook Down \(error\): .*HTTP 503/);
     assert.equal(retriesCounted(await f.admin('/metrics')), 2);
+    // The one event names the failure the book keeps, and the tries it took.
+    const history = await f.admin(`/api/sessions/${encodeURIComponent('agent:main:main')}/history?limit=1000`);
+    const events = (history.entries as { runId?: string; text: string }[]).filter((e) => e.runId === runId);
+    const failure = await eventually(async () => (await f.admin('/api/failures')).failures[0]);
+    assert.equal(events.length, 1);
+    assert.ok(events[0]!.text.endsWith(` (failure ${failure.id}, after 3 attempts)`), events[0]!.text);
   });
 });
 

@@ -221,7 +221,7 @@ test('a turn that throws: error summary, status error, the server keeps serving'
     },
     async (gw) => {
       const { summaries, final, deliveries, updates } = await run(gw, { message: 'x', name: 'Boom' });
-      assert.equal(summaries[0]!.text, 'Hook Boom (error): model backend exploded');
+      assert.match(summaries[0]!.text, /^Hook Boom \(error\): model backend exploded \(failure fail_[0-9a-f]{16}\)$/);
       assert.equal(summaries[0]!.sessionKey, 'agent:main:main');
       assert.equal(final.status, 'error');
       assert.equal(final.error, 'model backend exploded');
@@ -238,7 +238,7 @@ test('a turn that returns status error: error summary with its reason, nothing d
     { turn: async () => ({ status: 'error', error: 'quota exceeded', reply: 'partial' }) },
     async (gw) => {
       const { summaries, final, deliveries } = await run(gw, { message: 'x', name: 'Quota' });
-      assert.equal(summaries[0]!.text, 'Hook Quota (error): quota exceeded');
+      assert.match(summaries[0]!.text, /^Hook Quota \(error\): quota exceeded \(failure fail_[0-9a-f]{16}\)$/);
       assert.equal(final.status, 'error');
       assert.equal(final.error, 'quota exceeded');
       assert.equal(deliveries.length, 0);
@@ -310,7 +310,10 @@ test('a delivery refused at the first try the run waits for: error summary "deli
     },
     async (gw) => {
       const { summaries, final } = await run(gw, { message: 'x', name: 'Notify', channel: 'telegram', to: '9' });
-      assert.equal(summaries[0]!.text, 'Hook Notify (error): delivery failed: telegram API returned 502');
+      assert.match(
+        summaries[0]!.text,
+        /^Hook Notify \(error\): delivery failed: telegram API returned 502 \(failure fail_[0-9a-f]{16}\)$/,
+      );
       assert.equal(final.status, 'error');
       assert.match(final.error ?? '', /^delivery failed: telegram API returned 502/);
       assert.equal((await post(gw.url, '/hooks/wake', { text: 'still there?' })).status, 200);
@@ -478,7 +481,11 @@ test('runs handed back at start (runs.restore): one never started runs again, on
       const summaries = gw.rec.events.map((e) => e.text);
       assert.ok(summaries.includes('Hook again: reply to: 15 chars'), JSON.stringify(summaries));
       assert.ok(
-        summaries.includes('Hook cut (error): interrupted: the gateway restarted before the run finished'),
+        summaries.some((t) =>
+          /^Hook cut \(error\): interrupted: the gateway restarted before the run finished \(failure fail_[0-9a-f]{16}\)$/.test(
+            t,
+          ),
+        ),
         JSON.stringify(summaries),
       );
       // Already recorded by the process that accepted them: not reported as queued again.
@@ -497,4 +504,82 @@ test('the "queued" update carries the accepted run, for a host that hands runs b
     assert.match(queued.run!.prompt, /carry me/);
     assert.equal(gw.rec.runUpdates.find((u) => u.status !== 'queued')?.run, undefined);
   });
+});
+
+// ---------------------------------------------------------------------------
+// A reply with nowhere to go; a failure's one notice; the log lines of retries and failures
+
+async function failures(gw: TestGateway): Promise<{ id: string; runId: string }[]> {
+  const page = (await gw.plugin.admin({
+    method: 'GET',
+    parts: ['failures'],
+    query: new URLSearchParams('state=all'),
+    body: async () => undefined,
+  })) as { failures: { id: string; runId: string }[] };
+  return page.failures;
+}
+
+test('a reply with no channel configured or available: the run is ok, its delivery skipped, no failure', async () => {
+  await withGateway({ channels: [], turn: reply('the model answered') }, async (gw) => {
+    const r = await post(gw.url, '/hooks/agent', { message: 'x', name: 'Lonely', waitForCompletion: true });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.status, 'ok');
+    assert.equal(r.body.reply, 'visible');
+    assert.deepEqual(r.body.delivery, { channel: 'last', status: 'skipped' });
+    const runId = r.body.runId as string;
+    const final = await gw.finalRun(runId, 60_000);
+    assert.equal(final.status, 'ok');
+    assert.equal(final.error, undefined);
+    assert.deepEqual(
+      gw.rec.events.filter((e) => e.meta.runId === runId).map((e) => e.text),
+      ['Hook Lonely: the model answered'],
+    );
+    assert.equal(gw.rec.deliveries.length, 0);
+    assert.deepEqual(await failures(gw), []);
+  });
+});
+
+test('a failed run posts one event: its summary, naming the failure id the book keeps it under', async () => {
+  await withGateway({ turn: async () => ({ status: 'error', error: 'the model refused' }) }, async (gw) => {
+    const runId = await submit(gw, { message: 'x', name: 'Refused' });
+    await gw.finalRun(runId, 60_000);
+    await waitUntil(async () => (await failures(gw)).length > 0, 'the failure is listed', 60_000);
+    const [failure] = await failures(gw);
+    assert.equal(failure!.runId, runId);
+    // Whatever the book posts comes once the failure is on disk: it is listed by now.
+    assert.deepEqual(
+      gw.rec.events.map((e) => e.text),
+      [`Hook Refused (error): the model refused (failure ${failure!.id})`],
+    );
+  });
+});
+
+test('a run tried again and a run failed for good each write a warning, without the prompt', async () => {
+  await withGateway(
+    {
+      hooks: { retry: { attempts: 2, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 } },
+      turn: async () => ({ status: 'error', error: 'HTTP 503 from the provider', retryable: true }),
+    },
+    async (gw) => {
+      const runId = await submit(gw, { message: 'a prompt that stays out of the log', name: 'Flaky' });
+      const final = await gw.finalRun(runId, 60_000);
+      assert.equal(final.status, 'error');
+      const warnings = gw.rec.logs.filter((l) => l.level === 'warn' && l.fields?.runId === runId);
+      assert.deepEqual(
+        warnings.map((l) => l.msg),
+        ['an agent run failed; trying again later', 'an agent run failed for good'],
+      );
+      const [again, failed] = warnings;
+      assert.deepEqual(
+        { ...again!.fields, nextAttemptAt: typeof again!.fields?.nextAttemptAt },
+        { runId, hook: 'Flaky', attempt: 1, nextAttemptAt: 'string', reason: 'HTTP 503 from the provider' },
+      );
+      assert.ok(!Number.isNaN(Date.parse(String(again!.fields?.nextAttemptAt))));
+      assert.deepEqual(
+        { ...failed!.fields, failureId: typeof failed!.fields?.failureId },
+        { runId, hook: 'Flaky', attempts: 2, failureId: 'string', reason: 'HTTP 503 from the provider' },
+      );
+      assert.ok(!JSON.stringify(gw.rec.logs).includes('stays out of the log'));
+    },
+  );
 });

@@ -36,10 +36,17 @@ before(async () => {
           transform: { module: 'github.ts' },
         },
         { id: 'stripe', match: { path: 'stripe' }, action: 'wake', transform: { module: 'stripe.js' } },
-        // deliver: false here; the transform's deliver: true wins (transform fields merge over the mapping's).
+        // As the examples README gives it: deliver left to its default (true).
         {
           id: 'alertmanager',
           match: { path: 'alertmanager' },
+          action: 'agent',
+          transform: { module: 'alertmanager.ts' },
+        },
+        // An example never overrides the mapping's deliver: false.
+        {
+          id: 'alertmanager-quiet',
+          match: { path: 'alertmanager-quiet' },
           action: 'agent',
           deliver: false,
           transform: { module: 'alertmanager.ts' },
@@ -588,10 +595,18 @@ describe('alertmanager.ts', () => {
       ),
     );
     assert.ok(prompt.includes('Alertmanager: http://alertmanager.example.com:9093'));
-    assert.equal(deliveries.length, 1, 'the transform asks for delivery');
+    assert.equal(deliveries.length, 1, 'the mapping delivers by default');
     assert.equal(deliveries[0]!.channel, 'slack');
     assert.equal(deliveries[0]!.to, '#ops');
     assert.equal(deliveries[0]!.runId, runId);
+  });
+
+  test("a mapping's deliver: false is kept: the transform does not override it", async () => {
+    const { deliveries } = await agentRun(
+      '/hooks/alertmanager-quiet',
+      notification([alert('firing', 'HighRequestLatency', 'api-1:9090', 'critical', 'p99 latency above 500ms')]),
+    );
+    assert.deepEqual(deliveries, []);
   });
 
   test('more than 20 alerts: 20 listed, "…and N more"; description used when summary is missing', async () => {

@@ -16,11 +16,15 @@
 //   and runs over letters, digits and `_.-/`; a trailing `.` or `-` is punctuation, and a glob or
 //   placeholder ends it (`test/*/x` names `test/`). Relative Markdown links (`](../x.md#anchor)`) must
 //   resolve too, to a file and, with an anchor, to one of its headings. Paths of other packages are written under their package (`openclaw/docs/…`).
+// first-run config: every repository path the config `hookgate gateway` writes names in its comments
+//   exists, and it names no README section (they move; the reference pages stay).
+// token headers: a Markdown paragraph naming `x-service-token` names `x-openclaw-token` too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { refuse, type HookError } from '../../plugin/errors.ts';
+import { defaultConfigText } from '../../plugin/hosts/standalone/server/settings.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const read = (file: string): string => readFileSync(path.join(ROOT, file), 'utf8');
@@ -202,4 +206,32 @@ test('every repository path named in a .md file or a source comment exists', () 
     }
   }
   assert.deepEqual(missing, [], `paths that do not exist (file:line: path):\n${missing.join('\n')}`);
+});
+
+test('the first-run config names docs that exist, and no README section', () => {
+  const comments = defaultConfigText()
+    .split('\n')
+    .filter((line) => line.trimStart().startsWith('//'));
+  const named = comments.flatMap((line) => [...line.matchAll(REPO_PATH)].map((m) => m[1]!.replace(/[.-]+$/, '')));
+  assert.ok(named.includes('docs/reference/config.md'), comments.join('\n'));
+  assert.deepEqual(
+    named.filter((p) => !existsSync(path.join(ROOT, p))),
+    [],
+  );
+  assert.deepEqual(
+    comments.filter((line) => line.includes('README')),
+    [],
+  );
+});
+
+test('every paragraph naming a hook-token header names all of them (transforms-example/README.md went stale)', () => {
+  const stale: string[] = [];
+  for (const file of files().filter((f) => f.endsWith('.md'))) {
+    for (const paragraph of read(file).split(/\n\s*\n/)) {
+      if (paragraph.includes('x-service-token') && !paragraph.includes('x-openclaw-token')) {
+        stale.push(`${file}: ${paragraph.slice(0, 80)}…`);
+      }
+    }
+  }
+  assert.deepEqual(stale, []);
 });

@@ -140,3 +140,35 @@ test('hookgate openclaw import --openclaw-config: rewrites the file in place (mo
   assert.match(again.out, /no webhook settings to import/);
   assert.equal(await readFile(file, 'utf8'), text, 'a refusal writes nothing');
 });
+
+test('a strict JSON openclaw.json stays strict JSON (jq reads it), its layout kept', () => {
+  const original = {
+    gateway: { mode: 'local', auth: { mode: 'token', token: 'gateway-token-0123456789' } },
+    hooks: {
+      enabled: true,
+      token: 'built-in-hook-token-0123456789',
+      path: '/hooks',
+      mappings: [{ id: 'ci', match: { path: 'ci' }, action: 'wake', textTemplate: 'CI {{status}}' }],
+    },
+    plugins: { allow: ['anthropic'], entries: { telegram: { enabled: true } } },
+    agents: { defaults: { model: 'anthropic/claude-sonnet-4-5' } },
+  };
+  for (const indent of [2, 4, '\t']) {
+    const json = `${JSON.stringify(original, null, indent)}\n`;
+    const { text } = applyImport(json, FILE);
+    const file = JSON.parse(text) as Record<string, any>;
+    assert.deepEqual(file, JSON5.parse(applyImport(json.replace(/"(\w+)":/g, '$1:'), FILE).text));
+    assert.deepEqual(file.hooks, { enabled: false });
+    assert.deepEqual(file.plugins.entries.hookgate.config.mappings, original.hooks.mappings);
+    assert.deepEqual(file.plugins.allow, ['anthropic', 'hookgate']);
+    // What the import did not touch is as it was, line for line.
+    const untouched = JSON.stringify({ agents: original.agents }, null, indent).split('\n').slice(1, -1).join('\n');
+    assert.ok(text.includes(untouched), text);
+  }
+});
+
+test('a JSON5 openclaw.json is still edited as JSON5 (its comments kept)', () => {
+  const { text } = applyImport(OPENCLAW_CONFIG, FILE);
+  assert.throws(() => JSON.parse(text));
+  assert.ok(text.includes('// keep me'));
+});

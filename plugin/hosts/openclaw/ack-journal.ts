@@ -6,6 +6,7 @@
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AcceptedRun } from '../../host.ts';
+import { stateFileError } from '../../util/state-file-error.ts';
 
 /** A system event for an OpenClaw session: a wake's text or a run's summary. */
 export interface JournaledEvent {
@@ -52,7 +53,7 @@ export class AckJournal {
     try {
       text = await readFile(this.#file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw stateFileError(this.#file, err);
     }
     const pending = pendingOf(parseLines(text));
     // Handed back now: the next process sees only what this one fails to hand over.

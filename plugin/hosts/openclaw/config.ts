@@ -94,3 +94,34 @@ export function openClawChannels(config: unknown): ChannelName[] {
     return block !== undefined && block.enabled !== false;
   });
 }
+
+/** Key names that say a value is a credential: botToken, apiKey, password, clientSecret, … */
+const SECRET_KEY = /token|secret|password|passwd|api_?key|access_?key|private_?key|credential/i;
+/** Credentials are longer; shorter values under such keys are settings. */
+const MIN_SECRET = 8;
+/** Deeper than any real config: a cycle or a hostile shape stops here. */
+const MAX_DEPTH = 12;
+
+/**
+ * The credentials in OpenClaw's config (its channels' tokens, its model providers' keys, its
+ * gateway token; "${VAR}" read from the environment): every string value under a key whose name
+ * says secret. The core masks them in what a channel or a run brings back (GatewayHost.secrets).
+ */
+export function openClawSecrets(config: unknown, env: NodeJS.ProcessEnv = process.env): string[] {
+  const found = new Set<string>();
+  const walk = (value: unknown, secret: boolean, depth: number): void => {
+    if (depth > MAX_DEPTH) return;
+    if (typeof value === 'string') {
+      const resolved = secret ? envString(value, env) : undefined;
+      // A word such as "disabled" under a key like tokenMode is no credential: masking it would garble.
+      if (resolved && resolved.length >= MIN_SECRET && !/\s|^[a-z]+$/.test(resolved)) found.add(resolved);
+    } else if (Array.isArray(value)) {
+      for (const v of value) walk(v, secret, depth + 1);
+    } else {
+      const r = rec(value);
+      if (r) for (const [k, v] of Object.entries(r)) walk(v, secret || SECRET_KEY.test(k), depth + 1);
+    }
+  };
+  walk(config, false, 0);
+  return [...found];
+}

@@ -16,7 +16,7 @@ import {
 import type { AckJournal, JournaledEvent, Pending } from './ack-journal.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
-import { openClawAgents, openClawChannels, selectOpenClawConfig } from './config.ts';
+import { openClawAgents, openClawChannels, openClawSecrets, selectOpenClawConfig } from './config.ts';
 import type { RecentRuns } from './recent-runs.ts';
 import type { ServiceQueue } from './run-queue.ts';
 import { runTurn } from './turns.ts';
@@ -100,6 +100,9 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
 
   // Tries so far of a run the core tries again (hooks.retry): each try is a new OpenClaw run.
   const triesSoFar = new Map<string, number>();
+  // The credentials of the config last read: read again only when OpenClaw's config object changes.
+  let secretsOf: unknown;
+  let secrets: string[] = [];
   const logger = lineLogger(api.logger);
   return {
     logger,
@@ -170,5 +173,13 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
     },
     idempotency: { restore: (limits) => journal.restore(limits) },
     replies: openClawReplies(api, queue, () => liveConfig(api)),
+    secrets: () => {
+      const config = liveConfig(api);
+      if (config !== secretsOf) {
+        secretsOf = config;
+        secrets = openClawSecrets(config);
+      }
+      return secrets;
+    },
   };
 }

@@ -6,6 +6,7 @@ import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises
 import path from 'node:path';
 import { keepFairly } from '../../host-kit.ts';
 import type { IdempotencyRecord } from '../../host.ts';
+import { stateFileError } from '../../util/state-file-error.ts';
 
 export interface JournalLimits {
   windowMs: number;
@@ -34,7 +35,7 @@ export class IdempotencyJournal {
     try {
       text = await readFile(this.#file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw stateFileError(this.#file, err);
     }
     const oldest = Date.now() - limits.windowMs;
     const kept = keepFairly(

@@ -1,40 +1,51 @@
 // The `hookgate` command line: a table of commands; this file only routes argv to one of them and
-// turns what it throws into an exit code (1 failed, 2 wrong usage).
-import { ConfigError } from '../../../host-kit.ts';
+// turns what it throws into an exit code (1 failed, 2 wrong usage). A command's module is loaded when
+// it runs: the main help needs none of them and `config get` only its own, where loading every
+// command's modules was most of a short command's time (docs/performance.md).
+import { ConfigError } from '../../../kits/config-file.ts';
 import { errorMessage } from '../../../util/errors.ts';
-import { gatewayCommand } from './commands/gateway-command.ts';
-import { configCommand } from './commands/config-command.ts';
-import { REQUESTS_HELP, runRequests } from './commands/requests.ts';
-import { CHANNELS_HELP, runChannels } from './commands/channels.ts';
-import { FAILURES_HELP, runFailures } from './commands/failures.ts';
-import { REPLAY_HELP, runReplay } from './commands/replay.ts';
-import { webhooksCommand } from './commands/webhooks-command.ts';
-import { pauseCommands } from './commands/pause.ts';
-import { OPENCLAW_IMPORT_HELP, openClawCommand } from './commands/openclaw-import.ts';
-import { UsageError } from './support/cli-common.ts';
+import { UsageError } from './support/usage-error.ts';
 import { commandName } from './support/command-name.ts';
-import { print, type Command } from './support/command.ts';
+import { print, type CommandEntry } from './support/command.ts';
 
-const COMMANDS: readonly Command[] = [
-  gatewayCommand,
-  configCommand,
+const COMMANDS: readonly CommandEntry[] = [
+  {
+    name: 'gateway',
+    summary: '  gateway         Run the standalone gateway (what `npm start` runs)',
+    load: async () => (await import('./commands/gateway-command.ts')).gatewayCommand,
+  },
+  {
+    name: 'config',
+    summary: [
+      '  config init     Write a default config with fresh tokens, if none exists',
+      '  config check    Validate a config file and report every problem',
+      '  config get KEY  Print one value of the config, e.g. hooks.token',
+    ].join('\n'),
+    load: async () => (await import('./commands/config-command.ts')).configCommand,
+  },
   {
     name: 'requests',
     summary: '  requests        The last hook requests as a table (--follow for new ones)',
-    help: REQUESTS_HELP,
-    run: runRequests,
+    load: async () => {
+      const m = await import('./commands/requests.ts');
+      return { help: m.REQUESTS_HELP, run: m.runRequests };
+    },
   },
   {
     name: 'failures',
     summary: '  failures        Runs and deliveries that failed after their last attempt (--all, --hook)',
-    help: FAILURES_HELP,
-    run: runFailures,
+    load: async () => {
+      const m = await import('./commands/failures.ts');
+      return { help: m.FAILURES_HELP, run: m.runFailures };
+    },
   },
   {
     name: 'replay',
     summary: '  replay          Run a failure or a run again (or --failed since a time)',
-    help: REPLAY_HELP,
-    run: runReplay,
+    load: async () => {
+      const m = await import('./commands/replay.ts');
+      return { help: m.REPLAY_HELP, run: m.runReplay };
+    },
   },
   {
     name: 'channels',
@@ -42,16 +53,38 @@ const COMMANDS: readonly Command[] = [
       '  channels check  Verify every channel credential with the platform',
       '  channels send   Send one message through a channel',
     ].join('\n'),
-    help: CHANNELS_HELP,
-    run: runChannels,
+    load: async () => {
+      const m = await import('./commands/channels.ts');
+      return { help: m.CHANNELS_HELP, run: m.runChannels };
+    },
   },
-  webhooksCommand,
-  ...pauseCommands,
+  {
+    name: 'webhooks',
+    summary: [
+      '  webhooks test         Resolve a hook request as the gateway would, without any effect',
+      '  webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)',
+      '  webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail',
+      "  webhooks gmail status  Show the Gmail watcher's state",
+    ].join('\n'),
+    load: async () => (await import('./commands/webhooks-command.ts')).webhooksCommand,
+  },
+  {
+    name: 'pause',
+    summary: "  pause <name>    Hold a hook's actions (wake, agent or a mapping id) until it is resumed",
+    load: async () => (await import('./commands/pause.ts')).pauseCommand('pause'),
+  },
+  {
+    name: 'resume',
+    summary: "  resume <name>   Carry out a paused hook's held actions in arrival order and take new ones again",
+    load: async () => (await import('./commands/pause.ts')).pauseCommand('resume'),
+  },
   {
     name: 'openclaw',
     summary: "  openclaw import  Move OpenClaw's built-in hooks settings into hookgate's plugin config",
-    help: OPENCLAW_IMPORT_HELP,
-    run: openClawCommand,
+    load: async () => {
+      const m = await import('./commands/openclaw-import.ts');
+      return { help: m.OPENCLAW_IMPORT_HELP, run: m.openClawCommand };
+    },
   },
 ];
 
@@ -69,10 +102,13 @@ export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   try {
     if (!name || name === '--help' || name === '-h') return print(MAIN_HELP);
-    if (name === 'help') return print(COMMANDS.find((c) => c.name === rest[0])?.help ?? MAIN_HELP);
-    const command = COMMANDS.find((c) => c.name === name);
-    if (!command) throw new UsageError(`unknown command "${name}"`);
-    return await command.run(rest);
+    if (name === 'help') {
+      const entry = COMMANDS.find((c) => c.name === rest[0]);
+      return print(entry ? (await entry.load()).help : MAIN_HELP);
+    }
+    const entry = COMMANDS.find((c) => c.name === name);
+    if (!entry) throw new UsageError(`unknown command "${name}"`);
+    return await (await entry.load()).run(rest);
   } catch (err) {
     if (err instanceof ConfigError) console.error(err.message);
     else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
@@ -83,4 +119,10 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+process.exitCode = code;
+// A command that failed ends here: whatever it had half-started (a config watcher, a timer, an open
+// file) must not keep the process alive, or a gateway that failed to start would neither listen nor
+// exit, and its supervisor would never restart it. Standard error is written synchronously to files
+// and pipes, so the line naming the failure is out before the exit.
+if (code !== 0) process.exit(code);

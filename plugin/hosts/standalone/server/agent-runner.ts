@@ -3,9 +3,10 @@
 // Model refs are "<provider>/<model>", split at the first slash. The built-in provider "echo" answers
 // with the prompt itself, offline; every other provider is an OpenAI-compatible chat-completions API.
 // run() never throws: every failure becomes an outcome with a one-line reason that never contains the
-// provider's API key. A failure that may pass (no HTTP answer, 429, 5xx) is marked retryable, with the
+// provider's API key, in any form the provider may echo it (nor does a reply). A failure that may pass (no HTTP answer, 429, 5xx) is marked retryable, with the
 // provider's Retry-After; a timeout is not (the model may still be working on it).
 import { oneLine, truncate } from '../../../util/text.ts';
+import { SecretRedactor } from '../../../util/secret-redactor.ts';
 
 export interface ProviderConfig {
   baseUrl: string;
@@ -73,11 +74,6 @@ function q(text: string): string {
 
 function joinUrl(base: string, suffix: string): string {
   return base.replace(/\/+$/, '') + '/' + suffix.replace(/^\/+/, '');
-}
-
-function redact(text: string, secret: string | undefined): string {
-  if (!secret) return text;
-  return text.split(secret).join('[redacted]');
 }
 
 function errorCode(err: unknown): string | undefined {
@@ -196,16 +192,18 @@ export class AgentRunner {
   }
 
   async run(req: TurnRequest): Promise<TurnOutcome> {
-    let secret: string | undefined;
+    let secret: SecretRedactor | undefined;
+    const redact = (text: string): string => secret?.redact(text) ?? text;
     try {
       const outcome = await this.#run(req, (key) => {
-        secret = key;
+        secret = new SecretRedactor([key]);
       });
-      if (outcome.status === 'ok') return outcome;
-      return { ...outcome, error: redact(outcome.error, secret) };
+      // A provider echoing its key in an answer must not pass it on to a chat or a session either.
+      if (outcome.status === 'ok') return secret ? { ...outcome, reply: redact(outcome.reply) } : outcome;
+      return { ...outcome, error: redact(outcome.error) };
     } catch (err) {
       if (req.signal?.aborted) return TIMED_OUT;
-      return fail(redact(oneLine(`agent turn failed: ${errorMessage(err)}`), secret));
+      return fail(redact(oneLine(`agent turn failed: ${errorMessage(err)}`)));
     }
   }
 

@@ -8,7 +8,7 @@ import { answerClientError, answerExpectation } from '../../../kits/node-http.ts
 import { createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../../host-kit.ts';
 import { readConfigFile } from '../../../kits/config.ts';
 import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../../host.ts';
-import { hostAgents, localUrl, resolveGatewaySettings, type GatewaySettings } from './settings.ts';
+import { gatewaySecrets, hostAgents, localUrl, resolveGatewaySettings, type GatewaySettings } from './settings.ts';
 import { agentIdOfKey, Storage, type RunRegistry } from '../storage/index.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
@@ -138,6 +138,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
     replies,
+    secrets: () => gatewaySecrets(settings),
   };
 
   /** The gateway's own keys are part of every reload: checked with the hooks block, applied with it. */
@@ -235,13 +236,21 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   server.keepAliveTimeout = 5_000;
 
   const bindHost = opts.host ?? settings.bind;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? settings.port, bindHost, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port ?? settings.port, bindHost, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    // A port taken: what started (the config watcher, timers, open files) is stopped, so an
+    // embedding process is not kept alive by a gateway that never listened.
+    await plugin.close(0);
+    await storage.close();
+    throw err;
+  }
   server.on('error', (err) => logger.error('server error', { reason: err.message }));
   heartbeats.startPeriodic(settings.heartbeatSeconds);
   const { port } = server.address() as AddressInfo;

@@ -91,6 +91,17 @@ export function checkingHost(configPath: string, settings: GatewaySettings): Gat
   };
 }
 
+/**
+ * The gateway's own credentials (its admin token, every channel's secrets, the model providers'
+ * keys): the core masks them in whatever a peer sends back (GatewayHost.secrets).
+ */
+export function gatewaySecrets(settings: GatewaySettings): string[] {
+  const keys = Object.values(settings.providers).map((p) => p.apiKey);
+  return [settings.gatewayToken, ...settings.senders.secrets, ...keys].filter(
+    (s): s is string => typeof s === 'string' && s !== '',
+  );
+}
+
 /** The URL a local client reaches a gateway bound to `bind` at: one listening everywhere, on loopback. */
 export function localUrl(bind: string, port: number): string {
   const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '::1' : bind;
@@ -156,7 +167,7 @@ export async function writeDefaultConfig(file: string): Promise<void> {
 
 /** The text of the first-run config, with fresh tokens. */
 export function defaultConfigText(): string {
-  return `// hookgate gateway config (JSON5). Every key is described in README.md, "Config reference".
+  return `// hookgate gateway config (JSON5). Every key is described in hookgate's docs/reference/config.md.
 {
   gateway: {
     port: ${DEFAULT_PORT},
@@ -174,7 +185,8 @@ export function defaultConfigText(): string {
     allowedSessionKeyPrefixes: ["hook:"],
   },
   agents: {
-    // echo/echo is the built-in offline model: it replies with what it was given.
+    // echo/echo is the built-in offline model: it replies with what it was given. For real answers
+    // (OpenAI, a local Ollama, any OpenAI-compatible server) see docs/guide/model-providers.md.
     defaults: { model: "${DEFAULT_MODEL}", timeoutSeconds: 600 },
     list: [{ id: "main", default: true }],
   },

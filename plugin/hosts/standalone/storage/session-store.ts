@@ -6,6 +6,7 @@ import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../../host.ts';
 import { errnoCode } from '../../../util/errors.ts';
+import { fileProblem, StateFileError, stateFileError } from '../../../util/state-file-error.ts';
 import { JsonlLog, LogResources, segmentSeq, type Position } from './log/jsonl-log.ts';
 import { LoadOnce } from './load-once.ts';
 import { isoNow } from '../io/iso-now.ts';
@@ -284,12 +285,19 @@ export class SessionStore {
   }
 
   async #load(): Promise<void> {
-    await mkdir(this.#dir, { recursive: true, mode: 0o700 });
+    try {
+      await mkdir(this.#dir, { recursive: true, mode: 0o700 });
+    } catch (err) {
+      throw stateFileError(this.#dir, err);
+    }
     // Each session: its newest segment "<name>.jsonl" and its older ones "<name>.jsonl.<seq>".
     const groups = new Map<string, number[]>();
-    for (const name of await readdir(this.#dir)) {
+    for (const entry of await readdir(this.#dir, { withFileTypes: true })) {
+      const name = entry.name;
       const dot = name.indexOf(SUFFIX);
       if (dot <= 0) continue;
+      // A directory in a session file's place would fail every write to that session later.
+      if (entry.isDirectory()) throw new StateFileError(path.join(this.#dir, name), fileProblem({ code: 'EISDIR' }));
       const base = name.slice(0, dot + SUFFIX.length);
       const seq = base === name ? undefined : segmentSeq(name, base);
       if (base !== name && seq === undefined) continue; // not ours

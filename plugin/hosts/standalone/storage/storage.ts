@@ -9,6 +9,7 @@ import { RunIndex } from './run-index.ts';
 import { readRun, RunRegistry, type RunLine } from './run-registry.ts';
 import { SessionStore } from './session-store.ts';
 import type { StorageLimits } from './storage-limits.ts';
+import { assertFileOrAbsent } from '../../../util/state-file-error.ts';
 
 export { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './storage-limits.ts';
 
@@ -17,11 +18,14 @@ export class Storage {
   readonly outbox: Outbox;
   readonly runs: RunRegistry;
   readonly #index: RunIndex;
+  /** The files a start checks: a directory in a log's place would fail every write later. */
+  readonly #files: string[];
   /** Keys met while opening: a request with several runs has its key on each. */
   readonly #keys = new Map<string, IdempotencyRecord>();
 
   constructor(dataDir: string, limits: StorageLimits, logger: Logger) {
     const resources = new LogResources();
+    this.#files = ['run-index.jsonl', 'outbox.jsonl'].map((name) => path.join(dataDir, name));
     const segmentBytes = limits.segmentBytes;
     this.#index = new RunIndex(path.join(dataDir, 'run-index.jsonl'), logger, {
       resources,
@@ -68,8 +72,12 @@ export class Storage {
     }
   }
 
-  /** Reads what a start needs; returns the runs the last process accepted but never finished. */
+  /**
+   * Reads what a start needs; returns the runs the last process accepted but never finished. A log
+   * that cannot be used (a directory in its place) throws a StateFileError naming it.
+   */
   async open(): Promise<RunRecord[]> {
+    await Promise.all(this.#files.map(assertFileOrAbsent));
     await Promise.all([this.store.open(), this.outbox.open()]);
     return this.runs.restored();
   }

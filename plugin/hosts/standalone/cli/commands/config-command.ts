@@ -1,21 +1,14 @@
 // `hookgate config init|check|get`: write a default config, check one as a start would, or print a
-// value of it for scripts.
+// value of it for scripts. `get` runs in scripts (`$(npx hookgate config get hooks.token)`), so it
+// loads only the file reader: what `init` and `check` need is loaded when they run.
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../../../../host-kit.ts';
-import { loadConfig, readConfigFile, resolveHooksConfig, selectStandaloneConfig } from '../../../../kits/config.ts';
-import { gmailHookTarget, resolveGmailSettings } from '../../../../../gmail/index.ts';
-import {
-  checkingHost,
-  resolveGatewaySettings,
-  writeDefaultConfig,
-  type GatewaySettings,
-} from '../../server/settings.ts';
+import { ConfigError, readConfigFile } from '../../../../kits/config-file.ts';
+import type { GatewaySettings } from '../../server/settings.ts';
 import { resolvePaths } from '../support/state-paths.ts';
-import { configSummary } from '../support/config-summary.ts';
 import { exists } from '../support/exists.ts';
 import { print, type Command } from '../support/command.ts';
-import { UsageError } from '../support/cli-common.ts';
+import { UsageError } from '../support/usage-error.ts';
 
 const HELP = `Usage: hookgate config <init|check|get KEY> [--config FILE] [--state-dir DIR]
 
@@ -36,11 +29,16 @@ async function runConfig(args: string[]): Promise<number> {
   const { configPath } = resolvePaths(values);
   if (sub === 'init') {
     if (await exists(configPath)) return print(`${configPath} exists; left as it is.`);
+    const { writeDefaultConfig } = await import('../../server/settings.ts');
     await writeDefaultConfig(configPath);
     return print(`Wrote ${configPath} (mode 0600).`);
   }
   const file = await readConfigFile(configPath);
   if (sub === 'check') {
+    const [{ loadConfig, resolveHooksConfig, selectStandaloneConfig }, { gmailHookTarget, resolveGmailSettings }] =
+      await Promise.all([import('../../../../kits/config.ts'), import('../../../../../gmail/index.ts')]);
+    const { checkingHost, resolveGatewaySettings } = await import('../../server/settings.ts');
+    const { configSummary } = await import('../support/config-summary.ts');
     // Exactly what a start checks: the gateway's keys, the hooks block and every mapping.
     let settings: GatewaySettings | undefined;
     try {
@@ -79,12 +77,6 @@ async function runConfig(args: string[]): Promise<number> {
 }
 
 export const configCommand: Command = {
-  name: 'config',
-  summary: [
-    '  config init     Write a default config with fresh tokens, if none exists',
-    '  config check    Validate a config file and report every problem',
-    '  config get KEY  Print one value of the config, e.g. hooks.token',
-  ].join('\n'),
   help: HELP,
   run: runConfig,
 };

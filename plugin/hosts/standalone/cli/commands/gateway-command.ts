@@ -1,7 +1,9 @@
 // `hookgate gateway`: run the standalone gateway until SIGTERM or SIGINT, writing a default config
 // with fresh tokens first when there is none.
 import { parseArgs } from 'node:util';
-import { startGateway } from '../../server/gateway.ts';
+import { startGateway, type RunningGateway } from '../../server/gateway.ts';
+import { ConfigError } from '../../../../host-kit.ts';
+import { errorMessage } from '../../../../util/errors.ts';
 import { writeDefaultConfig } from '../../server/settings.ts';
 import { createLineLogger } from '../../io/line-logger.ts';
 import { resolvePaths } from '../support/state-paths.ts';
@@ -52,7 +54,15 @@ async function runGateway(args: string[]): Promise<number> {
     created = true;
   }
   const logger = createLineLogger();
-  const gw = await startGateway({ ...paths, port, host: values.host, logger, gmail: !values['no-gmail'] });
+  let gw: RunningGateway;
+  try {
+    gw = await startGateway({ ...paths, port, host: values.host, logger, gmail: !values['no-gmail'] });
+  } catch (err) {
+    // The warnings logged before the failure go out first; the failure is the last line.
+    await logger.close();
+    if (err instanceof ConfigError) throw err;
+    throw new Error(`cannot start: ${errorMessage(err)}`, { cause: err });
+  }
   const hooksPath = gw.plugin.snapshot().path;
   if (created) {
     console.log(`Wrote a new config with fresh hook and gateway tokens to ${paths.configPath} (mode 0600).`);
@@ -79,8 +89,6 @@ async function runGateway(args: string[]): Promise<number> {
 }
 
 export const gatewayCommand: Command = {
-  name: 'gateway',
-  summary: '  gateway         Run the standalone gateway (what `npm start` runs)',
   help: HELP,
   run: runGateway,
 };

@@ -1,7 +1,7 @@
 // `hookgate openclaw import`: moves OpenClaw's own top-level `hooks` block (its built-in webhook receiver)
 // into hookgate's plugin config, plugins.entries.hookgate.config, and turns the built-in hooks off. The
-// file is edited as text, so its comments, layout and every other key stay; the result must pass the
-// same checks the plugin makes at start, or nothing is written.
+// file is edited as text, so its comments, layout and every other key stay (a strict JSON file stays
+// strict JSON); the result must pass the same checks the plugin makes at start, or nothing is written.
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -211,6 +211,7 @@ export function applyImport(text: string, configPath: string): ImportResult {
   resolveHooksConfig({ hooks, hooksKey: TARGET, gatewayToken }, path.dirname(configPath), configPath);
 
   const out = checkedEdit(
+    text,
     wanted,
     () => moveHooksBlock(text, file, wanted, hooks),
     `move the hooks block to ${TARGET} by hand`,

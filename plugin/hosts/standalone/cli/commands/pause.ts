@@ -29,13 +29,8 @@ interface HookState {
   held: number;
 }
 
-function pauseCommand(verb: 'pause' | 'resume'): Command {
+export function pauseCommand(verb: 'pause' | 'resume'): Command {
   return {
-    name: verb,
-    summary:
-      verb === 'pause'
-        ? "  pause <name>    Hold a hook's actions (wake, agent or a mapping id) until it is resumed"
-        : "  resume <name>   Carry out a paused hook's held actions in arrival order and take new ones again",
     help: helpOf(verb),
     async run(args) {
       const { values, positionals } = parseArgs({
@@ -81,5 +76,3 @@ async function post(base: string, token: string, path: string): Promise<HookStat
     throw new Error(`the gateway at ${base} answered ${res.status}${body?.error ? `: ${body.error}` : ''}`);
   return body;
 }
-
-export const pauseCommands: readonly Command[] = [pauseCommand('pause'), pauseCommand('resume')];

@@ -30,13 +30,6 @@ async function runWebhooks(args: string[]): Promise<number> {
 }
 
 export const webhooksCommand: Command = {
-  name: 'webhooks',
-  summary: [
-    '  webhooks test         Resolve a hook request as the gateway would, without any effect',
-    '  webhooks gmail setup  Connect a Gmail account (OAuth, Pub/Sub, watch, config)',
-    '  webhooks gmail run     Watch a Gmail mailbox and post new mail to /hooks/gmail',
-    "  webhooks gmail status  Show the Gmail watcher's state",
-  ].join('\n'),
   help: HELP,
   run: runWebhooks,
 };

@@ -76,6 +76,7 @@ export function applyGmailSetup(text: string, keys: GmailSetupKeys, configPath: 
   const wanted = wantedFile(file, keys, configPath);
   const gmail = JSON.stringify((wanted.hooks as JsonObject).gmail);
   return checkedEdit(
+    text,
     wanted,
     () => editObject(text, [], file, wanted),
     `set hooks.enabled: true, add "gmail" to hooks.presets and set hooks.gmail to ${gmail} by hand`,

@@ -18,6 +18,8 @@ interface Span {
 }
 interface Property extends Span {
   key: string;
+  /** Where the key as written ends (quotes included). */
+  keyEnd: number;
   value: Node;
 }
 type Node =
@@ -86,11 +88,12 @@ export function scan(text: string): Node {
           while (i < text.length && IDENT_PART.test(text[i]!)) i++;
           key = text.slice(keyStart, i);
         }
+        const keyEnd = i;
         skip();
         if (text[i] !== ':') fail('expected ":"');
         i++;
         const v = value();
-        props.push({ key, start: keyStart, end: v.end, value: v });
+        props.push({ key, start: keyStart, keyEnd, end: v.end, value: v });
         skip();
         if (text[i] === ',') i++;
         else if (text[i] !== '}') fail('expected "," or "}"');
@@ -338,5 +341,54 @@ export function editObject(text: string, path: string[], current: JsonObject, wa
     else out = setProperty(out, at, value);
   }
   for (const key of Object.keys(current)) if (!Object.hasOwn(wanted, key)) out = deleteProperty(out, [...path, key]);
+  return out;
+}
+
+/** Whether the text is strict JSON (what `jq` and JSON.parse read), not only JSON5. */
+export function isStrictJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The JSON5 text in strict JSON, layout kept: keys written without quotes (or in single quotes) get
+ * double quotes, and trailing commas go. For a file that was JSON before an edit added JSON5-isms;
+ * comments (which strict JSON has none of) and JSON5-only values make it throw Json5EditError.
+ */
+export function toStrictJson(text: string): string {
+  const edits: { start: number; end: number; insert: string }[] = [];
+  const trailingComma = (after: number): void => {
+    let i = after;
+    while (/\s/.test(text[i] ?? '')) i++;
+    if (text[i] === ',') edits.push({ start: i, end: i + 1, insert: '' });
+  };
+  const walk = (node: Node): void => {
+    if (node.kind === 'object') {
+      for (const p of node.props) {
+        if (text[p.start] !== '"') edits.push({ start: p.start, end: p.keyEnd, insert: JSON.stringify(p.key) });
+        walk(p.value);
+      }
+      const last = node.props.at(-1);
+      if (last) trailingComma(last.end);
+    } else if (node.kind === 'array') {
+      for (const item of node.items) walk(item);
+      const last = node.items.at(-1);
+      if (last) trailingComma(last.end);
+    } else if (text[node.start] === "'") {
+      edits.push({
+        start: node.start,
+        end: node.end,
+        insert: JSON.stringify(JSON5.parse<string>(text.slice(node.start, node.end))),
+      });
+    }
+  };
+  walk(scan(text));
+  let out = text;
+  for (const e of edits.sort((a, b) => b.start - a.start)) out = splice(out, e.start, e.end, e.insert);
+  if (!isStrictJson(out)) throw new Json5EditError('the edited file cannot be written as strict JSON');
   return out;
 }
