@@ -120,6 +120,11 @@ export interface RunAttempt {
 /** An accepted run: the turn the host will be asked for (less its abort signal), and what follows it. */
 export interface AcceptedRun extends Omit<IsolatedTurn, 'signal'> {
   name: string;
+  /**
+   * The hook that accepted it: `wake`, `agent` or the mapping's id (never the run's chosen name). The
+   * failure book shares its room fairly between these. Absent on runs kept before it was recorded.
+   */
+  hookId?: string;
   wakeMode: 'now' | 'next-heartbeat';
   deliver: boolean;
   channel: 'last' | ChannelName;

@@ -220,6 +220,7 @@ export class HookPauses {
     const written = Promise.all(held.action.wakes.map((wake) => runWake(wake, this.host, held.idempotency)));
     if (jobs.length) await written;
     for (const job of jobs) {
+      job.hookId = held.hook;
       await this.#freeSlot();
       if (this.#closing.signal.aborted) throw new Error('closing');
       await this.runs.submit([job], held.idempotency);

@@ -25,7 +25,10 @@ const reasonLine = (text: string): string => truncate(oneLine(text), REASON_MAX)
 
 /** A reply handed to the queue: the delivery and the hook whose run produced it. */
 export interface QueuedReply extends Delivery {
+  /** The run's name, as failures show it. */
   hook: string;
+  /** The endpoint or mapping id that accepted the run (AcceptedRun.hookId). */
+  hookId?: string;
 }
 
 /** A reply that used its tries or was refused for good: what the failure book records. */
@@ -33,6 +36,8 @@ export interface ReplyDeadLetter {
   kind: 'delivery';
   runId: string;
   hook: string;
+  /** The endpoint or mapping id that accepted the run, when known. */
+  hookId?: string;
   agentId: string;
   channel: Delivery['channel'];
   to?: string;
@@ -122,7 +127,14 @@ export class ReplyQueue {
       await replies.history?.added({ ...delivery, at, status: 'recorded' });
       return { outcome: Promise.resolve(factOf(delivery, 'recorded')) };
     }
-    const record: ReplyRecord = { id: randomUUID(), ...delivery, hook: reply.hook, at, status: 'pending' };
+    const record: ReplyRecord = {
+      id: randomUUID(),
+      ...delivery,
+      hook: reply.hook,
+      ...(reply.hookId !== undefined ? { hookId: reply.hookId } : {}),
+      at,
+      status: 'pending',
+    };
     this.#mine.add(record.id);
     // The work first: a crash between the two writes sends a reply the history lacks, never loses one.
     await this.#state.put(record.id, { ...record });
@@ -293,6 +305,7 @@ export class ReplyQueue {
       kind: 'delivery',
       runId: record.runId,
       hook: record.hook ?? 'unknown',
+      ...(record.hookId !== undefined ? { hookId: record.hookId } : {}),
       agentId: record.agentId,
       channel: record.channel,
       ...(record.to !== undefined ? { to: record.to } : {}),
