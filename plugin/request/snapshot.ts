@@ -8,6 +8,7 @@ import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
 import type { RetryPolicy } from '../retry/retry-policy.ts';
 import type { SharedStateConfig } from '../redis/shared-redis.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
+import type { WaitLimits } from '../runs/wait-slots.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy {
@@ -34,6 +35,8 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly retry: Readonly<RetryPolicy>;
   /** hooks.maxWaitSeconds in ms: the longest a waitForCompletion request waits. */
   readonly maxWaitMs: number;
+  /** hooks.maxWaitingRequests: waits under way at once, in all and per client address. */
+  readonly maxWaitingRequests: Readonly<WaitLimits>;
   /** hooks.maxHeld: actions held for paused hooks, in all. */
   readonly maxHeld: number;
   /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */
