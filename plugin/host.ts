@@ -195,6 +195,11 @@ export interface SendOptions {
   fromPart: number;
   /** Told after each part sent but the last: how many are sent by now, and their ids. */
   onPart(partsSent: number, messageIds: readonly string[]): void;
+  /**
+   * The longest a platform's announced wait (a 429's) may hold its channel or recipient:
+   * hooks.retry.maxDelaySeconds in ms. The reply queue holds the next try to it as well.
+   */
+  maxWaitMs: number;
 }
 
 /** What one try came to; a failure's description is one line with no secret in it. */

@@ -207,6 +207,7 @@ export class ReplyQueue {
         signal: this.#stop.signal,
         fromPart: record.partsSent ?? 0,
         onPart: (partsSent, ids) => this.#progress(record, partsSent, [...before, ...ids]),
+        maxWaitMs: this.#opts.retry().maxDelaySeconds * 1000,
       });
     } catch (err) {
       // The contract says a try never throws; one that does is a refusal, named without its text.
