@@ -2,7 +2,8 @@
 // limit and its parts are sent in order, each when the pacer gives it a turn. A failure ends the
 // attempt with the platform's words and what was sent before it, so the next attempt (the retry
 // schedule's business) starts at the first part not sent. A 429's announced wait holds the pacer
-// (the recipient or the whole channel, as the platform said), so no send goes out before it ends.
+// (the recipient or the whole channel, as the platform said), so no send goes out before it ends;
+// the caller caps it (maxWaitMs), so a platform announcing days cannot freeze the channel for them.
 
 import { Pacer, PacerClosedError } from './pacer.ts';
 import { splitMessage } from './split.ts';
@@ -30,6 +31,8 @@ export interface DeliverOptions {
   fromPart?: number;
   /** Told after each part sent but the last: how many are sent by now, and their ids. */
   onPart?: (partsSent: number, messageIds: readonly string[]) => void;
+  /** The longest an announced wait holds the pacer and is reported (hooks.retry.maxDelaySeconds). */
+  maxWaitMs?: number;
 }
 
 export class Channel {
@@ -83,7 +86,7 @@ export class Channel {
     if (typeof recipient !== 'string') return failed({ kind: 'permanent', description: recipient.problem }, 0);
     const signal = opts.signal ?? new AbortController().signal;
     for (let i = opts.fromPart ?? 0; i < parts.length; i++) {
-      const outcome = await this.#sendPart(recipient, parts[i]!, signal);
+      const outcome = await this.#sendPart(recipient, parts[i]!, signal, opts.maxWaitMs);
       if (outcome.kind !== 'sent') return failed(outcome, i);
       messageIds.push(...outcome.messageIds);
       if (i + 1 < parts.length) opts.onPart?.(i + 1, messageIds);
@@ -100,7 +103,7 @@ export class Channel {
     this.#pacer.close();
   }
 
-  async #sendPart(to: string, text: string, signal: AbortSignal): Promise<SendOutcome> {
+  async #sendPart(to: string, text: string, signal: AbortSignal, maxWaitMs = Infinity): Promise<SendOutcome> {
     let release;
     try {
       release = await this.#pacer.turn(to);
@@ -115,9 +118,12 @@ export class Channel {
       release();
       throw err;
     }
-    if (outcome.kind === 'retryable' && outcome.waitMs !== undefined)
-      release({ ms: outcome.waitMs, scope: outcome.scope ?? 'channel' });
-    else release();
+    if (outcome.kind === 'retryable' && outcome.waitMs !== undefined) {
+      const waitMs = Math.min(outcome.waitMs, maxWaitMs);
+      release({ ms: waitMs, scope: outcome.scope ?? 'channel' });
+      return { ...outcome, waitMs };
+    }
+    release();
     return outcome;
   }
 }

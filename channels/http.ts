@@ -89,19 +89,21 @@ async function readCapped(res: Response): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Retry-After in seconds (or an HTTP date), as milliseconds; undefined when absent or unreadable. */
+/**
+ * Retry-After in seconds (or an HTTP date), as milliseconds; undefined when absent or unreadable. A
+ * wait too long to write down is Infinity: the caller holds every announced wait to its cap.
+ */
 export function retryAfterMs(headers: Headers): number | undefined {
   const value = headers.get('retry-after');
   if (value === null) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Math.ceil(Number(value) * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-/** An announced wait in seconds from a body field, as milliseconds. */
+/** An announced wait in seconds from a body field, as milliseconds (Infinity when too long to hold). */
 export function secondsToMs(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.ceil(value * 1000) : undefined;
+  return typeof value === 'number' && value >= 0 ? Math.ceil(value * 1000) : undefined;
 }
 
 /**

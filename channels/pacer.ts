@@ -3,9 +3,11 @@
 // window from the moment its answer came back, which is never before the platform received it: the
 // platform sees at most `count` arrivals in any `perMs`. Sends in flight count too, so the limit for
 // the whole credential holds while several recipients send at once. One timer serves the whole
-// pacer (never one per queued send): it fires when the earliest waiting send may go.
+// pacer (never one per queued send): it fires when the earliest waiting send may go, or after the
+// longest delay a timer holds, whichever is first.
 
 import type { Pacing, Rate } from './types.ts';
+import { timerDelay } from '../plugin/util/time-bounds.ts';
 
 export class PacerClosedError extends Error {
   constructor() {
@@ -159,12 +161,13 @@ export class Pacer {
     clearTimeout(this.#timer);
     this.#timerAt = at;
     if (at === Infinity) return;
+    // A hold past the longest timer is looked at again when that timer fires.
     this.#timer = setTimeout(
       () => {
         this.#timerAt = Infinity;
         this.#pump();
       },
-      Math.max(0, at - Date.now()),
+      timerDelay(at - Date.now()),
     );
   }
 }

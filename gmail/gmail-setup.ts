@@ -19,6 +19,7 @@ import {
 } from './installed-app-oauth.ts';
 import { ensurePublisherGrant, ensureSubscription, ensureTopic, topicName } from './pubsub-setup.ts';
 import { setupFailure, SetupStepError, type SetupStepKind } from './setup-advice.ts';
+import { isoTime } from '../plugin/util/time-bounds.ts';
 
 export const SETUP_STEPS = 6;
 
@@ -116,8 +117,8 @@ export async function runGmailSetup(r: GmailSetupRequest): Promise<GmailSetupRes
   const watchStep = `gmail watch of ${r.label}`;
   const gmail = new GmailApi({ baseUrl: endpoints.gmail, tokens });
   const watch = await step(5, watchStep, 'watch', project, () => gmail.watch(topicFull, [r.label]));
-  const expires = watch.expiration && /^\d+$/.test(watch.expiration) ? new Date(Number(watch.expiration)) : undefined;
-  const watchExpiresAt = expires ? expires.toISOString() : '';
+  const expires = watch.expiration && /^\d+$/.test(watch.expiration) ? isoTime(Number(watch.expiration)) : undefined;
+  const watchExpiresAt = expires ?? '';
   r.progress(`${label(5, watchStep)} … renewed${expires ? `, expires ${watchExpiresAt}` : ''}`);
   return { authorized: auth.authorized, historyId: watch.historyId, watchExpiresAt };
 }

@@ -19,6 +19,7 @@ import { syncHistory } from './history-sync.ts';
 import { PubSubPull } from './pubsub-pull.ts';
 import { startPushServer, type PushServer } from './push-server.ts';
 import { errorMessage } from '../plugin/util/errors.ts';
+import { isoTime } from '../plugin/util/time-bounds.ts';
 
 /** Empty pulls are at least this far apart. */
 const MIN_PULL_INTERVAL_MS = 1000;
@@ -209,7 +210,8 @@ export class GmailWatcher {
         const watch = await gmail.watch(topic, [settings.label]);
         this.counters.watchRenewals++;
         const expires = Number(watch.expiration);
-        this.#state.watchExpiresAt = Number.isFinite(expires) && expires > 0 ? new Date(expires).toISOString() : null;
+        // Google's number, read as a time only when a Date can hold it.
+        this.#state.watchExpiresAt = expires > 0 ? (isoTime(expires) ?? null) : null;
         // The first watch gives the starting point when no cursor was stored.
         if (this.#state.cursor === null) {
           await writeGmailCursor(this.#o.stateDir, settings.account, watch.historyId);

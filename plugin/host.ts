@@ -120,6 +120,11 @@ export interface RunAttempt {
 /** An accepted run: the turn the host will be asked for (less its abort signal), and what follows it. */
 export interface AcceptedRun extends Omit<IsolatedTurn, 'signal'> {
   name: string;
+  /**
+   * The hook that accepted it: `wake`, `agent` or the mapping's id (never the run's chosen name). The
+   * failure book shares its room fairly between these. Absent on runs kept before it was recorded.
+   */
+  hookId?: string;
   wakeMode: 'now' | 'next-heartbeat';
   deliver: boolean;
   channel: 'last' | ChannelName;
@@ -190,6 +195,11 @@ export interface SendOptions {
   fromPart: number;
   /** Told after each part sent but the last: how many are sent by now, and their ids. */
   onPart(partsSent: number, messageIds: readonly string[]): void;
+  /**
+   * The longest a platform's announced wait (a 429's) may hold its channel or recipient:
+   * hooks.retry.maxDelaySeconds in ms. The reply queue holds the next try to it as well.
+   */
+  maxWaitMs: number;
 }
 
 /** What one try came to; a failure's description is one line with no secret in it. */

@@ -53,7 +53,12 @@ export class ActionExecutor {
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
     const prepared = prepareAction(action, snap, this.host);
     const { jobs } = prepared;
-    if (origin !== undefined) for (const job of jobs) job.requestId = origin.requestId;
+    if (origin !== undefined) {
+      for (const job of jobs) {
+        job.requestId = origin.requestId;
+        job.hookId = origin.hook;
+      }
+    }
     const held = origin !== undefined && this.gate?.isPaused(origin.hook) === true;
     const outcome: Outcome = held ? heldAnswer(origin.requestId) : prepared.outcome;
     const record: IdempotencyRecord | undefined = key && {

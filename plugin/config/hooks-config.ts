@@ -17,6 +17,7 @@ import type { HooksSnapshot } from '../request/snapshot.ts';
 import type { SharedStateConfig } from '../redis/shared-redis.ts';
 import { PRESETS, type PresetBlocks } from '../mappings/presets.ts';
 import type { RetryPolicy } from '../retry/retry-policy.ts';
+import type { WaitLimits } from '../runs/wait-slots.ts';
 
 /** The hooks block: the core's keys and each preset's own block (presets.ts). */
 export type HooksBlock = CoreHooksBlock & PresetBlocks;
@@ -42,6 +43,7 @@ interface CoreHooksBlock {
   dedupe?: { windowSeconds?: number; maxKeys?: number };
   retry?: Partial<RetryPolicy>;
   maxWaitSeconds?: number;
+  maxWaitingRequests?: Partial<WaitLimits>;
   maxHeld?: number;
   maxHeldBytes?: number;
   sharedState?: { redis: string; keyPrefix?: string };
@@ -153,6 +155,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     }),
     retry: Object.freeze({ ...DEFAULTS.retry, ...h.retry }),
     maxWaitMs: Math.round((h.maxWaitSeconds ?? DEFAULTS.maxWaitSeconds) * 1000),
+    maxWaitingRequests: Object.freeze({ ...DEFAULTS.maxWaitingRequests, ...h.maxWaitingRequests }),
     maxHeld: h.maxHeld ?? DEFAULTS.maxHeld,
     maxHeldBytes: h.maxHeldBytes ?? DEFAULTS.maxHeldBytes,
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),

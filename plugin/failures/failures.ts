@@ -2,7 +2,9 @@
 // replies the reply queue gave up on (replies/). Each failure keeps what is needed to replay it (the resolved action:
 // the run as it was accepted, or the delivery's text and route; never the request's payload), and is
 // open until it is dismissed or replayed. Kept in <stateDir>/failures.jsonl, bounded by count and
-// bytes: dismissed and replayed failures go first, then the oldest open ones.
+// bytes, shared fairly between hooks (the endpoint or mapping id that accepted the run, never the
+// name a sender gave it): past a bound, the hook holding the most loses its dismissed and replayed
+// failures first, then its oldest open ones, so one hook's flood never evicts another's.
 import type { AcceptedRun, ChannelName, GatewayHost } from '../host.ts';
 import { refuse } from '../errors.ts';
 import { StateFile } from '../util/state-file.ts';
@@ -18,6 +20,8 @@ export type FailureState = 'open' | 'replayed' | 'dismissed';
 /** A run as accepted, less its id: what a replay runs again. */
 export type RunAction = Omit<AcceptedRun, 'runId'>;
 export interface DeliveryAction {
+  /** The endpoint or mapping id whose run produced the reply, when known. */
+  hookId?: string;
   agentId: string;
   channel: ChannelName;
   to?: string;
@@ -104,6 +108,21 @@ function sizeOf(f: StoredFailure): number {
   return (f.action.kind === 'run' ? f.action.prompt.length : f.action.text.length) + RECORD_OVERHEAD;
 }
 
+/** Whose share a failure counts in: the hook that accepted its run, else (older records) its name. */
+function shareOf(f: StoredFailure): string {
+  return f.action.hookId ?? f.hook;
+}
+
+/** One hook's part of the book: its size, and its failures in the order they go when it must shrink. */
+interface Share {
+  count: number;
+  text: number;
+  /** Dismissed and replayed, in the order they closed. */
+  closed: Set<string>;
+  /** Open, oldest first. */
+  open: Set<string>;
+}
+
 /** Open failures of the same thing are one failure: a delivery reported again after a restart. */
 function sameThing(f: Pick<StoredFailure, 'kind' | 'runId' | 'channel' | 'to'>): string {
   return `${f.kind}\0${f.runId}\0${f.channel ?? ''}\0${f.to ?? ''}`;
@@ -113,10 +132,10 @@ export class FailureBook {
   readonly #file: StateFile<StoredFailure>;
   readonly #events: FailureEvents;
   readonly #logger: GatewayHost['logger'];
-  readonly #counted: (kind: FailureKind) => void;
+  readonly #tally: (kind: FailureKind) => void;
   readonly #redact: (text: string) => string;
-  /** Dismissed and replayed ids, in the order they closed: the first to go when over the bounds. */
-  readonly #closed = new Set<string>();
+  /** Each hook's share of the bounds (shareOf). */
+  readonly #shares = new Map<string, Share>();
   readonly #openByThing = new Map<string, string>();
   #text = 0;
   #seq = 0;
@@ -130,13 +149,13 @@ export class FailureBook {
     this.#file = file;
     this.#events = events;
     this.#logger = host.logger;
-    this.#counted = counted;
+    this.#tally = counted;
     this.#redact = cachedRedactor(() => host.secrets?.() ?? []);
     for (const f of file.records.values()) {
       this.#text += sizeOf(f);
       this.#seq = Math.max(this.#seq, f.seq);
+      this.#counted(f);
       if (f.state === 'open') this.#openByThing.set(sameThing(f), f.id);
-      else this.#closed.add(f.id);
     }
   }
 
@@ -182,7 +201,7 @@ export class FailureBook {
 
   /** A reply the queue gave up on; resolves once it is on disk. */
   record(input: ReplyDeadLetter): Promise<void> {
-    const { agentId, channel, to, text } = input;
+    const { agentId, channel, to, text, hookId } = input;
     return this.#record(
       {
         kind: 'delivery',
@@ -196,7 +215,14 @@ export class FailureBook {
         firstAt: input.firstAt,
         lastAt: input.lastAt,
       },
-      { kind: 'delivery', agentId, channel, ...(to !== undefined ? { to } : {}), text },
+      {
+        kind: 'delivery',
+        ...(hookId !== undefined ? { hookId } : {}),
+        agentId,
+        channel,
+        ...(to !== undefined ? { to } : {}),
+        text,
+      },
     );
   }
 
@@ -267,10 +293,22 @@ export class FailureBook {
 
   async #close(f: StoredFailure): Promise<StoredFailure> {
     this.#openByThing.delete(sameThing(f));
-    this.#closed.delete(f.id);
-    this.#closed.add(f.id);
+    const share = this.#shares.get(shareOf(f));
+    share?.open.delete(f.id);
+    share?.closed.delete(f.id);
+    share?.closed.add(f.id);
     await this.#file.put(f.id, f);
     return f;
+  }
+
+  /** A failure kept (at open, or newly recorded) counts in its hook's share. */
+  #counted(f: StoredFailure): void {
+    const key = shareOf(f);
+    let share = this.#shares.get(key);
+    if (!share) this.#shares.set(key, (share = { count: 0, text: 0, closed: new Set(), open: new Set() }));
+    share.count++;
+    share.text += sizeOf(f);
+    (f.state === 'open' ? share.open : share.closed).add(f.id);
   }
 
   async #record(
@@ -298,13 +336,17 @@ export class FailureBook {
       state: 'open',
       action,
     };
-    if (known) this.#text -= sizeOf(known);
+    if (known) {
+      this.#text -= sizeOf(known);
+      const share = this.#shares.get(shareOf(known));
+      if (share) share.text += sizeOf(failure) - sizeOf(known);
+    } else this.#counted(failure);
     this.#text += sizeOf(failure);
     this.#openByThing.set(sameThing(failure), failure.id);
     const written = this.#file.put(failure.id, failure);
     this.#evict();
     if (known) return written;
-    this.#counted(failure.kind);
+    this.#tally(failure.kind);
     // A run's summary was its notice. A dead letter has no summary after it: the main session hears
     // of it once it is on disk, and also when the write failed (the state file logged it): the
     // failure stays listed until a restart.
@@ -323,21 +365,39 @@ export class FailureBook {
     }
   }
 
-  /** Dismissed and replayed failures first, then the oldest open ones. */
+  /**
+   * Over a bound, the hook holding the most (text when the text is over, else failures) gives up its
+   * dismissed and replayed failures first, then its oldest open ones; the others keep theirs.
+   */
   #evict(): void {
     let dropped = 0;
-    while (this.#file.size > MAX_FAILURES || (this.#text > MAX_FAILURE_TEXT && this.#file.size > 1)) {
-      const closed = this.#closed.values().next();
-      const id = closed.done ? this.#file.records.keys().next().value! : closed.value;
+    for (;;) {
+      const overText = this.#text > MAX_FAILURE_TEXT && this.#file.size > 1;
+      if (this.#file.size <= MAX_FAILURES && !overText) break;
+      const [key, share] = this.#largestShare(overText);
+      const id = share.closed.values().next().value ?? share.open.values().next().value!;
       const f = this.#file.get(id)!;
       if (f.state === 'open') {
         dropped++;
         this.#openByThing.delete(sameThing(f));
       }
-      this.#closed.delete(id);
+      share.closed.delete(id);
+      share.open.delete(id);
+      share.count--;
+      share.text -= sizeOf(f);
+      if (share.count === 0) this.#shares.delete(key);
       this.#text -= sizeOf(f);
       void this.#file.remove(id).catch(() => {});
     }
     if (dropped) this.#logger.warn('open failures dropped: the failure book is full', { count: dropped });
+  }
+
+  #largestShare(byText: boolean): [string, Share] {
+    let largest: [string, Share] | undefined;
+    for (const entry of this.#shares) {
+      const [, share] = entry;
+      if (!largest || (byText ? share.text > largest[1].text : share.count > largest[1].count)) largest = entry;
+    }
+    return largest!;
   }
 }

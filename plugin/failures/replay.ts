@@ -200,10 +200,18 @@ export class Replayer {
 
   #prepareDelivery(action: DeliveryAction, hook: string): Prepared {
     checkChannel(action.channel, this.parts.host);
-    const { agentId, channel, to, text } = action;
+    const { agentId, channel, to, text, hookId } = action;
     return {
       kind: 'delivery',
-      delivery: { channel, ...(to !== undefined ? { to } : {}), text, agentId, runId: randomUUID(), hook },
+      delivery: {
+        channel,
+        ...(to !== undefined ? { to } : {}),
+        text,
+        agentId,
+        runId: randomUUID(),
+        hook,
+        ...(hookId !== undefined ? { hookId } : {}),
+      },
     };
   }
 

@@ -4,7 +4,7 @@
 //   echo   a verified body whose `when.path` equals `when.equals` answers { challenge: <challenge path> }
 // A handshake acts on nothing. Every problem names the mapping's key.
 import { refuse } from '../errors.ts';
-import { resolveSecret } from '../settings/secret-values.ts';
+import { longEnough, resolveSecret } from '../settings/secret-values.ts';
 import { sameSecret } from '../verify/proof.ts';
 import { compilePath } from './template.ts';
 
@@ -53,6 +53,8 @@ export function compileHandshake(
     if (h.verifyToken === undefined) problems.push(`${key}.verifyToken is required by kind meta`);
     const token =
       h.verifyToken === undefined ? undefined : resolveSecret(h.verifyToken, `${key}.verifyToken`, problems);
+    // A verify token is a shared secret like a hook token: a short one would be guessed.
+    if (token !== undefined) longEnough(token, `${key}.verifyToken`, problems);
     if (problems.length > before || token === undefined) return undefined;
     const expected = Buffer.from(token, 'utf8');
     return { kind: 'meta', verify: (sent) => sameSecret(sent, expected), accepted: () => token };

@@ -2,7 +2,7 @@
 // checked as always, then their resolved actions are held (held-actions.ts) and answered 202 held;
 // on resume they are carried out in arrival order: wakes as events, runs fed to the run service as
 // its slots free up (never refused by maxQueuedRuns, never more than maxConcurrentRuns at once).
-import { mkdir } from 'node:fs/promises';
+import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { HookError, refuse } from '../errors.ts';
@@ -64,14 +64,35 @@ export class HookPauses {
     const dir = host.stateDir;
     if (dir !== undefined) await mkdir(dir, { recursive: true, mode: 0o700 });
     const file = (name: string): string | undefined => (dir === undefined ? undefined : path.join(dir, name));
+    const pausesFile = file('pauses.jsonl');
+    // Both files are written at every start: a held file without its pauses file lost the latter.
+    const fileLost = pausesFile !== undefined && !(await exists(pausesFile)) && (await exists(file('held.jsonl')!));
     const [pauses, held] = await Promise.all([
-      Pauses.open(file('pauses.jsonl'), host.logger),
+      Pauses.open(pausesFile, host.logger),
       HeldActions.open(file('held.jsonl'), host.logger),
     ]);
-    return new HookPauses(pauses, held, host, runs, snapshot);
+    const hookPauses = new HookPauses(pauses, held, host, runs, snapshot);
+    if (pausesFile !== undefined) await hookPauses.#keepLostPauses(pausesFile, fileLost);
+    return hookPauses;
   }
 
-  /** Carries out what an earlier process held for hooks no longer paused (a crash mid-resume). */
+  /**
+   * Held actions of a hook the pauses file says nothing of (neither its pause nor its resume): the
+   * file lost its state (emptied, deleted, cut). The hook stays paused, on disk, until its owner
+   * resumes it, and the loss is said in one line naming the file: never a silent resume.
+   */
+  async #keepLostPauses(file: string, fileLost: boolean): Promise<void> {
+    const lost = this.held.hooks().filter((hook) => !this.pauses.knows(hook));
+    // At 0: older than any change another instance shared (hooks.sharedState), which then prevails.
+    for (const hook of lost) await this.pauses.set(hook, true, 0);
+    if (!lost.length && !fileLost) return;
+    this.host.logger.warn('pause state lost: hooks holding actions stay paused until resumed', {
+      file,
+      hooks: lost.length ? lost.join(', ') : 'none',
+    });
+  }
+
+  /** Carries out what an earlier process held for hooks it had resumed (a resume a stop cut short). */
   start(): void {
     for (const hook of this.held.hooks()) if (!this.pauses.isPaused(hook)) void this.#drain(hook);
   }
@@ -209,6 +230,7 @@ export class HookPauses {
     const written = Promise.all(held.action.wakes.map((wake) => runWake(wake, this.host, held.idempotency)));
     if (jobs.length) await written;
     for (const job of jobs) {
+      job.hookId = held.hook;
       await this.#freeSlot();
       if (this.#closing.signal.aborted) throw new Error('closing');
       await this.runs.submit([job], held.idempotency);
@@ -235,4 +257,11 @@ export class HookPauses {
   #wakeSlotWaiters(): void {
     for (const wake of [...this.#slotWaiters]) wake();
   }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
 }

@@ -26,7 +26,10 @@ const reasonLine = (text: string): string => truncate(oneLine(text), REASON_MAX)
 
 /** A reply handed to the queue: the delivery and the hook whose run produced it. */
 export interface QueuedReply extends Delivery {
+  /** The run's name, as failures show it. */
   hook: string;
+  /** The endpoint or mapping id that accepted the run (AcceptedRun.hookId). */
+  hookId?: string;
 }
 
 /** A reply that used its tries or was refused for good: what the failure book records. */
@@ -34,6 +37,8 @@ export interface ReplyDeadLetter {
   kind: 'delivery';
   runId: string;
   hook: string;
+  /** The endpoint or mapping id that accepted the run, when known. */
+  hookId?: string;
   agentId: string;
   channel: Delivery['channel'];
   to?: string;
@@ -125,7 +130,14 @@ export class ReplyQueue {
       await replies.history?.added({ ...delivery, at, status: 'recorded' });
       return { outcome: Promise.resolve(factOf(delivery, 'recorded')) };
     }
-    const record: ReplyRecord = { id: randomUUID(), ...delivery, hook: reply.hook, at, status: 'pending' };
+    const record: ReplyRecord = {
+      id: randomUUID(),
+      ...delivery,
+      hook: reply.hook,
+      ...(reply.hookId !== undefined ? { hookId: reply.hookId } : {}),
+      at,
+      status: 'pending',
+    };
     this.#mine.add(record.id);
     // The work first: a crash between the two writes sends a reply the history lacks, never loses one.
     await this.#state.put(record.id, { ...record });
@@ -198,6 +210,7 @@ export class ReplyQueue {
         signal: this.#stop.signal,
         fromPart: record.partsSent ?? 0,
         onPart: (partsSent, ids) => this.#progress(record, partsSent, [...before, ...ids]),
+        maxWaitMs: this.#opts.retry().maxDelaySeconds * 1000,
       });
     } catch (err) {
       // The contract says a try never throws; one that does is a refusal, named without its text.
@@ -297,6 +310,7 @@ export class ReplyQueue {
       kind: 'delivery',
       runId: record.runId,
       hook: record.hook ?? 'unknown',
+      ...(record.hookId !== undefined ? { hookId: record.hookId } : {}),
       agentId: record.agentId,
       channel: record.channel,
       ...(record.to !== undefined ? { to: record.to } : {}),

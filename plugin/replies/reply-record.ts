@@ -13,6 +13,8 @@ export interface ReplyRecord {
   agentId: string;
   /** The hook whose run produced the reply; absent on records kept before it was. */
   hook?: string;
+  /** The endpoint or mapping id that accepted that run (the failure book's fair share). */
+  hookId?: string;
   /** When the reply was queued. */
   at: string;
   status: 'pending' | 'retrying';
@@ -37,6 +39,7 @@ function isReplyRecord(value: unknown): value is ReplyRecord {
     isText(v.runId) &&
     isText(v.agentId) &&
     isOptionalText(v.hook) &&
+    isOptionalText(v.hookId) &&
     isText(v.at) &&
     (v.status === 'pending' || v.status === 'retrying')
   );

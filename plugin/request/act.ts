@@ -17,6 +17,7 @@ import type { BodyHash } from '../dedupe/body-hash.ts';
 import type { ActingPlan } from './plan.ts';
 import type { ServerResponse } from 'node:http';
 import { clientOf, type FollowedRuns, type RunWaiters, type WaitedRun } from '../runs/waiters.ts';
+import { WaitSlots } from '../runs/wait-slots.ts';
 import { outcomesIn, runIdsOf, waitedAnswer } from '../runs/wait-answer.ts';
 
 /** A key's first answer, once its first request has one; 422 when that request had another body. */
@@ -48,6 +49,9 @@ function repeatOf(first: FirstAnswer, key: string): Acted {
 }
 
 export class Actor {
+  /** The waits requests hold now (hooks.maxWaitingRequests). */
+  readonly #waits = new WaitSlots();
+
   constructor(
     private readonly parts: {
       dedupe: DedupeKeys;
@@ -147,9 +151,27 @@ export class Actor {
     requestId: string,
     res: ServerResponse | undefined,
     bodyHash: BodyHash | undefined,
+    client: string,
+  ): Promise<Acted> {
+    // Past hooks.maxWaitingRequests (in all, or this client's), the request acts as one that did
+    // not ask to wait: answered at once, its runs going on.
+    const slot = waitsFor(plan) ? this.#waits.take(client, snap.maxWaitingRequests) : undefined;
+    try {
+      return await this.#act(plan, snap, requestId, res, bodyHash, slot !== undefined);
+    } finally {
+      slot?.();
+    }
+  }
+
+  async #act(
+    plan: ActingPlan,
+    snap: HooksSnapshot,
+    requestId: string,
+    res: ServerResponse | undefined,
+    bodyHash: BodyHash | undefined,
+    wait: boolean,
   ): Promise<Acted> {
     const origin = { hook: plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id, requestId };
-    const wait = waitsFor(plan);
     if (plan.kind === 'each') return this.#eachItemOnce(plan, snap, origin, wait, res);
     const { key } = plan;
     const hash = key && bodyHash;

@@ -176,7 +176,7 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      this.answer(request, plan, await this.parts.actor.act(plan, snap, request.id, res, hash));
+      this.answer(request, plan, await this.parts.actor.act(plan, snap, request.id, res, hash, request.client));
     } catch (err) {
       this.refuse(request, this.refusalOf(err, request));
     }

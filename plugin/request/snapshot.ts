@@ -10,6 +10,7 @@ import type { SharedStateConfig } from '../redis/shared-redis.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
 import type { AddressList } from '../http/address-list.ts';
 import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
+import type { WaitLimits } from '../runs/wait-slots.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy {
@@ -40,6 +41,8 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly retry: Readonly<RetryPolicy>;
   /** hooks.maxWaitSeconds in ms: the longest a waitForCompletion request waits. */
   readonly maxWaitMs: number;
+  /** hooks.maxWaitingRequests: waits under way at once, in all and per client address. */
+  readonly maxWaitingRequests: Readonly<WaitLimits>;
   /** hooks.maxHeld: actions held for paused hooks, in all. */
   readonly maxHeld: number;
   /** hooks.maxHeldBytes: bytes of actions held for paused hooks (their lines on disk), in all. */

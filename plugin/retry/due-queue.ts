@@ -2,6 +2,8 @@
 // the earliest, so ten thousand waiting items cost one timer and nothing while idle. Removal is
 // lazy: a removed or replaced item stays in the heap until it reaches the top and is skipped there.
 
+import { timerDelay } from '../util/time-bounds.ts';
+
 interface Slot<T> {
   id: string;
   at: number;
@@ -13,9 +15,6 @@ interface Slot<T> {
 function before(a: Slot<unknown>, b: Slot<unknown>): boolean {
   return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }
-
-/** Node's timers hold at most 2^31-1 ms; a later item is looked at again then. */
-const LONGEST_TIMER_MS = 2_147_483_647;
 
 export class DueQueue<T> {
   readonly #heap: Slot<T>[] = [];
@@ -81,8 +80,8 @@ export class DueQueue<T> {
     if (this.#timer && this.#timerAt <= top.at) return;
     clearTimeout(this.#timer);
     this.#timerAt = top.at;
-    const wait = Math.min(Math.max(top.at - this.#now(), 0), LONGEST_TIMER_MS);
-    this.#timer = setTimeout(() => this.#fire(), wait);
+    // A later item is looked at again when the longest timer fires.
+    this.#timer = setTimeout(() => this.#fire(), timerDelay(top.at - this.#now()));
     // Waiting items never keep the process alive on their own.
     this.#timer.unref();
   }

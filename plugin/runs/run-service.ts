@@ -330,6 +330,7 @@ export class RunService {
           runId: job.runId,
           agentId: job.agentId,
           hook: job.name,
+          ...(job.hookId !== undefined ? { hookId: job.hookId } : {}),
         });
         delivery = receipt.outcome;
       } catch (err) {

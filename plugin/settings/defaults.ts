@@ -13,6 +13,8 @@ export const DEFAULTS = Object.freeze({
   sharedStateKeyPrefix: 'hookgate:',
   retry: Object.freeze({ attempts: 5, initialDelaySeconds: 10, maxDelaySeconds: 3600 }),
   maxWaitSeconds: 120,
+  /** Requests waiting for their runs at once: each holds a connection (a descriptor) meanwhile. */
+  maxWaitingRequests: Object.freeze({ total: 256, perClient: 32 }),
   maxHeld: 10_000,
   /** 1 GiB. */
   maxHeldBytes: 1_073_741_824,

@@ -217,6 +217,17 @@ test('handshake and respond problems stop the config with the key named', async 
       /needs match.path/,
     ],
     [
+      // A verify token is a shared secret like any other: 16 bytes at least (`Ab` would be guessed).
+      {
+        id: 'w',
+        match: { path: 'w' },
+        action: 'wake',
+        textTemplate: 'x',
+        handshake: { kind: 'meta', verifyToken: 'Ab' },
+      },
+      /hooks\.mappings\[0\] \(id "w"\)\.handshake\.verifyToken must be at least 16 bytes/,
+    ],
+    [
       { id: 'p', match: { path: 'p' }, action: 'wake', textTemplate: 'x', maxParts: 3 },
       /maxParts needs body "multipart"/,
     ],

@@ -136,7 +136,7 @@ test('429 with Retry-After: the announced wait is honoured; GET /api/runs shows 
     // The second try waits until the test has seen the run retrying.
     void released.then(() => completion(res, 'after the wait'));
   };
-  await withRetries({ attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
+  await withRetries({ attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 5 }, answer, async (f) => {
     const runId = await f.agent({ message: 'busy provider', name: 'Busy' });
     const retrying = await eventually(async () => {
       const run = await f.admin(`/api/runs/${runId}`);
@@ -146,7 +146,7 @@ test('429 with Retry-After: the announced wait is honoured; GET /api/runs shows 
     assert.equal(retrying.attempts[0].status, 'error');
     assert.match(retrying.attempts[0].error, /HTTP 429/);
     assert.match(retrying.error, /HTTP 429/);
-    // Retry-After (1 s) is longer than the policy's cap (0.1 s): it wins.
+    // Retry-After (1 s) is longer than the backoff (0.1 s) and within the cap (5 s): it wins.
     assert.ok(
       Date.parse(retrying.nextAttemptAt) - Date.parse(retrying.attempts[0].at) >= 1000,
       JSON.stringify(retrying),
@@ -167,7 +167,7 @@ test('a Retry-After given as an HTTP date is honoured too', async () => {
     ++calls === 1
       ? failWith(res, 503, { 'retry-after': new Date(Date.now() + 3000).toUTCString() })
       : completion(res, 'back');
-  await withRetries({ attempts: 2, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 }, answer, async (f) => {
+  await withRetries({ attempts: 2, initialDelaySeconds: 0.1, maxDelaySeconds: 5 }, answer, async (f) => {
     const runId = await f.agent({ message: 'later', name: 'Dated' });
     const run = await f.final(runId);
     assert.equal(run.status, 'ok');

@@ -20,7 +20,8 @@ before(async () => {
   const dir = await tempStateDir();
   await writeConfig(dir, {
     channels: channelsConfig(fakes),
-    hooks: { retry: { attempts: ATTEMPTS, initialDelaySeconds: 0.1, maxDelaySeconds: 0.2 } },
+    // The backoff stays short (0.1 s, then 0.2 s); the cap lets the platforms' announced waits (1-2 s) hold.
+    hooks: { retry: { attempts: ATTEMPTS, initialDelaySeconds: 0.1, maxDelaySeconds: 5 } },
   });
   gw = await spawnGateway(dir);
 });

@@ -61,3 +61,23 @@ test('an announced wait holds the recipient; closing refuses what still waits', 
   await assert.rejects(waiting, PacerClosedError);
   busy();
 });
+
+test('a hold past the longest timer (25 days) sets no overflowing timer: no warning, nothing spins', async () => {
+  const warnings: string[] = [];
+  const onWarning = (w: Error): void => void warnings.push(w.name);
+  process.on('warning', onWarning);
+  const pacer = new Pacer({ recipient: () => [], all: [] });
+  try {
+    const first = await pacer.turn('a');
+    first({ ms: 25 * 24 * 3600 * 1000, scope: 'channel' });
+    const held = pacer.turn('a');
+    held.catch(() => {});
+    // Warnings are emitted on a later tick: a few turns of the loop show them if there are any.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(warnings, []);
+    assert.equal(pacer.waiting, 1, 'still held');
+  } finally {
+    pacer.close();
+    process.off('warning', onWarning);
+  }
+});

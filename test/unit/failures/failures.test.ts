@@ -195,6 +195,38 @@ test('over the count bound, dismissed and replayed failures go first, then the o
   }
 });
 
+test('over the count bound, the hook holding the most gives up its own; another hook keeps its failures', async () => {
+  const book = await FailureBook.open(undefined, recordingSessions(), () => {});
+  const record = (n: number, hookId: string) =>
+    book.record({
+      kind: 'delivery',
+      runId: `run-${hookId}-${n}`,
+      // The name a sender chose says nothing of the share: each flooded failure has its own.
+      hook: `name ${n}`,
+      hookId,
+      agentId: 'main',
+      channel: 'telegram',
+      attempts: 1,
+      lastError: 'failed',
+      text: `text ${n}`,
+      firstAt: '2026-11-28T10:00:00.000Z',
+      lastAt: '2026-11-28T10:00:00.000Z',
+    });
+  try {
+    await record(0, 'alerts');
+    await record(1, 'alerts');
+    await book.dismiss(findByRun(book, 'run-alerts-1')!.id);
+    for (let n = 0; n < MAX_FAILURES + 50; n++) await record(n, 'agent');
+    assert.ok(findByRun(book, 'run-alerts-0'), "the other hook's open failure stays");
+    assert.ok(findByRun(book, 'run-alerts-1'), "and its dismissed one too: the flood's share pays");
+    assert.equal(findByRun(book, 'run-agent-51'), undefined, "the flood's oldest went");
+    assert.ok(findByRun(book, 'run-agent-52'));
+    assert.ok(findByRun(book, `run-agent-${MAX_FAILURES + 49}`));
+  } finally {
+    await book.close();
+  }
+});
+
 function findByRun(book: FailureBook, runId: string): { id: string } | undefined {
   let before: number | undefined;
   for (;;) {

@@ -54,3 +54,16 @@ test("a downstream's announced wait wins when it is longer, never when shorter",
     10_000,
   );
 });
+
+test('an announced wait is honoured up to maxDelaySeconds: days, Infinity and times past the dates wait the cap', () => {
+  const cap = policy.maxDelaySeconds * 1000;
+  for (const announced of [25 * 24 * 3600 * 1000, 1e20, Number.POSITIVE_INFINITY]) {
+    assert.equal(
+      retryDelayMs(policy, 1, announced, () => 1),
+      cap,
+      String(announced),
+    );
+  }
+  // The wait leaves a time a Date can hold.
+  assert.doesNotThrow(() => new Date(Date.now() + retryDelayMs(policy, 1, 1e20)).toISOString());
+});
