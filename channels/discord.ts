@@ -17,7 +17,7 @@ export function discordSender(block: ChannelBlock, redactor: () => Redactor): Pl
     const url = block.secretUrl('webhookUrl');
     if (url === undefined) return undefined;
     const call = (req: { method?: 'GET'; body?: unknown; query?: string }, signal: AbortSignal) =>
-      discordCall(`${url}${req.query ?? ''}`, {}, req, redactor, signal);
+      discordCall(`${url}${req.query ?? ''}`, {}, { ...req, timeoutMs: block.timeoutMs }, redactor, signal);
     return {
       limit: { max: 2000 },
       pacing: {
@@ -55,14 +55,20 @@ export function discordSender(block: ChannelBlock, redactor: () => Redactor): Pl
       const r = await discordCall(
         `${root}/channels/${encodeURIComponent(to)}/messages`,
         auth,
-        { body: { content: text, allowed_mentions: { parse: [] } } },
+        { body: { content: text, allowed_mentions: { parse: [] } }, timeoutMs: block.timeoutMs },
         redactor,
         signal,
       );
       return r.kind === 'ok' ? sentIds(r) : r;
     },
     async check(signal): Promise<CheckResult> {
-      const r = await discordCall(`${root}/users/@me`, auth, { method: 'GET' }, redactor, signal);
+      const r = await discordCall(
+        `${root}/users/@me`,
+        auth,
+        { method: 'GET', timeoutMs: block.timeoutMs },
+        redactor,
+        signal,
+      );
       if (r.kind !== 'ok') return { ok: false, detail: r.description };
       return { ok: true, detail: `bot ${str(field(r.json, 'username')) ?? '?'}` };
     },
@@ -72,11 +78,11 @@ export function discordSender(block: ChannelBlock, redactor: () => Redactor): Pl
 async function discordCall(
   url: string,
   headers: Record<string, string>,
-  req: { method?: 'GET'; body?: unknown },
+  req: { method?: 'GET'; body?: unknown; timeoutMs: number },
   redactor: () => Redactor,
   signal: AbortSignal,
 ): Promise<Result> {
-  return call({ url, headers, method: req.method, body: req.body }, redactor(), signal, (a) =>
+  return call({ url, headers, method: req.method, body: req.body, timeoutMs: req.timeoutMs }, redactor(), signal, (a) =>
     failure(a, redactor(), describe(a), {
       ms: secondsToMs(field(a.json, 'retry_after')),
       scope: field(a.json, 'global') === true ? 'channel' : 'recipient',

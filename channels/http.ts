@@ -1,13 +1,13 @@
 // One HTTP exchange with a platform, and the readings every sender shares: the answer's JSON, the
 // wait a 429 announces, and the outcome of a status without a platform-specific body. Every text
-// that leaves here has been through the redactor.
+// that leaves here has been through the redactor. An exchange is bounded from the request to the
+// answer's last byte (the channel's timeoutSeconds): a platform that stalls mid-body fails the try.
 
 import type { Redactor } from './redact.ts';
 import type { SendOutcome } from './types.ts';
 import { errorMessage } from '../plugin/util/errors.ts';
+import { boundedFetch, ExchangeTimeout } from '../plugin/util/bounded-fetch.ts';
 
-/** No platform takes this long to accept one message; past it the attempt counts as unanswered. */
-const REQUEST_TIMEOUT_MS = 30_000;
 /** Enough of an answer to read a message id or an error; a larger body is cut there. */
 const MAX_ANSWER_BYTES = 256 * 1024;
 
@@ -26,29 +26,44 @@ export interface Request {
   headers?: Record<string, string>;
   /** Sent as JSON. */
   body?: unknown;
+  /** From the request to the answer's last byte (channels.<name>.timeoutSeconds, ChannelBlock.timeoutMs). */
+  timeoutMs: number;
 }
 
-/** The answer, or the retryable outcome of a request that got none (network error, timeout). */
+/**
+ * The answer, or the retryable outcome of a request that got none (network error, no whole answer in
+ * time, the stop). A body the connection cut short still tells what it can.
+ */
 export async function exchange(req: Request, redactor: Redactor, signal: AbortSignal): Promise<Answer | Failed> {
-  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-  let res: Response;
+  const { timeoutMs } = req;
+  let res: Awaited<ReturnType<typeof boundedFetch>>;
   try {
-    res = await fetch(req.url, {
-      method: req.method ?? 'POST',
-      headers: {
-        accept: 'application/json',
-        ...(req.body !== undefined ? { 'content-type': 'application/json; charset=utf-8' } : {}),
-        ...req.headers,
+    res = await boundedFetch(
+      req.url,
+      {
+        method: req.method ?? 'POST',
+        headers: {
+          accept: 'application/json',
+          ...(req.body !== undefined ? { 'content-type': 'application/json; charset=utf-8' } : {}),
+          ...req.headers,
+        },
+        body: req.body !== undefined ? JSON.stringify(req.body) : undefined,
+        redirect: 'error',
       },
-      body: req.body !== undefined ? JSON.stringify(req.body) : undefined,
-      signal: AbortSignal.any([signal, timeout]),
-      redirect: 'error',
-    });
+      { timeoutMs, signal, maxBytes: MAX_ANSWER_BYTES },
+    );
   } catch (err) {
-    const why = timeout.aborted ? 'no answer within 30 s' : networkReason(err);
+    const why =
+      err instanceof ExchangeTimeout
+        ? err.phase === 'headers'
+          ? `no answer within ${timeoutMs / 1000} s`
+          : `the answer stalled: not whole within ${timeoutMs / 1000} s`
+        : signal.aborted
+          ? 'stopped before the platform answered'
+          : networkReason(err);
     return { kind: 'retryable', description: redactor.clean(why) };
   }
-  const text = await readCapped(res);
+  const text = res.body.toString('utf8');
   let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;
@@ -65,28 +80,6 @@ function networkReason(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   const what = cause?.code ?? cause?.message ?? errorMessage(err);
   return `could not reach the platform: ${what}`;
-}
-
-async function readCapped(res: Response): Promise<string> {
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      bytes += value.byteLength;
-      if (bytes >= MAX_ANSWER_BYTES) {
-        await reader.cancel();
-        break;
-      }
-    }
-  } catch {
-    // A body cut short still tells what it can.
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /**

@@ -15,7 +15,13 @@ export function imessageSender(block: ChannelBlock, redactor: () => Redactor): P
   const password = block.secret('password');
   const serverCall = (path: string, body: unknown, signal: AbortSignal): Promise<Result> => {
     const url = `${root}${path}?password=${encodeURIComponent(password ?? '')}`;
-    return call({ url, method: body === undefined ? 'GET' : 'POST', body }, redactor(), signal, (a) => {
+    const req = {
+      url,
+      method: body === undefined ? ('GET' as const) : ('POST' as const),
+      body,
+      timeoutMs: block.timeoutMs,
+    };
+    return call(req, redactor(), signal, (a) => {
       const message = str(field(a.json, 'message'));
       const inner = str(field(field(a.json, 'error'), 'message'));
       return failure(a, redactor(), inner && inner !== message ? `${message ?? 'error'}: ${inner}` : message);

@@ -23,7 +23,13 @@ export function mattermostSender(block: ChannelBlock, redactor: () => Redactor):
       needsRecipient: false,
       async send(to, text, signal) {
         // A webhook may post elsewhere than its own channel when it is allowed to: `to` names it.
-        const r = await mattermostCall(url, {}, { body: to ? { text, channel: to } : { text } }, redactor, signal);
+        const r = await mattermostCall(
+          url,
+          {},
+          { body: to ? { text, channel: to } : { text }, timeoutMs: block.timeoutMs },
+          redactor,
+          signal,
+        );
         return r.kind === 'ok' ? { kind: 'sent', messageIds: [] } : r;
       },
       check: () =>
@@ -47,7 +53,7 @@ export function mattermostSender(block: ChannelBlock, redactor: () => Redactor):
       const r = await mattermostCall(
         `${root}/api/v4/posts`,
         auth,
-        { body: { channel_id: to, message: text } },
+        { body: { channel_id: to, message: text }, timeoutMs: block.timeoutMs },
         redactor,
         signal,
       );
@@ -56,7 +62,13 @@ export function mattermostSender(block: ChannelBlock, redactor: () => Redactor):
       return { kind: 'sent', messageIds: id ? [id] : [] };
     },
     async check(signal): Promise<CheckResult> {
-      const r = await mattermostCall(`${root}/api/v4/users/me`, auth, { method: 'GET' }, redactor, signal);
+      const r = await mattermostCall(
+        `${root}/api/v4/users/me`,
+        auth,
+        { method: 'GET', timeoutMs: block.timeoutMs },
+        redactor,
+        signal,
+      );
       if (r.kind !== 'ok') return { ok: false, detail: r.description };
       return { ok: true, detail: `user @${str(field(r.json, 'username')) ?? '?'}` };
     },
@@ -66,7 +78,7 @@ export function mattermostSender(block: ChannelBlock, redactor: () => Redactor):
 async function mattermostCall(
   url: string,
   headers: Record<string, string>,
-  req: { method?: 'GET'; body?: unknown },
+  req: { method?: 'GET'; body?: unknown; timeoutMs: number },
   redactor: () => Redactor,
   signal: AbortSignal,
 ): Promise<Result> {

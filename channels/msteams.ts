@@ -38,7 +38,7 @@ export function msteamsSender(block: ChannelBlock, redactor: () => Redactor): Pl
     pacing: { recipient: () => [], all: [{ count: 4, perMs: 1000 }] },
     needsRecipient: false,
     async send(_to, text, signal) {
-      const a = await exchange({ url, body: card(text) }, redactor(), signal);
+      const a = await exchange({ url, body: card(text), timeoutMs: block.timeoutMs }, redactor(), signal);
       if (!isAnswer(a)) return a;
       if (a.status >= 200 && a.status < 300) return { kind: 'sent', messageIds: [] };
       const error = field(a.json, 'error');

@@ -4,6 +4,9 @@
 
 import { readSecretFile, resolveSecret } from '../plugin/kits/config.ts';
 
+/** No platform takes this long to accept one message; past it the attempt counts as unanswered. */
+const DEFAULT_TIMEOUT_MS = 30_000;
+
 export type RawChannel = Record<string, unknown>;
 
 export class ChannelBlock {
@@ -63,6 +66,12 @@ export class ChannelBlock {
       return undefined;
     }
     return v.replace(/\/+$/, '');
+  }
+
+  /** `timeoutSeconds` in ms: one request to the platform, from sending it to its answer's last byte. */
+  get timeoutMs(): number {
+    const seconds = this.raw.timeoutSeconds;
+    return typeof seconds === 'number' ? Math.round(seconds * 1000) : DEFAULT_TIMEOUT_MS;
   }
 
   /** `apiRoot`: the origin replacing the platform's own (tests point it at a fake). */

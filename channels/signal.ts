@@ -13,8 +13,11 @@ export function signalSender(block: ChannelBlock, redactor: () => Redactor): Pla
   const root = block.url('url', block.text('url', true));
   const number = block.text('number', true);
   const signalCall = (path: string, body: unknown, signal: AbortSignal): Promise<Result> =>
-    call({ url: `${root}${path}`, method: body === undefined ? 'GET' : 'POST', body }, redactor(), signal, (a) =>
-      failure(a, redactor(), str(field(a.json, 'error'))),
+    call(
+      { url: `${root}${path}`, method: body === undefined ? 'GET' : 'POST', body, timeoutMs: block.timeoutMs },
+      redactor(),
+      signal,
+      (a) => failure(a, redactor(), str(field(a.json, 'error'))),
     );
   return {
     limit: { max: 2000 },

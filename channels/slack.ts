@@ -16,14 +16,14 @@ export function slackSender(block: ChannelBlock, redactor: () => Redactor): Plat
   if (block.has('webhookUrl')) {
     if (block.has('botToken')) block.problems.push(`${block.key}: give botToken or webhookUrl, not both`);
     const url = block.secretUrl('webhookUrl');
-    return url === undefined ? undefined : slackWebhook(url, redactor);
+    return url === undefined ? undefined : slackWebhook(url, redactor, block.timeoutMs);
   }
   if (!block.has('botToken')) return undefined;
   const token = block.secret('botToken');
   const root = block.apiRoot('https://slack.com');
   const call = async (method: string, body: unknown, signal: AbortSignal): Promise<Result> => {
     const a = await exchange(
-      { url: `${root}/api/${method}`, headers: { authorization: `Bearer ${token}` }, body },
+      { url: `${root}/api/${method}`, headers: { authorization: `Bearer ${token}` }, body, timeoutMs: block.timeoutMs },
       redactor(),
       signal,
     );
@@ -60,13 +60,13 @@ export function slackSender(block: ChannelBlock, redactor: () => Redactor): Plat
   };
 }
 
-function slackWebhook(url: string, redactor: () => Redactor): PlatformSender {
+function slackWebhook(url: string, redactor: () => Redactor, timeoutMs: number): PlatformSender {
   return {
     limit: { max: 4000 },
     pacing: { recipient: () => ONE_PER_SECOND, all: ONE_PER_SECOND },
     needsRecipient: false,
     async send(_to, text, signal) {
-      const a = await exchange({ url, body: { text } }, redactor(), signal);
+      const a = await exchange({ url, body: { text }, timeoutMs }, redactor(), signal);
       if (!isAnswer(a)) return a;
       // The webhook answers the text "ok", and no message id.
       if (a.status === 200) return { kind: 'sent', messageIds: [] };
@@ -74,7 +74,7 @@ function slackWebhook(url: string, redactor: () => Redactor): PlatformSender {
     },
     async check(signal): Promise<CheckResult> {
       // A payload without text posts nothing: a live webhook refuses it with "no_text".
-      const a = await exchange({ url, body: {} }, redactor(), signal);
+      const a = await exchange({ url, body: {}, timeoutMs }, redactor(), signal);
       if (!isAnswer(a)) return { ok: false, detail: a.description };
       if (a.status === 400 && a.text.trim() === 'no_text')
         return { ok: true, detail: 'incoming webhook answers (the channel it posts to is not shown without posting)' };

@@ -16,7 +16,7 @@ export function telegramSender(block: ChannelBlock, redactor: () => Redactor): P
   const base = `${block.apiRoot('https://api.telegram.org')}/bot${token}`;
   const call = async (method: string, body: unknown, signal: AbortSignal): Promise<Result> => {
     const a = await exchange(
-      { url: `${base}/${method}`, method: body === undefined ? 'GET' : 'POST', body },
+      { url: `${base}/${method}`, method: body === undefined ? 'GET' : 'POST', body, timeoutMs: block.timeoutMs },
       redactor(),
       signal,
     );

@@ -21,8 +21,11 @@ export function whatsappSender(block: ChannelBlock, redactor: () => Redactor): P
   const base = `${block.apiRoot('https://graph.facebook.com')}/${version}/${encodeURIComponent(phoneNumberId ?? '')}`;
   const auth = { authorization: `Bearer ${token}` };
   const graphCall = (url: string, body: unknown, signal: AbortSignal): Promise<Result> =>
-    call({ url, headers: auth, method: body === undefined ? 'GET' : 'POST', body }, redactor(), signal, (a) =>
-      graphFailure(a, redactor()),
+    call(
+      { url, headers: auth, method: body === undefined ? 'GET' : 'POST', body, timeoutMs: block.timeoutMs },
+      redactor(),
+      signal,
+      (a) => graphFailure(a, redactor()),
     );
   return {
     limit: { max: 4096 },

@@ -12,6 +12,8 @@ export interface AccessTokenOptions {
   credentials: GmailCredentials;
   tokenUrl: string;
   timeoutMs?: number;
+  /** Ends a refresh under way at once (the watcher's stop). */
+  signal?: AbortSignal;
   now?: () => number;
 }
 
@@ -66,6 +68,7 @@ export class AccessTokenSource {
         refresh_token: credentials.refresh_token,
       },
       timeoutMs: this.#options.timeoutMs,
+      signal: this.#options.signal,
     });
     if (typeof body.access_token !== 'string' || body.access_token === '') {
       throw new Error('access token refresh failed: the token endpoint answered without an access_token');

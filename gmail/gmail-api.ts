@@ -44,6 +44,8 @@ export interface GmailApiOptions {
   baseUrl: string;
   tokens: AccessTokenSource;
   timeoutMs?: number;
+  /** Ends every call under way at once (the watcher's stop). */
+  signal?: AbortSignal;
 }
 
 /** Gmail caps history pages at 500 entries; fewer, larger pages mean fewer calls. */
@@ -72,7 +74,14 @@ export class GmailApi {
     } = {},
   ): Promise<T> {
     return this.#options.tokens.authorized((accessToken) =>
-      googleRequest<T>({ step, url: this.#url(path), accessToken, timeoutMs: this.#options.timeoutMs, ...init }),
+      googleRequest<T>({
+        step,
+        url: this.#url(path),
+        accessToken,
+        timeoutMs: this.#options.timeoutMs,
+        signal: this.#options.signal,
+        ...init,
+      }),
     );
   }
 

@@ -1,7 +1,9 @@
 // One JSON request to a Google API, and the one error every Google failure becomes. GoogleApiError
 // names the step that failed, Google's HTTP status and its error status/reason, and what to do next.
 // Tokens never go into a message: they travel only in the Authorization header or a form body, and
-// anything in Google's own message that looks like one is masked.
+// anything in Google's own message that looks like one is masked. A request is bounded from its start
+// to the answer's last byte (timeoutMs), and its signal (the watcher's stop) ends it at once.
+import { boundedFetch, ExchangeTimeout } from '../plugin/util/bounded-fetch.ts';
 
 export interface GoogleRequestOptions {
   /** What hookgate was doing, for the error: "gmail history.list", "token refresh", … */
@@ -16,8 +18,9 @@ export interface GoogleRequestOptions {
   json?: unknown;
   /** An application/x-www-form-urlencoded body (the OAuth token endpoint). */
   form?: Record<string, string>;
-  /** Default 30 s. */
+  /** From the request to the answer's last byte. Default 30 s. */
   timeoutMs?: number;
+  /** Ends the request at once (a stop): it rejects with the signal's reason. */
   signal?: AbortSignal;
 }
 
@@ -81,28 +84,33 @@ export async function googleRequest<T = Record<string, unknown>>(options: Google
     headers['content-type'] = 'application/json';
     body = JSON.stringify(options.json);
   }
-  const timeout = AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-  let response: Response;
-  let text: string;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  let response: Awaited<ReturnType<typeof boundedFetch>>;
   try {
-    response = await fetch(url, {
-      method: options.method ?? (body === undefined ? 'GET' : 'POST'),
-      headers,
-      body,
-      signal,
-    });
-    text = await response.text();
+    response = await boundedFetch(
+      url,
+      { method: options.method ?? (body === undefined ? 'GET' : 'POST'), headers, body },
+      { timeoutMs, signal: options.signal },
+    );
   } catch (err) {
     if (options.signal?.aborted) throw err;
-    const timedOut = timeout.aborted;
+    const timedOut = err instanceof ExchangeTimeout;
     throw new GoogleApiError({
       step: options.step,
       status: 0,
       reason: timedOut ? 'timeout' : 'network',
-      googleMessage: timedOut ? `no answer within ${options.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms` : networkCause(err),
+      googleMessage: timedOut ? `no whole answer within ${timeoutMs} ms` : networkCause(err),
     });
   }
+  if (response.cut !== undefined) {
+    throw new GoogleApiError({
+      step: options.step,
+      status: 0,
+      reason: 'network',
+      googleMessage: networkCause(response.cut),
+    });
+  }
+  const text = response.body.toString('utf8');
   let parsed: unknown = {};
   if (text.trim() !== '') {
     try {

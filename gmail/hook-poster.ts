@@ -1,8 +1,10 @@
 // Posts messages to <hooks.path>/gmail with the hook token, in batches that fit the hook's body limit.
 // A 413 splits the batch in halves, down to single messages (a single one is then sent without its
 // body); nothing is posted twice in a row and nothing loops. Any other failure is thrown for the
-// watcher to retry later: the caller moves its cursor only when every batch was answered 2xx.
+// watcher to retry later: the caller moves its cursor only when every batch was answered 2xx. Each
+// request is bounded from its start to the answer's last byte (timeoutMs, default 60 s).
 import type { HookMessage } from './message-to-text.ts';
+import { boundedFetch } from '../plugin/util/bounded-fetch.ts';
 
 export interface HookTarget {
   /** The full URL of the gmail hook, e.g. http://127.0.0.1:18789/hooks/gmail. */
@@ -90,16 +92,21 @@ async function postSplitting(batch: HookMessage[], target: HookTarget, result: P
 /** One request: the status when it is 2xx or 413; any other answer or failure is thrown. */
 async function postOnce(batch: HookMessage[], target: HookTarget, result: PostResult): Promise<number> {
   result.requests++;
-  let response: Response;
+  let response: Awaited<ReturnType<typeof boundedFetch>>;
   let text: string;
   try {
-    response = await fetch(target.url, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${target.token}`, 'content-type': 'application/json' },
-      body: bodyOf(batch),
-      signal: AbortSignal.timeout(target.timeoutMs ?? 60_000),
-    });
-    text = await response.text();
+    response = await boundedFetch(
+      target.url,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${target.token}`, 'content-type': 'application/json' },
+        body: bodyOf(batch),
+      },
+      { timeoutMs: target.timeoutMs ?? 60_000 },
+    );
+    // The hook's answer cut short: its outcome is unknown, so the batch is posted again later.
+    if (response.cut !== undefined) throw new Error('the answer was cut short', { cause: response.cut });
+    text = response.body.toString('utf8');
   } catch (err) {
     const cause = (err as { cause?: { code?: unknown }; name?: string }).cause?.code;
     throw new HookPostError(

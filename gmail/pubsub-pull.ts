@@ -16,6 +16,8 @@ export interface PubSubPullOptions {
   project: string;
   subscription: string;
   tokens: AccessTokenSource;
+  /** Ends an acknowledge under way at once (the watcher's stop); a pull takes its own. */
+  signal?: AbortSignal;
 }
 
 /** Long enough for Google's long-poll, short enough to notice a dead connection. */
@@ -67,6 +69,7 @@ export class PubSubPull {
         url: `${this.#options.baseUrl}/${this.subscriptionPath}:acknowledge`,
         accessToken,
         json: { ackIds },
+        signal: this.#options.signal,
       }),
     );
   }

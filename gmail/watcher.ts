@@ -163,8 +163,10 @@ export class GmailWatcher {
     // One client for the renewal and the sync loops, built once (and again after a revoked grant).
     this.#client ??= readGmailCredentials(this.#o.stateDir, this.#o.settings.account).then(
       (credentials) => {
-        const tokens = new AccessTokenSource({ credentials, tokenUrl: this.#o.endpoints.token });
-        return { tokens, gmail: new GmailApi({ baseUrl: this.#o.endpoints.gmail, tokens }) };
+        // The stop ends any Google call under way: a stalled peer never holds the gateway's stop.
+        const signal = this.#stop.signal;
+        const tokens = new AccessTokenSource({ credentials, tokenUrl: this.#o.endpoints.token, signal });
+        return { tokens, gmail: new GmailApi({ baseUrl: this.#o.endpoints.gmail, tokens, signal }) };
       },
       (err: unknown) => {
         this.#client = undefined;
@@ -249,6 +251,7 @@ export class GmailWatcher {
           project: settings.project,
           subscription: settings.subscription,
           tokens,
+          signal: this.#stop.signal,
         });
         if (!mustSync) {
           const began = Date.now();

@@ -26,7 +26,8 @@ before(async () => {
   const dir = await tempStateDir();
   configPath = await writeConfig(dir, {
     channels: channelsConfig(fakes),
-    hooks: { retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.5 } },
+    // A short backoff; a cap above the platforms' announced waits (1.2 s), which are honoured up to it.
+    hooks: { retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 5 } },
   });
   gw = await spawnGateway(dir);
 });

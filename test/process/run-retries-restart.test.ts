@@ -34,7 +34,8 @@ function finalRun(gw: SpawnedGateway, runId: string): Promise<any> {
 
 async function config(dir: string, baseUrl: string): Promise<void> {
   await writeConfig(dir, {
-    hooks: { retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 0.1 } },
+    // A short backoff; a cap above the provider's Retry-After (2 s), which is honoured up to it.
+    hooks: { retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 5 } },
     models: { providers: { fake: { baseUrl } } },
     agents: { defaults: { models: ['fake/m'] }, list: [{ id: 'main', default: true }] },
   });

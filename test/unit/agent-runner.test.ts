@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgentRunner, retryAfterMs } from '../../plugin/hosts/standalone/server/agent-runner.ts';
 import type { RunnerConfig, TurnOutcome } from '../../plugin/hosts/standalone/server/agent-runner.ts';
+import { waitUntil } from '../helpers/common.ts';
 
 const API_KEY = 'sk-test-SECRET-0123456789abcdef';
 
@@ -56,13 +57,21 @@ function assertError(outcome: TurnOutcome, pattern: RegExp): string {
 
 test('echo: replies with the prompt verbatim, default model is echo/echo', async () => {
   const prompt = 'Hello\n  multi-line 🎉 "quoted"';
-  assert.deepEqual(await runner({}).run({ prompt, signal: signal() }), { status: 'ok', reply: prompt });
-  assert.deepEqual(await runner({ defaultModel: '' }).run({ prompt, signal: signal() }), {
+  assert.deepEqual(await runner({}).run({ prompt, timeoutMs: 30_000, signal: signal() }), {
+    status: 'ok',
+    reply: prompt,
+  });
+  assert.deepEqual(await runner({ defaultModel: '' }).run({ prompt, timeoutMs: 30_000, signal: signal() }), {
     status: 'ok',
     reply: prompt,
   });
   assert.deepEqual(
-    await runner({ defaultModel: 'nope/x' }).run({ prompt, model: 'echo/any/thing', signal: signal() }),
+    await runner({ defaultModel: 'nope/x' }).run({
+      prompt,
+      model: 'echo/any/thing',
+      timeoutMs: 30_000,
+      signal: signal(),
+    }),
     {
       status: 'ok',
       reply: prompt,
@@ -73,12 +82,15 @@ test('echo: replies with the prompt verbatim, default model is echo/echo', async
 test('model refs: unknown provider and refs without a slash are errors naming them', async () => {
   const r = runner({});
   assertError(
-    await r.run({ prompt: 'x', model: 'mystery/gpt-9', signal: signal() }),
+    await r.run({ prompt: 'x', model: 'mystery/gpt-9', timeoutMs: 30_000, signal: signal() }),
     /^unknown model provider "mystery" \(model "mystery\/gpt-9"\)$/,
   );
-  assertError(await r.run({ prompt: 'x', model: 'noslash', signal: signal() }), /"noslash"/);
-  assertError(await r.run({ prompt: 'x', model: '/model', signal: signal() }), /"\/model"/);
-  assertError(await r.run({ prompt: 'x', model: 'toString/x', signal: signal() }), /unknown model provider "toString"/);
+  assertError(await r.run({ prompt: 'x', model: 'noslash', timeoutMs: 30_000, signal: signal() }), /"noslash"/);
+  assertError(await r.run({ prompt: 'x', model: '/model', timeoutMs: 30_000, signal: signal() }), /"\/model"/);
+  assertError(
+    await r.run({ prompt: 'x', model: 'toString/x', timeoutMs: 30_000, signal: signal() }),
+    /unknown model provider "toString"/,
+  );
 });
 
 test('openai-compatible provider: request shape and completion', async () => {
@@ -94,7 +106,13 @@ test('openai-compatible provider: request shape and completion', async () => {
     },
     async (base) => {
       const r = runner({ providers: { local: { baseUrl: `${base}/v1/`, apiKey: API_KEY } } });
-      const outcome = await r.run({ prompt: 'ping', model: 'local/org/model-7b', thinking: 'high', signal: signal() });
+      const outcome = await r.run({
+        prompt: 'ping',
+        model: 'local/org/model-7b',
+        thinking: 'high',
+        timeoutMs: 30_000,
+        signal: signal(),
+      });
       assert.deepEqual(outcome, { status: 'ok', reply: 'pong' });
 
       assert.equal(seen.length, 1);
@@ -111,7 +129,10 @@ test('openai-compatible provider: request shape and completion', async () => {
 
       // Without apiKey and thinking: no auth header, no reasoning_effort; default model used.
       const plain = runner({ defaultModel: 'bare/m', providers: { bare: { baseUrl: `${base}/?tenant=a` } } });
-      assert.deepEqual(await plain.run({ prompt: 'hi', signal: signal() }), { status: 'ok', reply: 'pong' });
+      assert.deepEqual(await plain.run({ prompt: 'hi', timeoutMs: 30_000, signal: signal() }), {
+        status: 'ok',
+        reply: 'pong',
+      });
       const s2 = seen[1]!;
       assert.equal(s2.url, '/chat/completions?tenant=a');
       assert.equal(s2.headers.authorization, undefined);
@@ -139,7 +160,7 @@ test('openai-compatible provider: content given as an array of parts is joined',
       }),
     async (base) => {
       const r = runner({ providers: { p: { baseUrl: base } } });
-      assert.deepEqual(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), {
+      assert.deepEqual(await r.run({ prompt: 'x', model: 'p/m', timeoutMs: 30_000, signal: signal() }), {
         status: 'ok',
         reply: 'Hello, world',
       });
@@ -152,7 +173,10 @@ test('openai-compatible provider: a configured provider named echo replaces the 
     (_req, _body, res) => json(res, 200, { choices: [{ message: { content: 'from server' } }] }),
     async (base) => {
       const r = runner({ providers: { echo: { baseUrl: base } } });
-      assert.deepEqual(await r.run({ prompt: 'x', signal: signal() }), { status: 'ok', reply: 'from server' });
+      assert.deepEqual(await r.run({ prompt: 'x', timeoutMs: 30_000, signal: signal() }), {
+        status: 'ok',
+        reply: 'from server',
+      });
     },
   );
 });
@@ -169,7 +193,7 @@ test('openai-compatible provider: HTTP 500 carries the status and error.message,
     async (base) => {
       const r = runner({ providers: { p: { baseUrl: base, apiKey: API_KEY } } });
       const error = assertError(
-        await r.run({ prompt: 'x', model: 'p/m', signal: signal() }),
+        await r.run({ prompt: 'x', model: 'p/m', timeoutMs: 30_000, signal: signal() }),
         /500.*backend exploded while using/,
       );
       assert.ok(error.length < 500, `truncated (${error.length} chars)`);
@@ -185,7 +209,7 @@ test('openai-compatible provider: HTTP error without a JSON body still names the
     },
     async (base) => {
       const r = runner({ providers: { p: { baseUrl: base, apiKey: API_KEY } } });
-      assertError(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), /HTTP 503/);
+      assertError(await r.run({ prompt: 'x', model: 'p/m', timeoutMs: 30_000, signal: signal() }), /HTTP 503/);
     },
   );
 });
@@ -203,9 +227,12 @@ test('openai-compatible provider: bad JSON and missing content are errors', asyn
     },
     async (base) => {
       const r = runner({ providers: { p: { baseUrl: base, apiKey: API_KEY } } });
-      assertError(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), /invalid JSON/);
+      assertError(await r.run({ prompt: 'x', model: 'p/m', timeoutMs: 30_000, signal: signal() }), /invalid JSON/);
       mode = 'no-content';
-      assertError(await r.run({ prompt: 'x', model: 'p/m', signal: signal() }), /without message content/);
+      assertError(
+        await r.run({ prompt: 'x', model: 'p/m', timeoutMs: 30_000, signal: signal() }),
+        /without message content/,
+      );
     },
   );
 });
@@ -220,13 +247,39 @@ test('openai-compatible provider: a provider that never answers times out via th
     },
     async (base) => {
       const r = runner({ providers: { slow: { baseUrl: base, apiKey: API_KEY } } });
-      const outcome = await r.run({ prompt: 'x', model: 'slow/m', signal: ac.signal });
+      const outcome = await r.run({ prompt: 'x', model: 'slow/m', timeoutMs: 30_000, signal: ac.signal });
       assert.deepEqual(outcome, { status: 'timeout', error: 'timed out' });
       assert.equal(requests, 1);
 
       // AbortSignal.timeout works the same way.
-      const viaTimeout = await r.run({ prompt: 'x', model: 'slow/m', signal: AbortSignal.timeout(100) });
+      const viaTimeout = await r.run({
+        prompt: 'x',
+        model: 'slow/m',
+        timeoutMs: 30_000,
+        signal: AbortSignal.timeout(100),
+      });
       assert.equal(viaTimeout.status, 'timeout');
+    },
+  );
+});
+
+test('openai-compatible provider: an answer whose body stalls times the turn out at its limit, and a stop ends it at once', async () => {
+  let begun = 0;
+  await withServer(
+    (_req, _body, res) => {
+      // The headers and the start of a completion, then nothing more.
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+      res.write('{"choices":[{"message":{"content":"half', () => begun++);
+    },
+    async (base) => {
+      const r = runner({ providers: { stalls: { baseUrl: base } } });
+      const limited = await r.run({ prompt: 'x', model: 'stalls/m', timeoutMs: 300, signal: signal() });
+      assert.deepEqual(limited, { status: 'timeout', error: 'timed out' });
+      const stop = new AbortController();
+      const stopped = r.run({ prompt: 'x', model: 'stalls/m', timeoutMs: 600_000, signal: stop.signal });
+      await waitUntil(() => begun === 2, 'the second answer begun');
+      stop.abort();
+      assert.deepEqual(await stopped, { status: 'timeout', error: 'timed out' });
     },
   );
 });
@@ -239,21 +292,27 @@ test('openai-compatible provider: connection refused is an error without the api
   await new Promise<void>((resolve) => probe.close(() => resolve()));
 
   const r = runner({ providers: { gone: { baseUrl: `http://127.0.0.1:${port}/v1?key=${API_KEY}`, apiKey: API_KEY } } });
-  const error = assertError(await r.run({ prompt: 'x', model: 'gone/m', signal: signal() }), /connection refused/);
+  const error = assertError(
+    await r.run({ prompt: 'x', model: 'gone/m', timeoutMs: 30_000, signal: signal() }),
+    /connection refused/,
+  );
   assert.match(error, new RegExp(`127\\.0\\.0\\.1:${port}`));
 });
 
 test('invalid provider config is an error, never a throw', async () => {
   const r = runner({ providers: { bad: { baseUrl: 'not a url' }, ftp: { baseUrl: 'ftp://example.com' } } });
-  assertError(await r.run({ prompt: 'x', model: 'bad/m', signal: signal() }), /invalid baseUrl/);
-  assertError(await r.run({ prompt: 'x', model: 'ftp/m', signal: signal() }), /not http/);
+  assertError(await r.run({ prompt: 'x', model: 'bad/m', timeoutMs: 30_000, signal: signal() }), /invalid baseUrl/);
+  assertError(await r.run({ prompt: 'x', model: 'ftp/m', timeoutMs: 30_000, signal: signal() }), /not http/);
   const creds = runner({ providers: { c: { baseUrl: 'http://user:hunter2-password@127.0.0.1:1/v1' } } });
-  const error = assertError(await creds.run({ prompt: 'x', model: 'c/m', signal: signal() }), /credentials/);
+  const error = assertError(
+    await creds.run({ prompt: 'x', model: 'c/m', timeoutMs: 30_000, signal: signal() }),
+    /credentials/,
+  );
   assert.ok(!error.includes('hunter2'));
   const throwing = new AgentRunner(() => {
     throw new Error('config unavailable');
   });
-  assertError(await throwing.run({ prompt: 'x', signal: signal() }), /config unavailable/);
+  assertError(await throwing.run({ prompt: 'x', timeoutMs: 30_000, signal: signal() }), /config unavailable/);
 });
 
 test('failures that may pass are retryable (no answer, 429 with its Retry-After, 5xx); other 4xx, bad answers and timeouts are not', async () => {
@@ -264,6 +323,7 @@ test('failures that may pass are retryable (no answer, 429 with its Retry-After,
   const refused = await runner({ providers: { gone: { baseUrl: `http://127.0.0.1:${port}/v1` } } }).run({
     prompt: 'x',
     model: 'gone/m',
+    timeoutMs: 30_000,
     signal: signal(),
   });
   assert.ok(refused.status === 'error' && refused.retryable === true, JSON.stringify(refused));
@@ -292,7 +352,8 @@ test('failures that may pass are retryable (no answer, 429 with its Retry-After,
         Object.keys(answers).map((p) => [p.split('/')[1]!, { baseUrl: `${base}/${p.split('/')[1]}` }]),
       );
       const r = runner({ providers });
-      const run = (name: string): Promise<TurnOutcome> => r.run({ prompt: 'x', model: `${name}/m`, signal: signal() });
+      const run = (name: string): Promise<TurnOutcome> =>
+        r.run({ prompt: 'x', model: `${name}/m`, timeoutMs: 30_000, signal: signal() });
       const unavailable = await run('unavailable');
       assert.ok(unavailable.status === 'error' && unavailable.retryable === true);
       assert.equal(unavailable.retryAfterMs, undefined);
@@ -316,6 +377,7 @@ test('failures that may pass are retryable (no answer, 429 with its Retry-After,
       const turn = runner({ providers: { slow: { baseUrl: base } } }).run({
         prompt: 'x',
         model: 'slow/m',
+        timeoutMs: 30_000,
         signal: controller.signal,
       });
       controller.abort('timeout');

@@ -1,7 +1,8 @@
 // What every fake chat platform shares: a real HTTP server on loopback that records each request
 // with the time it arrived (by its own clock), answers it as the platform would, and can be told to
-// give scripted answers next (a 429 with its wait, a 5xx, a refusal). A fake enforces the platform's
-// published rate limits the way the platform does, with a 429; `unprovoked429` counts those.
+// give scripted answers next (a 429 with its wait, a 5xx, a refusal, an answer that stalls mid-body).
+// A fake enforces the platform's published rate limits the way the platform does, with a 429;
+// `unprovoked429` counts those.
 
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +22,8 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Sent as JSON unless a string. */
   body?: unknown;
+  /** Send the headers (with the whole body's length) and half the body, then nothing more. */
+  stall?: boolean;
 }
 
 /** The platform's answer to a request; undefined: 404 as the platform would. */
@@ -69,9 +72,11 @@ export class FakePlatform {
         res.writeHead(reply.status, {
           'content-type':
             typeof reply.body === 'string' ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8',
+          ...(reply.stall ? { 'content-length': String(Buffer.byteLength(text)) } : {}),
           ...reply.headers,
         });
-        res.end(text);
+        if (reply.stall) res.write(text.slice(0, Math.floor(text.length / 2)));
+        else res.end(text);
       });
     });
   }

@@ -3,10 +3,14 @@
 // Model refs are "<provider>/<model>", split at the first slash. The built-in provider "echo" answers
 // with the prompt itself, offline; every other provider is an OpenAI-compatible chat-completions API.
 // run() never throws: every failure becomes an outcome with a one-line reason that never contains the
-// provider's API key, in any form the provider may echo it (nor does a reply). A failure that may pass (no HTTP answer, 429, 5xx) is marked retryable, with the
-// provider's Retry-After; a timeout is not (the model may still be working on it).
+// provider's API key, in any form the provider may echo it (nor does a reply). A failure that may
+// pass (no HTTP answer, 429, 5xx) is marked retryable, with the provider's Retry-After; a timeout is
+// not (the model may still be working on it). A call is bounded from the request to the answer's last
+// byte by the turn's time limit: a provider that stalls mid-answer times the turn out, and the turn's
+// signal (a shutdown) ends the read at once.
 import { oneLine, truncate } from '../../../util/text.ts';
 import { SecretRedactor } from '../../../util/secret-redactor.ts';
+import { boundedFetch, ExchangeTimeout, type BoundedAnswer } from '../../../util/bounded-fetch.ts';
 
 export interface ProviderConfig {
   baseUrl: string;
@@ -22,6 +26,8 @@ export interface TurnRequest {
   prompt: string;
   model?: string;
   thinking?: string;
+  /** The turn's time limit: the provider's whole answer, its last byte included, must come within it. */
+  timeoutMs: number;
   signal: AbortSignal;
 }
 
@@ -274,22 +280,19 @@ export class AgentRunner {
       headers.authorization = `Bearer ${provider.apiKey}`;
     }
 
-    let res: Response;
+    let res: BoundedAnswer;
     try {
-      res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: req.signal });
+      const init = { method: 'POST', headers, body: JSON.stringify(body) };
+      res = await boundedFetch(url, init, { timeoutMs: req.timeoutMs, signal: req.signal });
     } catch (err) {
-      if (req.signal.aborted) return TIMED_OUT;
+      if (req.signal.aborted || err instanceof ExchangeTimeout) return TIMED_OUT;
       // No HTTP answer: the provider never took the request.
       return failRetryable(oneLine(`${who} at ${where} failed: ${networkReason(err)}`));
     }
-
-    let text: string;
-    try {
-      text = await res.text();
-    } catch (err) {
-      if (req.signal.aborted) return TIMED_OUT;
-      return fail(oneLine(`${who} at ${where}: reading the response failed: ${networkReason(err)}`));
+    if (res.cut !== undefined) {
+      return fail(oneLine(`${who} at ${where}: reading the response failed: ${networkReason(res.cut)}`));
     }
+    const text = res.body.toString('utf8');
 
     const parsed = parseJson(text);
     if (!res.ok) {

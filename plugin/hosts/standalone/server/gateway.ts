@@ -18,6 +18,7 @@ import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
 import { ChannelReplies } from './channel-replies.ts';
 import { gatewayMetrics, type GatewayMetrics } from './gateway-metrics.ts';
 import { errnoCode, errorMessage } from '../../../util/errors.ts';
+import { timerDelay } from '../../../util/time-bounds.ts';
 
 export interface GatewayOptions {
   configPath: string;
@@ -271,12 +272,18 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     plugin,
     close() {
       closing ??= (async () => {
+        // One grace for the whole stop, whatever a peer does: every outbound call ends when aborted.
+        const deadline = Date.now() + settings.shutdownGraceMs;
         await gmail?.stop();
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         plugin.stopWaiting(); // requests waiting for their runs are answered now, not at their bound
-        await stopped; // in-flight requests are answered first
-        await plugin.close(settings.shutdownGraceMs);
+        // In-flight requests are answered first; one still unanswered at the deadline (a sender
+        // trickling its body) has its connection closed.
+        const cut = setTimeout(() => server.closeAllConnections(), timerDelay(deadline - Date.now()));
+        await stopped;
+        clearTimeout(cut);
+        await plugin.close(Math.max(0, deadline - Date.now()));
         await heartbeats.stop();
         await storage.close();
       })();

@@ -95,8 +95,8 @@ export class Heartbeats {
     if (events.length === 0) return;
     const prompt = heartbeatPrompt(events);
     await store.append(key, { kind: 'prompt', text: prompt });
-    const signal = AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.deps.turnTimeoutMs())]);
-    const outcome = await runner.run({ prompt, signal });
+    // The runner bounds the call by the time limit itself; the stop's signal ends it at once.
+    const outcome = await runner.run({ prompt, timeoutMs: this.deps.turnTimeoutMs(), signal: this.stopping.signal });
     if (outcome.status === 'ok') await store.append(key, { kind: 'reply', text: outcome.reply });
     else await store.append(key, { kind: 'reply', text: '', error: `${outcome.status}: ${outcome.error}` });
   }
