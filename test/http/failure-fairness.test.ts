@@ -9,8 +9,8 @@ import { MAX_FAILURE_TEXT } from '../../plugin/failures/failures.ts';
 import { post, withGateway, type TestGateway } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
 
-/** About the size the flood used (just under the default 256 KiB body limit). */
-const PROMPT_CHARS = 240_000;
+/** Large prompts keep the flood short enough to send one run at a time. */
+const PROMPT_CHARS = 2_000_000;
 /** Enough to pass the text bound by half again. */
 const FLOOD = Math.ceil((1.5 * MAX_FAILURE_TEXT) / PROMPT_CHARS);
 
@@ -32,6 +32,7 @@ test('a flood of failing runs on one hook evicts only its own oldest failures, n
     {
       hooks: {
         retry: { attempts: 1 },
+        maxBodyBytes: 4_000_000,
         mappings: [
           { id: 'alerts', match: { path: 'alerts' }, action: 'agent', messageTemplate: 'alert {{n}}' },
           {
@@ -65,16 +66,15 @@ test('a flood of failing runs on one hook evicts only its own oldest failures, n
       assert.equal(delivery.status, 202);
       await waitUntil(async () => (await failures(gw)).length === 2, 'the two older failures listed');
 
-      // The flood: /hooks/agent, each run named differently, a few at a time.
+      // The flood: /hooks/agent, each run named differently, one ended before the next is sent, so the
+      // order they are posted in is the order the book records them in.
       const flood: string[] = [];
-      for (let i = 0; i < FLOOD; i += 8) {
-        const batch = Array.from({ length: Math.min(8, FLOOD - i) }, (_, j) =>
-          post(gw.url, '/hooks/agent', { message: `${i + j} ${'x'.repeat(PROMPT_CHARS)}`, name: `flood-${i + j}` }),
-        );
-        for (const r of await Promise.all(batch)) {
-          assert.equal(r.status, 202, JSON.stringify(r.body));
-          flood.push(r.body.runId);
-        }
+      const filler = 'x'.repeat(PROMPT_CHARS);
+      for (let i = 0; i < FLOOD; i++) {
+        const r = await post(gw.url, '/hooks/agent', { message: `${i} ${filler}`, name: `flood-${i}` });
+        assert.equal(r.status, 202, JSON.stringify(r.body));
+        flood.push(r.body.runId);
+        await gw.finalRun(r.body.runId);
       }
       const last = flood.at(-1)!;
       await waitUntil(
