@@ -130,7 +130,7 @@ export async function dryRun(
     if (body.length > target.maxBodyBytes) throw refuse.payloadTooLarge(target.maxBodyBytes);
     if (target.kind !== 'mapped' || !target.verifier) result.verification = 'hook token (not checked by the dry run)';
     const facts: DryRunFacts = { headers, name, query: request.query, result };
-    const plan = planRequest(target, body, facts, snap, REPORTED_PROOFS);
+    const plan = await planRequest(target, body, facts, snap, REPORTED_PROOFS);
     result.plan = plan;
     if (plan.kind === 'handshake') {
       result.target = `${plan.mapping.where}: a ${plan.mapping.handshake!.kind} handshake, acting on nothing`;

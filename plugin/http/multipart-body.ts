@@ -4,7 +4,9 @@
 // already in memory within the mapping's limit, so this is one pass over it: every search moves
 // forward, the boundary is at most 70 bytes, a part's headers at most MAX_HEADER_BYTES, and the number
 // of parts at most `maxParts`. A urlencoded body (Mailgun sends one when a mail has no attachment) is
-// read as a form.
+// read as a form. A body of many parts is read in slices with a turn of the event loop between them,
+// so other requests are answered meanwhile (maxParts may be 10,000).
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { refuse } from '../errors.ts';
 import { parseFormObject } from './form-body.ts';
 
@@ -15,6 +17,8 @@ export interface FilePart {
   size: number;
 }
 
+/** Parts read between two turns of the event loop. */
+const PARTS_PER_SLICE = 256;
 /** A part's header block; a browser's is a few hundred bytes. */
 const MAX_HEADER_BYTES = 8192;
 const CRLF = Buffer.from('\r\n');
@@ -24,11 +28,11 @@ const BOUNDARY = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
 
 const invalid = (what: string) => refuse.invalidBody(what);
 
-export function parseMultipartObject(
+export async function parseMultipartObject(
   body: Buffer,
   contentType: string | undefined,
   maxParts: number,
-): Record<string, unknown> {
+): Promise<Record<string, unknown>> {
   const type = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
   if (type === 'application/x-www-form-urlencoded') return parseFormObject(body);
   if (type !== 'multipart/form-data') {
@@ -39,12 +43,21 @@ export function parseMultipartObject(
     throw invalid('the Content-Type has no valid multipart boundary');
   }
   const fields = new Map<string, unknown>();
+  // The arrays of repeated fields are ours: appended to in place (a copy per part is quadratic).
+  const repeated = new Set<unknown[]>();
   let parts = 0;
   for (const part of splitParts(body, Buffer.from(`\r\n--${boundary}`, 'latin1'))) {
     if (++parts > maxParts) throw invalid(`the body has more than ${maxParts} parts`);
+    if (parts % PARTS_PER_SLICE === 0) await nextTurn();
     const [name, value] = readPart(body, part.start, part.end);
     const had = fields.get(name);
-    fields.set(name, had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value]);
+    if (had === undefined) fields.set(name, value);
+    else if (Array.isArray(had) && repeated.has(had)) had.push(value);
+    else {
+      const values = [had, value];
+      repeated.add(values);
+      fields.set(name, values);
+    }
   }
   if (fields.size === 0) throw invalid('the body is an empty form');
   // fromEntries defines own properties, so a field named __proto__ is only a field.

@@ -206,7 +206,7 @@ export class HookLifecycle {
       const repeated = this.parts.actor.repeated(known, hash);
       if (repeated) return { repeated };
     }
-    const plan = planRequest(target, body, request, snap, this.#proofs);
+    const plan = await planRequest(target, body, request, snap, this.#proofs);
     // The hash kept beside a key the plan picked from the body.
     const keyed = plan.kind === 'endpoint' || plan.kind === 'mapped' ? plan.key : undefined;
     return { plan, hash: hash || (keyed && bodyHashOf(body)) };

@@ -82,19 +82,20 @@ export interface ProofChecks<R extends RequestFacts> {
 /** The query of a URL without one; shared, since templates and transforms only read it. */
 const NO_QUERY = new URLSearchParams();
 
-/** The plan of a request whose body has been received; throws the refusal of the first phase that refuses. */
-export function planRequest<R extends RequestFacts>(
+/** The plan of a request whose body has been received; rejects with the refusal of the first phase that refuses. */
+export async function planRequest<R extends RequestFacts>(
   target: Target,
   body: Buffer,
   request: R,
   snap: HooksSnapshot,
   checks: ProofChecks<R>,
-): Plan {
+): Promise<Plan> {
   // verify
   const verifier = target.kind === 'mapped' ? target.verifier : undefined;
   const verified = verifier !== undefined && checks.verify(request, verifier, body, snap);
   // parse
-  const payload = parsePayload(target, body, firstValue(request.headers['content-type']));
+  const parsed = parsePayload(target, body, firstValue(request.headers['content-type']));
+  const payload = parsed instanceof Promise ? await parsed : parsed;
   if (target.kind !== 'mapped') {
     const action = endpointAction(target.kind, payload);
     return { kind: 'endpoint', endpoint: target.kind, action, key: endpointKey(target.kind, request.headers) };

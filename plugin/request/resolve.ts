@@ -90,9 +90,14 @@ export function metaHandshakeOf(target: Target): CompiledMapping | undefined {
 
 /**
  * The payload: a JSON object, a form, or a multipart body for mappings that read one (its fields are
- * strings and file descriptions: nothing nests).
+ * strings and file descriptions: nothing nests). Only a multipart body is read asynchronously (in
+ * slices, letting other requests be answered between them).
  */
-export function parsePayload(target: Target, body: Buffer, contentType?: string): Record<string, unknown> {
+export function parsePayload(
+  target: Target,
+  body: Buffer,
+  contentType?: string,
+): Record<string, unknown> | Promise<Record<string, unknown>> {
   if (target.kind !== 'mapped') return parseJsonObject(body);
   const multipart = target.bodyFormat === 'multipart';
   if (multipart && MULTIPART.test(contentType ?? '')) return parseMultipartObject(body, contentType, target.maxParts);
