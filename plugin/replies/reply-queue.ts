@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Delivery, DeliveryFact, DeliveryReceipt, GatewayHost, ReplyState, SendResult } from '../host.ts';
 import { DueQueue } from '../retry/due-queue.ts';
+import { spreadOverdue } from '../retry/overdue.ts';
 import { mayRetry, retryDelayMs, type RetryPolicy } from '../retry/retry-policy.ts';
 import { StateFile } from '../util/state-file.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -154,15 +155,23 @@ export class ReplyQueue {
     return { outcome };
   }
 
-  /** Takes up what the last process left: pending ones are tried now, retrying ones keep their time. */
+  /**
+   * Takes up what the last process left: each when due, a pending one when it was queued; those whose
+   * time passed while the process was down go in that order, spread as they were due (at most
+   * hooks.retry.initialDelaySeconds apart: retry/overdue.ts), never in one burst.
+   */
   resume(): number {
     const open = [...this.#state.records.values()].filter((r) => !this.#mine.has(r.id));
     // The last process's sends are unknown to the host's pacers: waiting out the one-second windows
     // most platforms count in keeps a quick restart from earning a 429.
     const notBefore = Date.now() + RESUME_GRACE_MS;
-    for (const record of open) {
-      const due = record.status === 'retrying' ? Date.parse(record.nextAttemptAt ?? '') || 0 : 0;
-      this.#retries.add(record.id, Math.max(due, notBefore), { record: { ...record } });
+    const waiting = open.map((record) => ({
+      item: record,
+      dueAt: Date.parse((record.status === 'retrying' ? record.nextAttemptAt : undefined) ?? record.at),
+    }));
+    const maxGapMs = this.#opts.retry().initialDelaySeconds * 1000;
+    for (const { item, at } of spreadOverdue(waiting, notBefore, maxGapMs)) {
+      this.#retries.add(item.id, at, { record: { ...item } });
     }
     return open.length;
   }

@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AcceptedRun, Logger, RunAttempt } from '../host.ts';
 import { DueQueue } from '../retry/due-queue.ts';
+import { spreadOverdue } from '../retry/overdue.ts';
 import { StateFile } from '../util/state-file.ts';
 
 export interface RunRetry {
@@ -72,15 +73,20 @@ export class RunRetries {
   }
 
   /**
-   * Starts the schedule taken back at start: `onDue` gets each run when its next try is due (at once
-   * when that time has passed). Returns the runs whose try a stop cut off.
+   * Starts the schedule taken back at start: `onDue` gets each run when its next try is due; those
+   * whose time passed while the process was down go from now on, spread as they were due (at most
+   * `maxGapMs` apart: retry/overdue.ts). Returns the runs whose try a stop cut off.
    */
-  resume(onDue: (run: AcceptedRun) => void): RunRetry[] {
+  resume(onDue: (run: AcceptedRun) => void, maxGapMs: number): RunRetry[] {
     this.#onDue = onDue;
     const cutOff: RunRetry[] = [];
-    for (const [id, retry] of this.#file.records) {
+    const waiting: { item: RunRetry; dueAt: number }[] = [];
+    for (const retry of this.#file.records.values()) {
       if (retry.started) cutOff.push(retry);
-      else this.#queue.add(id, retry.dueAt, retry.run);
+      else waiting.push({ item: retry, dueAt: retry.dueAt });
+    }
+    for (const { item, at } of spreadOverdue(waiting, Date.now(), maxGapMs)) {
+      this.#queue.add(item.run.runId, at, item.run);
     }
     return cutOff;
   }

@@ -148,7 +148,8 @@ export class RunService {
     const notScheduled = (job: AgentJob): boolean => !this.retries.tookBack(job.runId);
     for (const job of interrupted.filter(notScheduled))
       this.track(this.finish(job, { status: 'error', error: RESTARTED }, []));
-    for (const { run, attempts } of this.retries.resume((job) => this.dueAgain(job))) {
+    const maxGapMs = this.limits().retry.initialDelaySeconds * 1000;
+    for (const { run, attempts } of this.retries.resume((job) => this.dueAgain(job), maxGapMs)) {
       const cutOff: RunAttempt = { at: new Date().toISOString(), status: 'error', error: RESTARTED_MID_TRY };
       this.track(this.finish(run, { status: 'error', error: RESTARTED_MID_TRY }, [...attempts, cutOff]));
     }
