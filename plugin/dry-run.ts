@@ -139,7 +139,8 @@ export async function dryRun(
     }
     if (plan.kind === 'ignored') {
       result.target = 'none: no mapping takes it, so it is ignored, acting on nothing';
-      result.ignored = plan.candidates.map((m) => ({ mapping: m.where, failed: whyNot(m, facts, body, target) }));
+      const payload = await parsePayload(target, body, firstHeader(facts.headers['content-type']));
+      result.ignored = plan.candidates.map((m) => ({ mapping: m.where, failed: whyNot(m, facts, payload) }));
       result.answer = { status: 200, body: { ok: true, ignored: true } };
       return result;
     }
@@ -197,8 +198,7 @@ function reinsOf(target: Target, snap: HooksSnapshot, source: string | undefined
 }
 
 /** Why `m` did not take the request: its match.source, or its first condition not met and what was there. */
-function whyNot(m: CompiledMapping, facts: RequestFacts, body: Buffer, target: Target): string {
-  const payload = parsePayload(target, body, firstHeader(facts.headers['content-type']));
+function whyNot(m: CompiledMapping, facts: RequestFacts, payload: Record<string, unknown>): string {
   if (m.matchSource !== undefined && m.matchSource !== payload.source)
     return `match.source ${JSON.stringify(m.matchSource)} (the payload's source is ${JSON.stringify(payload.source)})`;
   const failed = m.filter && failingCondition(m.filter, facts.headers, payload);
