@@ -20,6 +20,7 @@ import { isIP } from 'node:net';
 import {
   planRequest,
   replyOf,
+  answeredStatus,
   type ActingPlan,
   type Plan,
   type ProofChecks,
@@ -156,11 +157,16 @@ export async function dryRun(
     result.wakes = action.wakes;
     result.jobs = jobs;
     const reply = replyOf(plan, outcome);
-    result.answer = result.hook.paused
+    const usual = result.hook.paused
       ? { status: 202, body: { ok: true, held: true, requestId: '<its request id>' } }
-      : reply
+      : outcome;
+    result.answer =
+      reply && !result.hook.paused
         ? replyAsOutcome(reply, outcome)
-        : outcome;
+        : {
+            ...usual,
+            status: answeredStatus(plan.kind === 'endpoint' ? plan.endpoint : 'mapping', usual.status, snap),
+          };
   } catch (err) {
     result.refusal = err instanceof HookError ? err : refuse.internal();
   }

@@ -50,11 +50,16 @@ interface CoreHooksBlock {
   /** Source allowlist for every hook request: IPs and CIDRs. */
   allowedSources?: string[];
   /** Settings of the wake and agent endpoints. */
-  endpoints?: { wake?: EndpointBlock; agent?: EndpointBlock };
+  endpoints?: { wake?: EndpointBlock; agent?: AgentEndpointBlock };
 }
 
 interface EndpointBlock {
   rateLimit?: RateLimitConfig;
+}
+
+/** /hooks/agent's own block: its rate limit, and what only an agent run has. */
+interface AgentEndpointBlock extends EndpointBlock {
+  acceptedStatus?: 200 | 202;
 }
 
 /** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
@@ -145,6 +150,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     trustedProxies,
     allowedSources,
     endpointRateLimits: Object.freeze(endpointRateLimits),
+    agentAcceptedStatus: h.endpoints?.agent?.acceptedStatus ?? 202,
     transformsRoot,
     transformsDir,
     transformTimeoutMs: h.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,

@@ -50,6 +50,7 @@ import {
   keyBeforeBody,
   planRequest,
   replyOf,
+  answeredStatus,
   type ActingPlan,
   type Plan,
   type ProofChecks,
@@ -162,7 +163,7 @@ export class HookLifecycle {
       }
       const received = await this.receive(request, target, snap, options.expectsContinue === true);
       if ('repeated' in received) {
-        this.answer(request, undefined, received.repeated);
+        this.answer(request, undefined, received.repeated, snap);
         return await this.finish(request, pathname, started, snap, trace);
       }
       const { plan, hash } = received;
@@ -176,7 +177,7 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       if (plan.kind !== 'endpoint') trace.mapping = plan.mapping.id;
-      this.answer(request, plan, await this.parts.actor.act(plan, snap, request.id, res, hash, request.client));
+      this.answer(request, plan, await this.parts.actor.act(plan, snap, request.id, res, hash, request.client), snap);
     } catch (err) {
       this.refuse(request, this.refusalOf(err, request));
     }
@@ -218,7 +219,12 @@ export class HookLifecycle {
   }
 
   /** The outcome as answered: a mapping's `respond` when it has one, marked when it repeats a first answer. */
-  private answer({ res, id, trace }: HookRequest, plan: ActingPlan | undefined, outcome: Acted): void {
+  private answer(
+    { res, id, trace }: HookRequest,
+    plan: ActingPlan | undefined,
+    outcome: Acted,
+    snap: HooksSnapshot,
+  ): void {
     const { answers } = this.parts;
     trace.duplicate = outcome.duplicate;
     trace.key = outcome.key;
@@ -231,7 +237,7 @@ export class HookLifecycle {
     else
       answers.send(
         res,
-        reply?.status ?? outcome.status,
+        reply?.status ?? answeredStatus(trace.endpoint, outcome.status, snap),
         reply ? (reply.json ?? outcome.body) : outcome.body,
         id,
         headers,

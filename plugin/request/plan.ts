@@ -163,6 +163,18 @@ export function replyOf(plan: ActingPlan, outcome: Outcome): Reply | undefined {
   return renderReply(respond, { payload, headers: request.headers, query: request.query, path: request.name });
 }
 
+/**
+ * The status an outcome goes out with: /hooks/agent's 202 becomes 200 when
+ * hooks.endpoints.agent.acceptedStatus says so (the body is the same); a mapping answers by `respond`.
+ */
+export function answeredStatus(
+  endpoint: string,
+  status: number,
+  snap: Pick<HooksSnapshot, 'agentAcceptedStatus'>,
+): number {
+  return endpoint === 'agent' && status === 202 ? snap.agentAcceptedStatus : status;
+}
+
 /** What the mapping's templates and transform see of the request. */
 function mappedRequest(facts: RequestFacts, bodyLimit: number, hooksPath: string): MappedRequest {
   const { headers, name, query } = facts;

@@ -31,6 +31,8 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly allowedSources: AddressList | undefined;
   /** hooks.endpoints.<wake|agent>.rateLimit. */
   readonly endpointRateLimits: { readonly wake?: HookRateLimit; readonly agent?: HookRateLimit };
+  /** hooks.endpoints.agent.acceptedStatus: what /hooks/agent answers for accepted runs. */
+  readonly agentAcceptedStatus: 200 | 202;
   /** <configDir>/hooks/transforms: nothing a mapping loads may leave it. */
   readonly transformsRoot: string;
   readonly transformsDir: string;
