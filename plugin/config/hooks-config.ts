@@ -60,6 +60,7 @@ interface EndpointBlock {
 /** /hooks/agent's own block: its rate limit, and what only an agent run has. */
 interface AgentEndpointBlock extends EndpointBlock {
   acceptedStatus?: 200 | 202;
+  maxConcurrentRuns?: number;
 }
 
 /** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
@@ -70,7 +71,10 @@ function normalizeHooksPath(raw: string): string | undefined {
 }
 
 /** The snapshot's keys that come from the hooks block itself; compileMappings adds the mappings. */
-export type HooksSettings = Omit<HooksSnapshot, 'mappings' | 'mappingIndex'>;
+export type HooksSettings = Omit<HooksSnapshot, 'mappings' | 'mappingIndex' | 'hookConcurrency'> & {
+  /** hooks.endpoints.agent.maxConcurrentRuns: part of the snapshot's hookConcurrency. */
+  readonly agentMaxConcurrentRuns: number | undefined;
+};
 
 export function resolveHooksConfig(selected: SelectedConfig, configDir: string, file?: string): HooksSettings {
   const root = selected.hooksKey;
@@ -151,6 +155,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     allowedSources,
     endpointRateLimits: Object.freeze(endpointRateLimits),
     agentAcceptedStatus: h.endpoints?.agent?.acceptedStatus ?? 202,
+    agentMaxConcurrentRuns: h.endpoints?.agent?.maxConcurrentRuns,
     transformsRoot,
     transformsDir,
     transformTimeoutMs: h.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,

@@ -53,13 +53,28 @@ export async function loadConfig(host: GatewayHost, skipMappings?: ReadonlySet<n
   problems.push(...compiled.problems);
   if (problems.length) throw new ConfigError(problems, host.configPath);
   const mappings = Object.freeze(compiled.mappings);
+  const { agentMaxConcurrentRuns, ...rest } = settings;
   const snapshot: HooksSnapshot = Object.freeze({
-    ...settings,
+    ...rest,
+    hookConcurrency: hookConcurrencyOf(mappings, agentMaxConcurrentRuns),
     credentials: settings.credentials.with(mappingCredentials(mappings)),
     mappings,
     mappingIndex: indexMappings(mappings),
   });
   return { snapshot, selected, applyHostConfig };
+}
+
+/** Each hook's own limit of runs at once: /hooks/agent's, and each mapping id's (the least, if shared). */
+function hookConcurrencyOf(
+  mappings: readonly CompiledMapping[],
+  agent: number | undefined,
+): ReadonlyMap<string, number> {
+  const out = new Map<string, number>();
+  if (agent !== undefined) out.set('agent', agent);
+  for (const { id, maxConcurrentRuns } of mappings) {
+    if (maxConcurrentRuns !== undefined) out.set(id, Math.min(maxConcurrentRuns, out.get(id) ?? Infinity));
+  }
+  return out;
 }
 
 /** What senders present as it is to the mappings: bearer, basic and GitLab secrets, Meta verify tokens. */

@@ -38,6 +38,7 @@ export interface MappingConfig extends RunOptions {
   respond?: RespondConfig;
   verify?: VerifyConfig;
   waitForCompletion?: boolean;
+  maxConcurrentRuns?: number;
   dedupe?: { key: string };
   forEach?: string;
   maxItems?: number;
@@ -196,6 +197,7 @@ export async function compileMappings(
       agentId,
       deliver: m.deliver,
       waitForCompletion: m.waitForCompletion,
+      maxConcurrentRuns: m.maxConcurrentRuns,
       channel: m.channel,
       to: template('to', m.to),
       model,

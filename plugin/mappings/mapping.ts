@@ -31,6 +31,8 @@ export interface CompiledMapping {
   readonly sessionKey?: Template;
   readonly agentId?: Template;
   readonly deliver?: boolean;
+  /** maxConcurrentRuns: its runs at once, within hooks.maxConcurrentRuns. */
+  readonly maxConcurrentRuns?: number;
   /** The answer waits for the runs' outcomes (the config's choice; a transform cannot turn it on). */
   readonly waitForCompletion?: boolean;
   readonly channel?: 'last' | ChannelName;

@@ -11,6 +11,7 @@ import type { RoutingPolicy } from '../runs/policies.ts';
 import type { AddressList } from '../http/address-list.ts';
 import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 import type { WaitLimits } from '../runs/wait-slots.ts';
+import type { HookConcurrency } from '../runs/hook-queues.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy {
@@ -26,6 +27,8 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly authRateLimit: Readonly<AuthRateLimit>;
   readonly maxConcurrentRuns: number;
   readonly maxQueuedRuns: number;
+  /** Each hook's own maxConcurrentRuns (a mapping's by its id; /hooks/agent's as `agent`). */
+  readonly hookConcurrency: HookConcurrency;
   readonly trustedProxies: TrustedProxies | undefined;
   /** hooks.allowedSources: the addresses any hook request may come from; undefined admits any. */
   readonly allowedSources: AddressList | undefined;

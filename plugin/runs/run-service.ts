@@ -1,4 +1,5 @@
-// Runs accepted agent jobs in the background: a bounded queue, a concurrency limit, a timeout per run,
+// Runs accepted agent jobs in the background: a bounded queue fair between hooks (hook-queues.ts), a
+// concurrency limit in all and per hook, a timeout per run,
 // tries again a run that failed in a way that may pass (hooks.retry, same runId), and posts one
 // summary in the main session for every job, for its final outcome, whatever happens to it.
 import { refuse } from '../errors.ts';
@@ -14,10 +15,13 @@ import type { RunRetries } from './run-retries.ts';
 import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
 import { ActiveRun } from './active-run.ts';
 import type { ReplyQueue } from '../replies/reply-queue.ts';
+import { HookQueues, type HookConcurrency } from './hook-queues.ts';
 
 export interface RunLimits {
   maxConcurrentRuns: number;
   maxQueuedRuns: number;
+  /** Each hook's own limit of runs at once, within maxConcurrentRuns: its id → the limit. */
+  hookConcurrency: HookConcurrency;
   retry: Readonly<RetryPolicy>;
 }
 
@@ -59,7 +63,7 @@ function notStarted(err: unknown): TurnResult {
 }
 
 export class RunService {
-  private readonly waiting: AgentJob[] = [];
+  private readonly waiting = new HookQueues();
   private readonly active = new Map<string, ActiveRun>();
   private readonly settled = new Set<Promise<void>>();
   /** Jobs accepted but waiting for the host to record it: they hold their places in the queue. */
@@ -91,7 +95,7 @@ export class RunService {
   }
 
   get queued(): number {
-    return this.waiting.length;
+    return this.waiting.size;
   }
 
   get running(): number {
@@ -108,7 +112,7 @@ export class RunService {
     const { maxConcurrentRuns, maxQueuedRuns } = this.limits();
     if (this.closing) throw refuse.overloaded('the gateway is shutting down');
     const freeSlots = Math.max(0, maxConcurrentRuns - this.active.size);
-    if (this.waiting.length + this.admitting + jobs.length > maxQueuedRuns + freeSlots) {
+    if (this.waiting.size + this.admitting + jobs.length > maxQueuedRuns + freeSlots) {
       throw refuse.overloaded('too many agent runs are waiting; try again later');
     }
     let recorded: Promise<void>[] | undefined;
@@ -182,7 +186,7 @@ export class RunService {
   async close(graceMs: number): Promise<void> {
     this.closing = true;
     this.retries.stop();
-    for (const job of this.waiting.splice(0)) {
+    for (const job of this.waiting.drain()) {
       // A due retry not yet started is one of the schedule's, ended below or left on disk.
       if (!this.retries.attemptsOf(job.runId)) this.track(this.finish(job, { status: 'error', error: SHUTDOWN }, []));
     }
@@ -202,9 +206,11 @@ export class RunService {
   }
 
   private pump(): void {
-    const { maxConcurrentRuns } = this.limits();
-    while (this.active.size < maxConcurrentRuns && this.waiting.length > 0) {
-      this.track(this.execute(this.waiting.shift()!));
+    const { maxConcurrentRuns, hookConcurrency } = this.limits();
+    while (this.active.size < maxConcurrentRuns) {
+      const next = this.waiting.take(hookConcurrency);
+      if (!next) return;
+      this.track(this.execute(next));
     }
   }
 
@@ -229,6 +235,7 @@ export class RunService {
       run.settle();
       // The slot frees as soon as the run ends or times out, even if the host never settles.
       this.active.delete(job.runId);
+      this.waiting.ended(job);
       if (!this.closing) this.pump();
     }
     await this.afterTry(job, result);
