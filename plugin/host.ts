@@ -77,6 +77,11 @@ export interface HostSessions {
   enqueueSystemEvent(sessionKey: string, text: string, meta: SystemEventMeta): void | Promise<void>;
   requestHeartbeat(req: { agentId: string; reason: string }): void;
   lastRoute(agentId: string): Route | undefined;
+  /**
+   * Deletes a session and what it holds (hooks.sessionRetention: only a run's own one-off session);
+   * settles once it is gone, or was never there. A host without it keeps every session.
+   */
+  deleteSession?(sessionKey: string): Promise<void>;
 }
 
 export interface IsolatedTurn {
@@ -131,6 +136,11 @@ export interface AcceptedRun extends Omit<IsolatedTurn, 'signal'> {
   to?: string;
   /** The hook request that accepted it (its X-Request-Id), when it came from one. */
   requestId?: string;
+  /**
+   * Its session is its own `hook:<uuid>` (no session key was named): deleted once
+   * hooks.sessionRetention has passed after the run ended.
+   */
+  oneOffSession?: true;
 }
 
 export interface RunRecord {

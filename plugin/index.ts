@@ -29,6 +29,7 @@ import { SharedDedupe } from './dedupe/shared-dedupe.ts';
 import type { AdminCall } from './admin/admin-call.ts';
 import { adminRoutes } from './admin/routes.ts';
 import { RunRetries } from './runs/run-retries.ts';
+import { SessionRetention } from './runs/session-retention.ts';
 import { HookPauses } from './pauses/hook-pauses.ts';
 import { SharedPauses } from './pauses/shared-pauses.ts';
 import { hooksRoute } from './admin/hooks-route.ts';
@@ -104,6 +105,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   // A waited run is followed until it ends: at most as many as the run queue and the running slots hold.
   const waiters = new RunWaiters(() => current.maxQueuedRuns + current.maxConcurrentRuns);
   runs.onFinal((final) => waiters.told(final));
+  const retention = await SessionRetention.open(host, () => current);
+  runs.onFinal((final) => retention.runEnded(final.run));
   metrics.observeGauge('requests_waiting', () => waiters.waiting);
   const transforms = new TransformRunner({
     timeoutMs: current.transformTimeoutMs,
@@ -259,6 +262,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       // Replies the last runs queued get what is left of the grace.
       await replies.close(deadline - Date.now());
       await failures.close();
+      await retention.close();
       await transforms.close();
       bodies.close();
       refusals.flush();

@@ -64,5 +64,11 @@ export function prepareAgentJob(spec: AgentSpec, snap: RoutingPolicy, host: Gate
     deliver,
     channel,
     to: spec.to,
+    // No key named anywhere: the run's session is its own, and may go once the run is long over.
+    ...(spec.requestSessionKey === undefined &&
+    spec.mappingSessionKey === undefined &&
+    snap.defaultSessionKey === undefined
+      ? { oneOffSession: true as const }
+      : {}),
   };
 }

@@ -46,6 +46,7 @@ interface CoreHooksBlock {
   maxWaitingRequests?: Partial<WaitLimits>;
   maxHeld?: number;
   maxHeldBytes?: number;
+  sessionRetention?: { seconds?: number };
   sharedState?: { redis: string; keyPrefix?: string };
   /** Source allowlist for every hook request: IPs and CIDRs. */
   allowedSources?: string[];
@@ -169,6 +170,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     maxWaitingRequests: Object.freeze({ ...DEFAULTS.maxWaitingRequests, ...h.maxWaitingRequests }),
     maxHeld: h.maxHeld ?? DEFAULTS.maxHeld,
     maxHeldBytes: h.maxHeldBytes ?? DEFAULTS.maxHeldBytes,
+    sessionRetentionMs: Math.round((h.sessionRetention?.seconds ?? DEFAULTS.sessionRetentionSeconds) * 1000),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
     presetSettings: presetSettingsOf(h),
     sharedState,

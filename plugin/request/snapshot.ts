@@ -12,9 +12,10 @@ import type { AddressList } from '../http/address-list.ts';
 import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 import type { WaitLimits } from '../runs/wait-slots.ts';
 import type { HookConcurrency } from '../runs/hook-queues.ts';
+import type { SessionRetentionSettings } from '../runs/session-retention.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
-export interface HooksSnapshot extends RoutingPolicy {
+export interface HooksSnapshot extends RoutingPolicy, SessionRetentionSettings {
   readonly enabled: boolean;
   /** Normalised prefix without trailing slash, e.g. "/hooks". */
   readonly path: string;

@@ -18,6 +18,8 @@ export const DEFAULTS = Object.freeze({
   maxHeld: 10_000,
   /** 1 GiB. */
   maxHeldBytes: 1_073_741_824,
+  /** A week: a run's own hook session is kept that long after the run ended. */
+  sessionRetentionSeconds: 604_800,
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,
 });

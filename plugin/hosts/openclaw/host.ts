@@ -141,6 +141,14 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
         });
       },
       lastRoute,
+      // OpenClaw's runtime deletes a session, its transcript too (hooks.sessionRetention: a run's own
+      // one-off session only); an OpenClaw without it keeps them.
+      ...(runtime.subagent.deleteSession
+        ? {
+            deleteSession: (sessionKey: string) =>
+              runtime.subagent.deleteSession!({ sessionKey, deleteTranscript: true }),
+          }
+        : {}),
     },
     runs: {
       // Once OpenClaw has accepted the run, a restart must not start it again.

@@ -119,6 +119,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       },
       requestHeartbeat: ({ agentId, reason }) => heartbeats.request(agentId, reason),
       lastRoute,
+      // A run's own hook session, long after its run (hooks.sessionRetention): its file goes.
+      deleteSession: (sessionKey) => store.delete(sessionKey),
     },
     runs: {
       async runIsolatedTurn(turn) {

@@ -2,7 +2,7 @@
 // <stateDir>/sessions, named by an escaped session key; read a tail on open and a page at a time after.
 // The file-name rule and what a file holds are in README.md.
 
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../../host.ts';
 import { errnoCode } from '../../../util/errors.ts';
@@ -220,6 +220,23 @@ export class SessionStore {
 
   async close(): Promise<void> {
     await Promise.all([...this.#sessions.values()].map((s) => s.log.close()));
+  }
+
+  /**
+   * Deletes a session: its file and every rotated segment of it, once the writes queued to it are
+   * out. A line written to the key afterwards starts a new session. Nothing to do for an unknown key.
+   */
+  async delete(key: string): Promise<void> {
+    if (!this.#opening.done) await this.open();
+    const session = this.#sessions.get(key);
+    const name = sessionFileName(key);
+    this.#sessions.delete(key);
+    this.#listed.delete(name);
+    await session?.log.close();
+    for (const entry of await readdir(this.#dir)) {
+      if (entry === name || segmentSeq(entry, name) !== undefined)
+        await rm(path.join(this.#dir, entry), { force: true });
+    }
   }
 
   /** Settles once written when asked to wait; else once queued (at once when the store is open). */
