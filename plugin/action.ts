@@ -11,12 +11,17 @@ export interface WakeSpec {
   hook: string;
 }
 
+/** A channel a reply falls back to: its name (to its defaultTo), or the channel and the recipient. */
+export type FallbackChannel = ChannelName | { channel: ChannelName; to?: string };
+
 /** How a run goes: what an /agent body, a mapping and a transform may each say. */
 export interface RunOptions {
   wakeMode?: WakeMode;
   deliver?: boolean;
   channel?: 'last' | ChannelName;
   to?: string;
+  /** Where the reply goes, in order, when the delivery to `channel` failed for good (not a transform's). */
+  fallbackChannels?: FallbackChannel[];
   model?: string;
   thinking?: string;
   timeoutSeconds?: number;

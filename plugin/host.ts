@@ -136,6 +136,8 @@ export interface AcceptedRun extends Omit<IsolatedTurn, 'signal'> {
   to?: string;
   /** The hook request that accepted it (its X-Request-Id), when it came from one. */
   requestId?: string;
+  /** Where the reply goes, in order, when the delivery to its channel failed for good. */
+  fallbacks?: readonly Route[];
   /**
    * Its session is its own `hook:<uuid>` (no session key was named): deleted once
    * hooks.sessionRetention has passed after the run ended.
@@ -255,6 +257,8 @@ export interface ReplyEntry {
   agentId: string;
   at: string;
   status: 'pending' | 'recorded';
+  /** A fallback's entry: the id of the delivery it replaces (which failed for good). */
+  fallbackOf?: string;
 }
 
 /** Told of each reply and each change of its state, in order: a history people read (an outbox). */

@@ -31,6 +31,7 @@ export function parseAgentPayload(payload: Record<string, unknown>): AgentSpec {
     deliver: p.deliver,
     channel: p.channel,
     to: p.to,
+    fallbackChannels: p.fallbackChannels,
     model: p.model,
     thinking: p.thinking,
     timeoutSeconds: p.timeoutSeconds,
@@ -46,6 +47,8 @@ export function prepareAgentJob(spec: AgentSpec, snap: RoutingPolicy, host: Gate
   const deliver = spec.deliver ?? true;
   const channel = spec.channel ?? 'last';
   if (deliver) checkChannel(channel, host);
+  const fallbacks = spec.fallbackChannels?.map((f) => (typeof f === 'string' ? { channel: f } : f));
+  if (deliver) for (const f of fallbacks ?? []) checkChannel(f.channel, host);
   const name = spec.name?.trim() || 'agent';
   const message = spec.message.trim();
   return {
@@ -64,6 +67,7 @@ export function prepareAgentJob(spec: AgentSpec, snap: RoutingPolicy, host: Gate
     deliver,
     channel,
     to: spec.to,
+    ...(deliver && fallbacks?.length ? { fallbacks } : {}),
     // No key named anywhere: the run's session is its own, and may go once the run is long over.
     ...(spec.requestSessionKey === undefined &&
     spec.mappingSessionKey === undefined &&

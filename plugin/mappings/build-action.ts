@@ -231,6 +231,7 @@ function actionOf(m: CompiledMapping, fields: ActionFields): Action {
         deliver: fields.deliver,
         channel: fields.channel,
         to: fields.to,
+        ...(m.fallbackChannels ? { fallbackChannels: [...m.fallbackChannels] } : {}),
         model: fields.model,
         thinking: fields.thinking,
         timeoutSeconds: fields.timeoutSeconds,

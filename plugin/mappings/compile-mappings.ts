@@ -154,6 +154,11 @@ export async function compileMappings(
     if (m.deliver !== false && m.channel && m.channel !== 'last' && !host.channels.includes(m.channel)) {
       problems.push(`${where}.channel "${m.channel}" is not configured on this gateway`);
     }
+    for (const [i, f] of (m.fallbackChannels ?? []).entries()) {
+      const channel = typeof f === 'string' ? f : f.channel;
+      if (m.deliver !== false && !host.channels.includes(channel))
+        problems.push(`${where}.fallbackChannels[${i}] "${channel}" is not configured on this gateway`);
+    }
 
     let transform: CompiledMapping['transform'];
     if (m.transform && transformsDir !== undefined) {
@@ -200,6 +205,7 @@ export async function compileMappings(
       maxConcurrentRuns: m.maxConcurrentRuns,
       channel: m.channel,
       to: template('to', m.to),
+      fallbackChannels: m.fallbackChannels,
       model,
       thinking: m.thinking,
       timeoutSeconds: m.timeoutSeconds,

@@ -1,6 +1,6 @@
 // A mapping as the request path uses it: templates compiled, policies checked, transform confined.
 import type { ChannelName, GatewayHost } from '../host.ts';
-import type { Action, WakeMode } from '../action.ts';
+import type { Action, FallbackChannel, WakeMode } from '../action.ts';
 import type { Template } from './template.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { Handshake } from './handshake.ts';
@@ -37,6 +37,8 @@ export interface CompiledMapping {
   readonly waitForCompletion?: boolean;
   readonly channel?: 'last' | ChannelName;
   readonly to?: Template;
+  /** fallbackChannels: the mapping's own (a transform cannot change them). */
+  readonly fallbackChannels?: readonly FallbackChannel[];
   readonly model?: Template;
   readonly thinking?: string;
   readonly timeoutSeconds?: number;

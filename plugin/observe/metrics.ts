@@ -33,6 +33,8 @@ export interface HookMetrics {
   runStatus(status: string): void;
   /** A failed run or delivery scheduled for another try. */
   retryScheduled(kind: RetryKind): void;
+  /** A reply that failed for good on one channel went to the next of its fallback channels. */
+  replyFallback(from: string, to: string): void;
   transformCall(ok: boolean): void;
   transformTimeout(): void;
   transformWorkerRestart(): void;
@@ -119,6 +121,12 @@ class PromMetrics implements HookMetrics {
     name: 'hookgate_retries_total',
     help: 'Failed agent runs (kind "run") and channel deliveries (kind "delivery") scheduled for another try.',
     labelNames: ['kind'] as const,
+    registers: [this.#registry],
+  });
+  readonly #fallbacks = new Counter({
+    name: 'hookgate_reply_fallbacks_total',
+    help: 'Replies that failed for good on one channel (from) and went to the next of their fallback channels (to).',
+    labelNames: ['from', 'to'] as const,
     registers: [this.#registry],
   });
   readonly #transformCalls = new Counter({
@@ -218,6 +226,9 @@ class PromMetrics implements HookMetrics {
   retryScheduled(kind: RetryKind): void {
     this.#retries.labels(kind).inc();
   }
+  replyFallback(from: string, to: string): void {
+    this.#fallbacks.labels(from, to).inc();
+  }
   transformCall(ok: boolean): void {
     this.#transformCalls.labels(ok ? 'ok' : 'failed').inc();
   }
@@ -276,6 +287,7 @@ export const NO_METRICS: HookMetrics = {
   reined: nothing,
   runStatus: nothing,
   retryScheduled: nothing,
+  replyFallback: nothing,
   transformCall: nothing,
   transformTimeout: nothing,
   transformWorkerRestart: nothing,

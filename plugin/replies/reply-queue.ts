@@ -5,9 +5,11 @@
 // `failed`, a dead letter told to the listeners (the failure book). What is not settled lives in a
 // state file, so a start resumes it (at least once: a send cut by a crash is sent again). The host's
 // history (the standalone's outbox) hears every change in order. A channel that only records (no
-// credentials) is recorded and never queued.
+// credentials) is recorded and never queued. A reply with fallback channels that fails for good goes
+// to the next one as a delivery of its own naming the one it replaces; only the last one's failure is
+// a dead letter.
 import { randomUUID } from 'node:crypto';
-import type { Delivery, DeliveryFact, DeliveryReceipt, GatewayHost, ReplyState, SendResult } from '../host.ts';
+import type { Delivery, DeliveryFact, DeliveryReceipt, GatewayHost, ReplyState, Route, SendResult } from '../host.ts';
 import { DueQueue } from '../retry/due-queue.ts';
 import { spreadOverdue } from '../retry/overdue.ts';
 import { mayRetry, retryDelayMs, type RetryPolicy } from '../retry/retry-policy.ts';
@@ -31,6 +33,8 @@ export interface QueuedReply extends Delivery {
   hook: string;
   /** The endpoint or mapping id that accepted the run (AcceptedRun.hookId). */
   hookId?: string;
+  /** Where the reply goes, in order, when the delivery to `channel` failed for good. */
+  fallbacks?: readonly Route[];
 }
 
 /** A reply that used its tries or was refused for good: what the failure book records. */
@@ -58,7 +62,7 @@ export interface ReplyQueueOptions {
   file: string | undefined;
   /** hooks.retry as the config has it now. */
   retry: () => Readonly<RetryPolicy>;
-  metrics: Pick<HookMetrics, 'retryScheduled'>;
+  metrics: Pick<HookMetrics, 'retryScheduled'> & Partial<Pick<HookMetrics, 'replyFallback'>>;
 }
 
 interface Job {
@@ -138,6 +142,7 @@ export class ReplyQueue {
       ...(reply.hookId !== undefined ? { hookId: reply.hookId } : {}),
       at,
       status: 'pending',
+      ...(reply.fallbacks?.length ? { fallbacks: reply.fallbacks.map((f) => ({ ...f })) } : {}),
     };
     this.#mine.add(record.id);
     // The work first: a crash between the two writes sends a reply the history lacks, never loses one.
@@ -281,6 +286,11 @@ export class ReplyQueue {
       return undefined;
     }
     const { nextAttemptAt: _next, ...rest } = stateOf(record);
+    if (record.fallbacks?.length) {
+      // Failed here, and the reply has somewhere else to go: no dead letter, not the run's error.
+      await this.#fallBack(job, { ...rest, status: 'failed', error: description });
+      return undefined;
+    }
     await this.#settle(job, { ...rest, status: 'failed', error: description });
     // Refused at a first try its run waits for: the run's error, not a dead letter.
     if (inRun) return description;
@@ -293,6 +303,57 @@ export class ReplyQueue {
     });
     await this.#deadLetter(record, description);
     return undefined;
+  }
+
+  /**
+   * The delivery failed for good: the reply goes to the next fallback channel (its `to`, else that
+   * channel's default) as a delivery of its own naming this one. The new one is kept before this one
+   * is dropped, so a crash between the two sends the reply again rather than losing it. The
+   * receipt follows the chain: it settles with the last delivery's outcome.
+   */
+  async #fallBack(job: Job, failed: ReplyState & { status: 'failed' }): Promise<void> {
+    const { record } = job;
+    const [next, ...rest] = record.fallbacks!;
+    const { replies } = this.#opts.host;
+    const to = next!.to ?? replies.defaultTo?.(next!.channel);
+    const fallback: ReplyRecord = {
+      id: randomUUID(),
+      channel: next!.channel,
+      ...(to !== undefined ? { to } : {}),
+      text: record.text,
+      runId: record.runId,
+      agentId: record.agentId,
+      ...(record.hook !== undefined ? { hook: record.hook } : {}),
+      ...(record.hookId !== undefined ? { hookId: record.hookId } : {}),
+      at: new Date().toISOString(),
+      status: 'pending',
+      ...(rest.length ? { fallbacks: rest } : {}),
+      fallbackOf: record.id,
+    };
+    this.#opts.host.logger.warn('a reply delivery failed for good; the reply goes to the next channel', {
+      channel: record.channel,
+      runId: record.runId,
+      deliveryId: record.id,
+      fallbackChannel: fallback.channel,
+      fallbackId: fallback.id,
+      reason: failed.error,
+    });
+    this.#opts.metrics.replyFallback?.(record.channel, fallback.channel);
+    if (replies.sends && !replies.sends(fallback.channel)) {
+      // A channel that only records: recorded, and the chain ends there.
+      await this.#settle({ record }, failed);
+      const { id: _id, status: _status, ...entry } = entryOf(fallback);
+      await replies.history?.added({ ...entry, status: 'recorded' });
+      job.tell?.(factOf(fallback, 'recorded'));
+      return;
+    }
+    this.#mine.add(fallback.id);
+    await this.#state.put(fallback.id, { ...fallback });
+    await this.#settle({ record }, failed);
+    await replies.history?.added(entryOf(fallback));
+    // Queued while stopping: it stays pending, for the next start to send.
+    if (this.#closing) return;
+    void this.#attempt({ record: fallback, ...(job.tell ? { tell: job.tell } : {}) });
   }
 
   /** The last state: told to the history, the record dropped, the receipt settled. */

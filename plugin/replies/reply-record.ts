@@ -2,7 +2,7 @@
 // so far (failed tries, the next one's time, the parts of a split reply already sent). The standalone
 // gateway's records from before the queue moved into the core have the same shape without `hook`;
 // OpenClaw's old records (a delivery waiting for its next try) are read and converted.
-import type { ChannelName, Delivery, ReplyAttempt, ReplyEntry } from '../host.ts';
+import type { ChannelName, Delivery, ReplyAttempt, ReplyEntry, Route } from '../host.ts';
 
 export interface ReplyRecord {
   id: string;
@@ -22,6 +22,10 @@ export interface ReplyRecord {
   nextAttemptAt?: string;
   partsSent?: number;
   messageIds?: string[];
+  /** Where the reply goes next if this delivery fails for good, in order. */
+  fallbacks?: Route[];
+  /** The delivery this one replaces: it failed for good, and this channel came next. */
+  fallbackOf?: string;
 }
 
 const isText = (v: unknown): v is string => typeof v === 'string';
@@ -110,5 +114,11 @@ export function deliveryOf(r: ReplyRecord): Delivery {
 
 /** The record as the history first saw it. */
 export function entryOf(r: ReplyRecord): ReplyEntry & { id: string } {
-  return { id: r.id, ...deliveryOf(r), at: r.at, status: 'pending' };
+  return {
+    id: r.id,
+    ...deliveryOf(r),
+    at: r.at,
+    status: 'pending',
+    ...(r.fallbackOf !== undefined ? { fallbackOf: r.fallbackOf } : {}),
+  };
 }

@@ -339,6 +339,7 @@ export class RunService {
           agentId: job.agentId,
           hook: job.name,
           ...(job.hookId !== undefined ? { hookId: job.hookId } : {}),
+          ...(job.fallbacks?.length ? { fallbacks: job.fallbacks } : {}),
         });
         delivery = receipt.outcome;
       } catch (err) {

@@ -155,7 +155,9 @@ export class AdminApi {
       const run = await runs.find(call.parts[1]!);
       if (!run) throw refuse.notFound('no such run');
       const { name: _name, ...view } = run;
-      return view;
+      // The reply's deliveries: a fallback chain shows each channel tried, in order.
+      const deliveries = await outbox.deliveriesOf(run.runId);
+      return deliveries.length ? { ...view, deliveries } : view;
     }
     if (parts.length === 1 && parts[0] === 'outbox') {
       const { limit, before } = pageQuery(url);

@@ -42,6 +42,8 @@ export interface OutboxEntry {
   nextAttemptAt?: string;
   /** Parts of a split reply already sent: the next try starts after them. */
   partsSent?: number;
+  /** A fallback's entry: the delivery it replaces, which failed for good. */
+  fallbackOf?: string;
 }
 
 /** A delivery's state: the whole of it, so the latest line alone tells it. */
@@ -186,6 +188,7 @@ export class Outbox {
       agentId: e.agentId,
       at: new Date().toISOString(),
       status: e.status ?? 'recorded',
+      ...(e.fallbackOf !== undefined ? { fallbackOf: e.fallbackOf } : {}),
     };
     if (!isOutboxEntry(entry)) return Promise.reject(new TypeError('invalid outbox entry'));
     this.#entries++;
@@ -234,6 +237,22 @@ export class Outbox {
     const page = await this.#log.page(isOutboxEntry, limit, before, PAGE_MAX_BYTES);
     const deliveries = await this.#latest(page.records);
     return page.before ? { deliveries, before: this.#log.cursor(page.before) } : { deliveries };
+  }
+
+  /**
+   * A run's deliveries still held, oldest first, in their latest state: a reply and the fallbacks
+   * that replaced it (each names the one it replaces). Reads the outbox backwards, parsing only the
+   * lines that name the run.
+   */
+  async deliveriesOf(runId: string): Promise<OutboxEntry[]> {
+    await this.open();
+    const needle = Buffer.from(`"runId":${JSON.stringify(runId)}`);
+    const found: OutboxEntry[] = [];
+    await this.#log.scanBackward((r) => {
+      if (isOutboxEntry(r) && r.runId === runId) found.push(r);
+      return true;
+    }, needle);
+    return this.#latest(found.reverse());
   }
 
   /**
