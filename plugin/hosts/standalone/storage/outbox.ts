@@ -136,6 +136,9 @@ function isRoutesLine(value: unknown): value is RoutesLine {
   );
 }
 
+/** The runs whose deliveries a run's page looks up (the newest; as many as the run registry keeps). */
+const RUNS_WITH_DELIVERIES_MAX = 10_000;
+
 function routeOf(r: { channel?: unknown; to?: unknown }): Route | undefined {
   if (typeof r.channel !== 'string') return undefined;
   return typeof r.to === 'string' ? { channel: r.channel, to: r.to } : { channel: r.channel };
@@ -151,6 +154,8 @@ export class Outbox {
   readonly #open = new Map<string, UnsettledDelivery>();
   /** Deliveries whose final status line is being written. */
   readonly #settling = new Map<string, StatusLine>();
+  /** The newest runs with a delivery here (written, or read in the tail at start), oldest first. */
+  readonly #runsWithDeliveries = new Set<string>();
   #entries = 0;
 
   constructor(file: string, logger: Logger, limits: OutboxLimits = {}) {
@@ -240,17 +245,21 @@ export class Outbox {
   }
 
   /**
-   * A run's deliveries still held, oldest first, in their latest state: a reply and the fallbacks
-   * that replaced it (each names the one it replaces). Reads the outbox backwards, parsing only the
-   * lines that name the run.
+   * A run's latest reply and the fallbacks that replaced it (each names the one it replaces), oldest
+   * first, in their latest state; none for a run this outbox does not know of lately (the newest
+   * runs with deliveries: those written since the start and those in the tail read at start). Reads
+   * the outbox backwards, parsing only the lines that name the run, and stops at the reply that
+   * started the chain (a fallback is always written after the delivery it replaces).
    */
   async deliveriesOf(runId: string): Promise<OutboxEntry[]> {
     await this.open();
+    if (!this.#runsWithDeliveries.has(runId)) return [];
     const needle = Buffer.from(`"runId":${JSON.stringify(runId)}`);
     const found: OutboxEntry[] = [];
     await this.#log.scanBackward((r) => {
-      if (isOutboxEntry(r) && r.runId === runId) found.push(r);
-      return true;
+      if (!isOutboxEntry(r) || r.runId !== runId) return true;
+      found.push(r);
+      return r.fallbackOf !== undefined;
     }, needle);
     return this.#latest(found.reverse());
   }
@@ -297,6 +306,10 @@ export class Outbox {
   }
 
   #remember(entry: OutboxEntry): void {
+    const runs = this.#runsWithDeliveries;
+    runs.delete(entry.runId);
+    runs.add(entry.runId);
+    if (runs.size > RUNS_WITH_DELIVERIES_MAX) runs.delete(runs.values().next().value!);
     this.#last.set(
       entry.agentId,
       entry.to === undefined ? { channel: entry.channel } : { channel: entry.channel, to: entry.to },
