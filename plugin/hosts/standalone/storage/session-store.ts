@@ -223,20 +223,23 @@ export class SessionStore {
   }
 
   /**
-   * Deletes a session: its file and every rotated segment of it, once the writes queued to it are
-   * out. A line written to the key afterwards starts a new session. Nothing to do for an unknown key.
+   * Deletes a session: its file and every rotated segment of it (those listed at start and those its
+   * log rotated since), once the writes queued to it are out; no directory listing, which would cost
+   * as much as there are sessions. A line written to the key afterwards starts a new session.
    */
   async delete(key: string): Promise<void> {
     if (!this.#opening.done) await this.open();
     const session = this.#sessions.get(key);
     const name = sessionFileName(key);
+    const file = path.join(this.#dir, name);
+    const files = new Set([file, ...(this.#listed.get(name) ?? []).map((seq) => `${file}.${seq}`)]);
     this.#sessions.delete(key);
     this.#listed.delete(name);
-    await session?.log.close();
-    for (const entry of await readdir(this.#dir)) {
-      if (entry === name || segmentSeq(entry, name) !== undefined)
-        await rm(path.join(this.#dir, entry), { force: true });
+    if (session) {
+      await session.log.close();
+      for (const f of session.log.files()) files.add(f);
     }
+    for (const f of files) await rm(f, { force: true });
   }
 
   /** Settles once written when asked to wait; else once queued (at once when the store is open). */

@@ -180,6 +180,11 @@ export class JsonlLog<T extends object> {
     return this.#reader.position(cursor);
   }
 
+  /** The file of every segment the log knows of: what deleting the log removes (once closed). */
+  files(): string[] {
+    return this.#segments.list().map((s) => this.#segments.path(s.seq));
+  }
+
   async flush(): Promise<void> {
     while (this.#draining) await this.#draining;
     await this.#io;
