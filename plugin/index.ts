@@ -35,6 +35,7 @@ import { hooksRoute } from './admin/hooks-route.ts';
 import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
+import { BudgetBook } from './budgets/budget-book.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -80,6 +81,8 @@ export interface HooksPlugin {
   admin(call: AdminCall): Promise<unknown> | undefined;
   /** The reply queue: replies not yet settled (pending or retrying). */
   readonly replies: { readonly pending: number };
+  /** Requests past their budget kept for digests not yet told. */
+  readonly budgets: { readonly digestsWaiting: number };
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -99,7 +102,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
-  const pauses = await HookPauses.open(host, runs, () => current);
+  const budgets = await BudgetBook.open(host, () => current);
+  // The tokens a run reported count toward the budgets its hook meets.
+  runs.onFinal((final) => {
+    if (final.tokens !== undefined && final.run.hookId !== undefined) budgets.spend(final.run.hookId, final.tokens);
+  });
+  const pauses = await HookPauses.open(host, runs, () => current, budgets);
   metrics.observeGauge('held_actions', () => pauses.held.size);
   // A waited run is followed until it ends: at most as many as the run queue and the running slots hold.
   const waiters = new RunWaiters(() => current.maxQueuedRuns + current.maxConcurrentRuns);
@@ -135,7 +143,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   await shared?.connect();
   const actor = new Actor({
     dedupe,
-    executor: new ActionExecutor(host, runs, waiters, pauses),
+    executor: new ActionExecutor(host, runs, waiters, pauses, budgets),
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
@@ -238,11 +246,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const resumedReplies = replies.resume();
   if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });
   pauses.start();
+  budgets.start();
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);
   };
-  const admin = adminRoutes([hooksRoute(pauses, setPaused), failures.route]);
+  const admin = adminRoutes([hooksRoute(pauses, setPaused, budgets), failures.route]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -256,6 +265,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       waiters.stop();
       await pauses.close();
       await runs.close(graceMs);
+      // After the runs: the last ones' tokens are counted.
+      await budgets.close();
       // Replies the last runs queued get what is left of the grace.
       await replies.close(deadline - Date.now());
       await failures.close();
@@ -277,6 +288,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     },
     admin,
     replies,
+    budgets: {
+      get digestsWaiting() {
+        return budgets.digests.waiting;
+      },
+    },
   };
 }
 

@@ -9,12 +9,17 @@ import { prepareAgentJob } from './agent.ts';
 import type { RunService } from '../runs/run-service.ts';
 import { runWake } from './wake.ts';
 import type { FollowedRuns, RunWaiters } from '../runs/waiters.ts';
+import { refuse } from '../errors.ts';
+import type { BudgetBook, BudgetVerdict } from '../budgets/budget-book.ts';
+import { unwrapExternalContent } from '../safety/index.ts';
 
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */
   record?: IdempotencyRecord;
-  /** The hook is paused: the action was held, not carried out. */
+  /** The hook is paused (or its budget holds): the action was held, not carried out. */
   held?: boolean;
+  /** Past its budget: the runs' texts were kept for the window's digest, nothing run. */
+  digested?: boolean;
   /** The runs, followed until they end, when the request waits for them (and the followed runs are not at their limit). */
   followed?: FollowedRuns;
 }
@@ -29,7 +34,12 @@ export interface ActionOrigin {
 export interface HoldGate {
   isPaused(hook: string): boolean;
   hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void>;
+  /** Actions held for the hook now (paused, or waiting for its budget). */
+  heldFor(hook: string): number;
 }
+
+/** The budgets (budgets/): whether a request's runs fit, and the digest of those that do not. */
+export type BudgetGate = Pick<BudgetBook, 'holdsInOrder' | 'take' | 'digest'>;
 
 export class ActionExecutor {
   constructor(
@@ -37,6 +47,7 @@ export class ActionExecutor {
     private readonly runs: RunService,
     private readonly waiters: RunWaiters,
     private readonly gate?: HoldGate,
+    private readonly budgets?: BudgetGate,
   ) {}
 
   /**
@@ -59,8 +70,27 @@ export class ActionExecutor {
         job.hookId = origin.hook;
       }
     }
-    const held = origin !== undefined && this.gate?.isPaused(origin.hook) === true;
-    const outcome: Outcome = held ? heldAnswer(origin.requestId) : prepared.outcome;
+    let held = origin !== undefined && this.gate?.isPaused(origin.hook) === true;
+    let taken: Extract<BudgetVerdict, { ok: true }> | undefined;
+    let past: Extract<BudgetVerdict, { ok: false }> | undefined;
+    if (!held && origin !== undefined && jobs.length && this.budgets) {
+      const { hook } = origin;
+      // Runs held for a budget go first, in order: a request behind them waits too.
+      if (this.gate && this.gate.heldFor(hook) > 0 && this.budgets.holdsInOrder(hook)) held = true;
+      else {
+        const verdict = await this.budgets.take(hook, jobs.length);
+        if (verdict.ok) taken = verdict;
+        else if (verdict.over.budget.overflow === 'refuse')
+          throw refuse.budgetExhausted(Math.max(1, Math.ceil((verdict.endsAt - Date.now()) / 1000)));
+        else if (verdict.over.budget.overflow === 'hold' && this.gate) held = true;
+        else past = verdict;
+      }
+    }
+    const outcome: Outcome = held
+      ? heldAnswer(origin!.requestId)
+      : past
+        ? digestedAnswer(origin!.requestId)
+        : prepared.outcome;
     const record: IdempotencyRecord | undefined = key && {
       scope: key.scope,
       key: key.key,
@@ -70,9 +100,29 @@ export class ActionExecutor {
       ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
     };
     if (held) {
-      await this.gate!.hold(origin.hook, origin.requestId, action, record);
+      await this.gate!.hold(origin!.hook, origin!.requestId, action, record);
       return { ...outcome, record, held };
     }
+    if (past) {
+      await this.budgets!.digest(past, origin!.hook, jobs[0]!.agentId, action.runs.map(renderedMessage));
+      for (const wake of action.wakes) await runWake(wake, this.host, record);
+      return { ...outcome, record, digested: true };
+    }
+    try {
+      return await this.#carryOut(action, jobs, outcome, record, wait);
+    } catch (err) {
+      taken?.undo();
+      throw err;
+    }
+  }
+
+  async #carryOut(
+    action: Action,
+    jobs: AgentJob[],
+    outcome: Outcome,
+    record: IdempotencyRecord | undefined,
+    wait: boolean,
+  ): Promise<ExecutedOutcome> {
     for (const wake of action.wakes) await runWake(wake, this.host, record);
     if (!jobs.length) return { ...outcome, record };
     const followed = wait ? this.waiters.follow(jobs) : undefined;
@@ -103,6 +153,17 @@ export function prepareAction(
       jobs.map((j) => j.runId),
     ),
   };
+}
+
+/** A run's message as it was rendered, unwrapped when a preset had wrapped it already (a digest wraps it again). */
+export function renderedMessage(spec: Action['runs'][number]): string {
+  if (!spec.alreadyWrapped) return spec.message;
+  return unwrapExternalContent(spec.message)?.content ?? spec.message;
+}
+
+/** A request past its budget with overflow "digest": accepted, its runs kept for the window's digest. */
+function digestedAnswer(requestId: string): Outcome {
+  return { status: 202, body: { ok: true, digested: true, requestId } };
 }
 
 /** A paused hook's answer (its request id is the one the request log shows). */

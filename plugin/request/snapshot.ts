@@ -11,6 +11,7 @@ import type { RoutingPolicy } from '../runs/policies.ts';
 import type { AddressList } from '../http/address-list.ts';
 import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 import type { WaitLimits } from '../runs/wait-slots.ts';
+import type { Budget } from '../budgets/budget.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy {
@@ -31,6 +32,10 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly allowedSources: AddressList | undefined;
   /** hooks.endpoints.<wake|agent>.rateLimit. */
   readonly endpointRateLimits: { readonly wake?: HookRateLimit; readonly agent?: HookRateLimit };
+  /** hooks.budget: what all hooks together may spend. */
+  readonly budget?: Budget;
+  /** hooks.endpoints.agent.budget. */
+  readonly endpointBudgets: { readonly agent?: Budget };
   /** <configDir>/hooks/transforms: nothing a mapping loads may leave it. */
   readonly transformsRoot: string;
   readonly transformsDir: string;
