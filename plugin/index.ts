@@ -102,11 +102,13 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
-  const budgets = await BudgetBook.open(host, () => current);
+  const budgets = await BudgetBook.open(host, () => current, metrics);
   // The tokens a run reported count toward the budgets its hook meets.
   runs.onFinal((final) => {
     if (final.tokens !== undefined && final.run.hookId !== undefined) budgets.spend(final.run.hookId, final.tokens);
   });
+  metrics.observeBudgets(() => budgets.allUse());
+  metrics.observeGauge('budget_digests_waiting', () => budgets.digests.waiting);
   const pauses = await HookPauses.open(host, runs, () => current, budgets);
   metrics.observeGauge('held_actions', () => pauses.held.size);
   // A waited run is followed until it ends: at most as many as the run queue and the running slots hold.

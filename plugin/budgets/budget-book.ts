@@ -4,6 +4,7 @@
 // (one event, one heartbeat) and whoever holds runs for a budget is told it may try again.
 import path from 'node:path';
 import type { GatewayHost } from '../host.ts';
+import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
 import { errorMessage } from '../util/errors.ts';
 import { timerDelay } from '../util/time-bounds.ts';
 import { budgetsOf, limitText, type BudgetRef, type BudgetSettings } from './budget.ts';
@@ -40,12 +41,14 @@ export class BudgetBook {
     private readonly settings: () => BudgetSettings,
     private readonly windows: BudgetWindows,
     readonly digests: Digests,
+    private readonly metrics: Pick<HookMetrics, 'digested'>,
   ) {}
 
   /** Opens <host.stateDir>/budgets.jsonl and digests.jsonl (memory only without a state dir). */
   static async open(
     host: Pick<GatewayHost, 'logger' | 'sessions' | 'stateDir'>,
     settings: () => BudgetSettings,
+    metrics: Pick<HookMetrics, 'digested'> = NO_METRICS,
   ): Promise<BudgetBook> {
     const file = (name: string): string | undefined =>
       host.stateDir === undefined ? undefined : path.join(host.stateDir, name);
@@ -53,7 +56,7 @@ export class BudgetBook {
       BudgetWindows.open(file('budgets.jsonl'), host.logger),
       Digests.open(file('digests.jsonl'), host.logger),
     ]);
-    return new BudgetBook(host, settings, windows, digests);
+    return new BudgetBook(host, settings, windows, digests, metrics);
   }
 
   /** Watches the windows whose digests an earlier process left (those already over are told now). */
@@ -117,6 +120,7 @@ export class BudgetBook {
       agentId,
     };
     await this.digests.add(id, fresh, items);
+    this.metrics.digested(hook);
     this.#watch(id, endsAt);
   }
 
@@ -143,6 +147,23 @@ export class BudgetBook {
         ...(ref.budget.tokens !== undefined ? { limitTokens: ref.budget.tokens } : {}),
       };
     });
+  }
+
+  /** Every budget configured, with its use in the open window (none open: 0). */
+  *allUse(): Iterable<{ budget: string; runs: number; tokens: number }> {
+    const settings = this.settings();
+    const now = Date.now();
+    const refs = [
+      ...budgetsOf(settings, 'agent'),
+      ...settings.mappings.flatMap((m) => (m.budget ? budgetsOf(settings, m.id).slice(0, 1) : [])),
+    ];
+    const seen = new Set<string>();
+    for (const ref of refs) {
+      if (seen.has(ref.key)) continue;
+      seen.add(ref.key);
+      const open = this.windows.open(ref.key, ref.budget.perSeconds, now);
+      yield { budget: ref.key, runs: open?.runs ?? 0, tokens: open?.tokens ?? 0 };
+    }
   }
 
   /** Stops watching windows (digests not yet told stay on disk for the next start), then closes the files. */

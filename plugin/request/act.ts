@@ -36,7 +36,7 @@ export interface Waited {
  * The answer, whether it repeats an earlier one, the key the plan was deduplicated by, and for a
  * request that waited for its runs, how long and what came of them.
  */
-export type Acted = Outcome & { duplicate: boolean; key?: string; held?: boolean; waited?: Waited };
+export type Acted = Outcome & { duplicate: boolean; key?: string; held?: boolean; digested?: boolean; waited?: Waited };
 
 /** Whether the request waits for its runs: the /agent body's choice or the mapping's, never a transform's. */
 function waitsFor(plan: ActingPlan): boolean {
@@ -195,9 +195,16 @@ export class Actor {
       throw err;
     }
     const { followed, record } = outcome;
-    // A held action has no runs yet: its answer is the held one, waited for or not.
-    if (!wait || outcome.status !== 202 || outcome.held)
-      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key, held: outcome.held };
+    // A held or digested action has no runs (yet): its answer is that one, waited for or not.
+    if (!wait || outcome.status !== 202 || outcome.held || outcome.digested)
+      return {
+        status: outcome.status,
+        body: outcome.body,
+        duplicate: false,
+        key: key?.key,
+        held: outcome.held,
+        digested: outcome.digested,
+      };
     if (followed && claim) amendWhenDone(claim, record!.at, outcome.body!, followed);
     // Not followed (too many are): answered at once, as a wait that ended.
     const runs = followed ?? knownRuns(outcome.body);
@@ -256,6 +263,7 @@ export class Actor {
     let duplicates = 0;
     let held = 0;
     let heldAs: unknown;
+    let digested = 0;
     /** What each item's runs are known by: followed, or told by a duplicate's kept answer. */
     const followed: (FollowedRuns | RunOutcomeList)[] = [];
     for (const { key, action } of built) {
@@ -287,7 +295,8 @@ export class Actor {
         heldAs ??= body.requestId;
         continue;
       }
-      if (typeof body?.runId === 'string')
+      if (body?.digested === true) digested++;
+      else if (typeof body?.runId === 'string')
         runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
       else if (body?.mode !== undefined) {
         wakes++;
@@ -310,6 +319,11 @@ export class Actor {
       return { ...(await this.#wait(accepted, followed, snap, res)), duplicate };
     }
     if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
+    // Every item past its budget: kept for the digest.
+    if (digested) {
+      const body = { ok: true, digested: true, requestId: origin.requestId, ...extra };
+      return { status: 202, body, duplicate, digested: true };
+    }
     return { status: 204, duplicate };
   }
 }
