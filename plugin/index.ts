@@ -36,6 +36,7 @@ import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
 import { BudgetBook } from './budgets/budget-book.ts';
+import { RunBatches } from './actions/run-batches.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -111,6 +112,15 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   metrics.observeGauge('budget_digests_waiting', () => budgets.digests.waiting);
   const pauses = await HookPauses.open(host, runs, () => current, budgets);
   metrics.observeGauge('held_actions', () => pauses.held.size);
+  const batches = await RunBatches.open(
+    host,
+    runs,
+    () => current,
+    budgets,
+    () => ({ hold: (hook, requestId, spec) => pauses.hold(hook, requestId, { wakes: [], runs: [spec] }) }),
+    metrics,
+  );
+  metrics.observeGauge('batched_requests_waiting', () => batches.waiting);
   // A waited run is followed until it ends: at most as many as the run queue and the running slots hold.
   const waiters = new RunWaiters(() => current.maxQueuedRuns + current.maxConcurrentRuns);
   runs.onFinal((final) => waiters.told(final));
@@ -145,7 +155,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   await shared?.connect();
   const actor = new Actor({
     dedupe,
-    executor: new ActionExecutor(host, runs, waiters, pauses, budgets),
+    executor: new ActionExecutor(host, runs, waiters, pauses, budgets, batches),
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
@@ -249,6 +259,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });
   pauses.start();
   budgets.start();
+  // A batch whose run the host handed back was accepted before the stop: it runs (or ended) as that run.
+  batches.start(new Set([...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId)));
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);
@@ -266,6 +278,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await watcher?.close();
       waiters.stop();
       await pauses.close();
+      await batches.close();
       await runs.close(graceMs);
       // After the runs: the last ones' tokens are counted.
       await budgets.close();

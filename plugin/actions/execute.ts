@@ -12,6 +12,7 @@ import type { FollowedRuns, RunWaiters } from '../runs/waiters.ts';
 import { refuse } from '../errors.ts';
 import type { BudgetBook, BudgetVerdict } from '../budgets/budget-book.ts';
 import { unwrapExternalContent } from '../safety/index.ts';
+import type { CoalesceAs, RunBatches } from './run-batches.ts';
 
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */
@@ -20,6 +21,8 @@ export interface ExecutedOutcome extends Outcome {
   held?: boolean;
   /** Past its budget: the runs' texts were kept for the window's digest, nothing run. */
   digested?: boolean;
+  /** The run joined a batch (coalesce): it starts when the batch closes. */
+  coalesced?: boolean;
   /** The runs, followed until they end, when the request waits for them (and the followed runs are not at their limit). */
   followed?: FollowedRuns;
 }
@@ -48,6 +51,7 @@ export class ActionExecutor {
     private readonly waiters: RunWaiters,
     private readonly gate?: HoldGate,
     private readonly budgets?: BudgetGate,
+    private readonly batches?: Pick<RunBatches, 'add'>,
   ) {}
 
   /**
@@ -60,7 +64,13 @@ export class ActionExecutor {
     key?: { scope: string; key: string; bodyHash?: string },
     origin?: ActionOrigin,
     wait = false,
+    /** The mapping's coalesce, its key rendered: the run joins a batch (run-batches.ts). */
+    coalesce?: CoalesceAs,
   ): Promise<ExecutedOutcome> {
+    if (coalesce && this.batches && origin && action.runs.length === 1 && !action.wakes.length) {
+      // A paused hook holds it as a run of its own.
+      if (!this.gate?.isPaused(origin.hook)) return this.#join(action, snap, key, origin, coalesce);
+    }
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
     const prepared = prepareAction(action, snap, this.host);
     const { jobs } = prepared;
@@ -114,6 +124,27 @@ export class ActionExecutor {
       taken?.undo();
       throw err;
     }
+  }
+
+  /** The run joins its batch; the request is answered with the batch's run id. */
+  async #join(
+    action: Action,
+    snap: RoutingPolicy,
+    key: { scope: string; key: string; bodyHash?: string } | undefined,
+    origin: ActionOrigin,
+    coalesce: CoalesceAs,
+  ): Promise<ExecutedOutcome> {
+    const runId = await this.batches!.add(origin.hook, coalesce, action.runs[0]!, origin.requestId, snap);
+    const outcome: Outcome = { status: 202, body: { ok: true, runId, coalesced: true } };
+    const record: IdempotencyRecord | undefined = key && {
+      scope: key.scope,
+      key: key.key,
+      at: Date.now(),
+      status: outcome.status,
+      body: outcome.body!,
+      ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
+    };
+    return { ...outcome, record, coalesced: true };
   }
 
   async #carryOut(

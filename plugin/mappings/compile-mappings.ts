@@ -24,6 +24,7 @@ export interface MappingConfig extends RunOptions {
   allowedSources?: string[];
   rateLimit?: RateLimitConfig;
   budget?: BudgetConfig;
+  coalesce?: { seconds: number; maxItems: number; key?: string };
   action?: 'wake' | 'agent';
   name?: string;
   textTemplate?: string;
@@ -184,6 +185,16 @@ export async function compileMappings(
     if (m.budget !== undefined && action !== 'agent')
       problems.push(`${where}.budget is for agent mappings: a wake starts no run`);
     const budget = m.budget && action === 'agent' ? compileBudget(m.budget, `${where}.budget`, problems) : undefined;
+    if (m.coalesce !== undefined && (action !== 'agent' || m.forEach !== undefined))
+      problems.push(`${where}.coalesce is for agent mappings without forEach`);
+    const coalesce =
+      m.coalesce && action === 'agent' && m.forEach === undefined
+        ? Object.freeze({
+            seconds: m.coalesce.seconds,
+            maxItems: m.coalesce.maxItems,
+            ...(m.coalesce.key !== undefined ? { key: template('coalesce', m.coalesce.key) } : {}),
+          })
+        : undefined;
 
     const resolved: CompiledMapping = {
       id,
@@ -195,6 +206,7 @@ export async function compileMappings(
       rateLimit,
       action,
       ...(budget ? { budget } : {}),
+      ...(coalesce ? { coalesce } : {}),
       name: m.name?.trim() || id,
       wakeMode: m.wakeMode,
       text: template('textTemplate', m.textTemplate),

@@ -27,6 +27,8 @@ export interface CompiledMapping {
   readonly action: 'wake' | 'agent';
   /** budget: what its runs may spend over a window, and what becomes of the rest. */
   readonly budget?: Budget;
+  /** coalesce: requests with the same key within `seconds` of the first, up to `maxItems`, are one run. */
+  readonly coalesce?: { readonly seconds: number; readonly maxItems: number; readonly key?: Template };
   readonly name: string;
   readonly wakeMode?: WakeMode;
   readonly text?: Template;

@@ -44,6 +44,8 @@ export interface HookMetrics {
   replay(kind: 'run' | 'delivery'): void;
   /** A request past its hook's budget kept for the window's digest, by hook. */
   digested(hook: string): void;
+  /** A request whose run joined a batch (coalesce), by hook. */
+  coalesced(hook: string): void;
   /** Each budget's use in its open window (runs and tokens), read when metrics are scraped. */
   observeBudgets(read: () => Iterable<BudgetGaugeRow>): void;
   /** A gauge read when metrics are scraped (queue depth, runs running). */
@@ -178,6 +180,13 @@ class PromMetrics implements HookMetrics {
     registers: [this.#registry],
   });
 
+  readonly #coalesced = new Counter({
+    name: 'hookgate_coalesced_total',
+    help: 'Requests whose run joined a batch of the same key (coalesce), by hook.',
+    labelNames: ['hook'] as const,
+    registers: [this.#registry],
+  });
+
   // Children per label set, looked up once: the hot path then costs two Map lookups and three updates
   // (these series are our own, fast-series.ts: prom-client's re-hash their labels at every update).
   readonly #children = new Map<EndpointLabel, Map<string, Children>>();
@@ -262,6 +271,10 @@ class PromMetrics implements HookMetrics {
     this.#digested.labels(hook).inc();
   }
 
+  coalesced(hook: string): void {
+    this.#coalesced.labels(hook).inc();
+  }
+
   observeBudgets(read: () => Iterable<BudgetGaugeRow>): void {
     const gauge = (name: string, help: string, pick: (row: BudgetGaugeRow) => number): void => {
       this.#registry.removeSingleMetric(name);
@@ -308,6 +321,7 @@ const GAUGE_HELP = {
   held_actions: 'Actions held for paused hooks, waiting for their resume.',
   requests_waiting: 'Hook requests waiting for their runs to end (waitForCompletion).',
   budget_digests_waiting: 'Requests past their budget kept for digests not yet posted.',
+  batched_requests_waiting: 'Requests in coalesced batches whose run has not started.',
 } as const;
 
 const nothing = (): void => {};
@@ -330,6 +344,7 @@ export const NO_METRICS: HookMetrics = {
   failure: nothing,
   replay: nothing,
   digested: nothing,
+  coalesced: nothing,
   observeBudgets: nothing,
   observeGauge: nothing,
   registry: undefined,

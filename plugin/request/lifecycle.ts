@@ -224,6 +224,7 @@ export class HookLifecycle {
     trace.key = outcome.key;
     trace.held = outcome.held;
     trace.digested = outcome.digested;
+    trace.coalesced = outcome.coalesced;
     trace.waited = outcome.waited;
     const headers = trace.duplicate ? DUPLICATE : undefined;
     // A held (or digested) request is answered so, whatever its mapping's `respond` says for an accepted one.
