@@ -7,7 +7,7 @@ import type { GatewayHost } from '../host.ts';
 import { NO_METRICS, type HookMetrics } from '../observe/metrics.ts';
 import { errorMessage } from '../util/errors.ts';
 import { timerDelay } from '../util/time-bounds.ts';
-import { budgetsOf, limitText, type BudgetRef, type BudgetSettings } from './budget.ts';
+import { budgetsOf, limitText, overBudget, type BudgetRef, type BudgetSettings } from './budget.ts';
 import { BudgetWindows } from './budget-windows.ts';
 import { Digests, type DigestItem } from './digests.ts';
 import { digestText } from './digest-text.ts';
@@ -178,12 +178,7 @@ export class BudgetBook {
   /** The open window when `runs` more would pass the budget; an empty window admits any request. */
   #isOver(ref: BudgetRef, runs: number, now: number): { start: number } | undefined {
     const window = this.windows.open(ref.key, ref.budget.perSeconds, now);
-    if (!window || window.runs === 0) return undefined;
-    const { runs: maxRuns, tokens: maxTokens } = ref.budget;
-    const over =
-      (maxRuns !== undefined && window.runs + runs > maxRuns) ||
-      (maxTokens !== undefined && window.tokens >= maxTokens);
-    return over ? window : undefined;
+    return overBudget(ref.budget, window, runs, now) === undefined ? undefined : window;
   }
 
   /** At the window's end: its digest told, then those holding runs told the budget freed. */

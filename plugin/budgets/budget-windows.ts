@@ -4,7 +4,7 @@
 // open window (one per budget configured); each change is on disk before the request is answered,
 // so a budget spent before a restart is still spent after it.
 import type { Logger } from '../host.ts';
-import { StateFile } from '../util/state-file.ts';
+import { readStateRecords, StateFile } from '../util/state-file.ts';
 
 export interface BudgetWindow {
   key: string;
@@ -24,6 +24,11 @@ function isWindow(value: unknown): value is BudgetWindow {
     typeof v.runs === 'number' &&
     typeof v.tokens === 'number'
   );
+}
+
+/** The windows a gateway keeps, read without opening its file for writing (the dry run's view). */
+export async function readBudgetWindows(path: string): Promise<Map<string, BudgetWindow>> {
+  return (await readStateRecords(path, isWindow)).records;
 }
 
 export class BudgetWindows {

@@ -76,6 +76,32 @@ function mappingBudget(settings: BudgetSettings, hook: string): Budget | undefin
   return byId.get(hook);
 }
 
+/** What a budget's window has counted (budget-windows.ts keeps them). */
+export interface WindowUse {
+  readonly start: number;
+  readonly runs: number;
+  readonly tokens: number;
+}
+
+/**
+ * The window's end when `runs` more runs would pass the budget at `now`; undefined when they fit. A
+ * window over, or one that counted nothing yet, admits any request.
+ */
+export function overBudget(
+  budget: Budget,
+  window: WindowUse | undefined,
+  runs: number,
+  now: number,
+): number | undefined {
+  if (!window || window.runs === 0) return undefined;
+  const endsAt = window.start + budget.perSeconds * 1000;
+  if (now >= endsAt) return undefined;
+  const over =
+    (budget.runs !== undefined && window.runs + runs > budget.runs) ||
+    (budget.tokens !== undefined && window.tokens >= budget.tokens);
+  return over ? endsAt : undefined;
+}
+
 /** `5 runs`, `20000 tokens`, or `5 runs and 20000 tokens`. */
 export function limitText(budget: Budget): string {
   const parts: string[] = [];

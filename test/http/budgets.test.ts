@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { post, startTestGateway, withGateway, type TestGateway } from '../helpers/recording-host.ts';
 import { assertError, waitUntil } from '../helpers/common.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
+import { dryRun, loadForDryRun } from '../../plugin/kits/config.ts';
 
 const START = /<<<EXTERNAL_UNTRUSTED_CONTENT id="[0-9a-f]{24}">>>/g;
 
@@ -227,4 +228,51 @@ test('a budget spent before a restart is still spent after it; a digest waiting 
   } finally {
     await third.close();
   }
+});
+
+test('the dry run says what a budget or a batch would do with the request, nothing counted', async () => {
+  const mapping = (id: string, extra: object) => ({
+    id,
+    match: { path: id },
+    action: 'agent',
+    deliver: false,
+    messageTemplate: '{{t}}',
+    ...extra,
+  });
+  await withGateway(
+    {
+      hooks: {
+        mappings: [
+          mapping('held', { budget: { runs: 1, perSeconds: 600, overflow: 'hold' } }),
+          mapping('digested', { budget: { runs: 1, perSeconds: 600 } }),
+          mapping('batched', { coalesce: { seconds: 60, maxItems: 5 } }),
+        ],
+      },
+    },
+    async (gw) => {
+      const { snapshot } = await loadForDryRun(gw.host);
+      const noTransforms = { run: () => Promise.reject(new Error('no transform here')) };
+      const body = Buffer.from(JSON.stringify({ t: 'x' }));
+      const spent = { start: Date.now(), runs: 1, tokens: 0 };
+      const budgetWindows = new Map([
+        ['hook:held', spent],
+        ['hook:digested', spent],
+      ]);
+      const tried = (name: string, windows?: typeof budgetWindows) =>
+        dryRun({ name, headers: {}, body, budgetWindows: windows }, snapshot, gw.host, noTransforms);
+      const held = await tried('held', budgetWindows);
+      assert.match(held.spend!, /^would be held by its budget: held's budget of 1 runs per 600 s is spent until /);
+      assert.equal(held.answer!.body!.held, true);
+      const digested = await tried('digested', budgetWindows);
+      assert.match(digested.spend!, /^would be digested: /);
+      assert.equal(digested.answer!.body!.digested, true);
+      const fresh = await tried('digested');
+      assert.equal(fresh.spend, undefined);
+      assert.equal(typeof fresh.answer!.body!.runId, 'string');
+      const batched = await tried('batched');
+      assert.match(batched.spend!, /^would be coalesced: /);
+      assert.equal(batched.answer!.body!.coalesced, true);
+      assert.equal(gw.rec.turns.length, 0);
+    },
+  );
 });

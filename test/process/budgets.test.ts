@@ -4,8 +4,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeProvider } from '../helpers/fake-provider.ts';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import {
   eventually,
+  SOURCE_CLI,
+  spawnCapturing,
   GATEWAY_TOKEN,
   MAIN,
   spawnGateway,
@@ -66,6 +70,22 @@ test('runs past a budget never reach the provider; the usage it reports spends a
     assert.equal(await metric(gw, /hookgate_budget_runs\{budget="hook:alerts"\}/), 2);
     const logged = await gw.admin('/api/requests?limit=10');
     assert.equal(logged.requests.filter((r: { digested?: boolean }) => r.digested === true).length, 3);
+    // The dry run reads the budget's window from the state dir, and says so.
+    const payload = path.join(dir, 'alert.json');
+    await writeFile(payload, JSON.stringify({ t: 'tried' }));
+    const cli = spawnCapturing(process.execPath, [
+      ...SOURCE_CLI,
+      'webhooks',
+      'test',
+      'alerts',
+      '--payload',
+      payload,
+      '--state-dir',
+      dir,
+    ]);
+    assert.equal(await cli.exited, 0, cli.output());
+    assert.match(cli.output(), /^spend +would be digested: alerts's budget of 2 runs per 600 s is spent until /m);
+    assert.match(cli.output(), /^answer +202 \{"ok":true,"digested":true,"requestId":"<its request id>"\}$/m);
 
     const first = await gw.hook('/hooks/costly', { t: 'spends tokens' });
     assert.equal(first.status, 202, JSON.stringify(first.body));
