@@ -26,6 +26,7 @@ import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { HookRateLimiter, type HookRateLimit } from './auth/hook-rate-limit.ts';
 import { SharedRateLimits } from './auth/shared-rate-limit.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
+import { SharedBudgets } from './budgets/shared-budgets.ts';
 import type { AdminCall } from './admin/admin-call.ts';
 import { adminRoutes } from './admin/routes.ts';
 import { RunRetries } from './runs/run-retries.ts';
@@ -152,6 +153,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const sharedRateLimits = shared && new SharedRateLimits(rateLimits, shared, () => rateLimitsOf(current));
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
   const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
+  const sharedBudgets = shared && new SharedBudgets(budgets.sharedWindows, shared, () => budgets.keys());
   await shared?.connect();
   const actor = new Actor({
     dedupe,
@@ -281,6 +283,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await batches.close();
       await runs.close(graceMs);
       // After the runs: the last ones' tokens are counted.
+      sharedBudgets?.close();
       await budgets.close();
       // Replies the last runs queued get what is left of the grace.
       await replies.close(deadline - Date.now());

@@ -149,21 +149,33 @@ export class BudgetBook {
     });
   }
 
+  /** Every budget configured: its key and window length (shared-budgets.ts exchanges them). */
+  *keys(): Iterable<{ key: string; perSeconds: number }> {
+    for (const { budget, key } of this.#allRefs()) yield { key, perSeconds: budget.perSeconds };
+  }
+
+  /** The windows, for sharing them across instances. */
+  get sharedWindows(): BudgetWindows {
+    return this.windows;
+  }
+
   /** Every budget configured, with its use in the open window (none open: 0). */
   *allUse(): Iterable<{ budget: string; runs: number; tokens: number }> {
-    const settings = this.settings();
     const now = Date.now();
+    for (const ref of this.#allRefs()) {
+      const open = this.windows.open(ref.key, ref.budget.perSeconds, now);
+      yield { budget: ref.key, runs: open?.runs ?? 0, tokens: open?.tokens ?? 0 };
+    }
+  }
+
+  #allRefs(): BudgetRef[] {
+    const settings = this.settings();
     const refs = [
       ...budgetsOf(settings, 'agent'),
       ...settings.mappings.flatMap((m) => (m.budget ? budgetsOf(settings, m.id).slice(0, 1) : [])),
     ];
     const seen = new Set<string>();
-    for (const ref of refs) {
-      if (seen.has(ref.key)) continue;
-      seen.add(ref.key);
-      const open = this.windows.open(ref.key, ref.budget.perSeconds, now);
-      yield { budget: ref.key, runs: open?.runs ?? 0, tokens: open?.tokens ?? 0 };
-    }
+    return refs.filter((ref) => !seen.has(ref.key) && seen.add(ref.key));
   }
 
   /** Stops watching windows (digests not yet told stay on disk for the next start), then closes the files. */

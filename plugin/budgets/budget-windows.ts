@@ -31,8 +31,17 @@ export async function readBudgetWindows(path: string): Promise<Map<string, Budge
   return (await readStateRecords(path, isWindow)).records;
 }
 
+/** What this instance counted in a window and has not told the other instances yet (shared-budgets.ts). */
+export interface Untold {
+  start: number;
+  runs: number;
+  tokens: number;
+}
+
 export class BudgetWindows {
   readonly #file: StateFile<BudgetWindow>;
+  /** Per budget: counted here since the last exchange (kept only with hooks.sharedState). */
+  #untold: Map<string, Untold> | undefined;
 
   private constructor(file: StateFile<BudgetWindow>) {
     this.#file = file;
@@ -52,6 +61,7 @@ export class BudgetWindows {
   count(key: string, perSeconds: number, runs: number, now: number): { window: BudgetWindow; written: Promise<void> } {
     const open = this.open(key, perSeconds, now);
     const window = open ? { ...open, runs: open.runs + runs } : { key, start: now, runs, tokens: 0 };
+    this.#note(key, window.start, runs, 0);
     return { window, written: this.#file.put(key, window) };
   }
 
@@ -59,6 +69,7 @@ export class BudgetWindows {
   uncount(key: string, start: number, runs: number): Promise<void> {
     const window = this.#file.get(key);
     if (!window || window.start !== start) return Promise.resolve();
+    this.#note(key, start, -runs, 0);
     return this.#file.put(key, { ...window, runs: Math.max(0, window.runs - runs) });
   }
 
@@ -66,7 +77,49 @@ export class BudgetWindows {
   spend(key: string, perSeconds: number, tokens: number, now: number): Promise<void> {
     const open = this.open(key, perSeconds, now);
     if (!open) return Promise.resolve();
+    this.#note(key, open.start, 0, tokens);
     return this.#file.put(key, { ...open, tokens: open.tokens + tokens });
+  }
+
+  /** From now on, what is counted here is kept to be told to the other instances. */
+  share(): void {
+    this.#untold ??= new Map();
+  }
+
+  /** What was counted here since the last call, per budget; forgotten here (give it back if not told). */
+  takeUntold(): Map<string, Untold> {
+    const untold = this.#untold ?? new Map<string, Untold>();
+    if (this.#untold) this.#untold = new Map();
+    return untold;
+  }
+
+  /** Counts that could not be told: told with the next exchange. */
+  giveBack(key: string, told: Untold): void {
+    if (told.runs !== 0 || told.tokens !== 0) this.#note(key, told.start, told.runs, told.tokens);
+  }
+
+  /**
+   * What every instance counted in the budget's window, as Redis holds it: the window becomes it,
+   * plus what was counted here since (not told yet). A window no instance has open is left alone.
+   */
+  heard(key: string, start: number, runs: number, tokens: number): void {
+    if (start <= 0) return;
+    const untold = this.#untold?.get(key);
+    const mine = untold?.start === start ? untold : undefined;
+    const window = { key, start, runs: runs + (mine?.runs ?? 0), tokens: tokens + (mine?.tokens ?? 0) };
+    const kept = this.#file.get(key);
+    if (kept && kept.start === window.start && kept.runs === window.runs && kept.tokens === window.tokens) return;
+    void this.#file.put(key, window).catch(() => {});
+  }
+
+  #note(key: string, start: number, runs: number, tokens: number): void {
+    if (!this.#untold) return;
+    const untold = this.#untold.get(key);
+    // Counts of a window since replaced are of no use to the others.
+    if (untold && untold.start === start) {
+      untold.runs += runs;
+      untold.tokens += tokens;
+    } else this.#untold.set(key, { start, runs, tokens });
   }
 
   /** Every window kept (open or over). */
