@@ -125,6 +125,8 @@ export class HookPauses {
   async hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void> {
     const { maxHeld, maxHeldBytes } = this.snapshot();
     if (this.held.size >= maxHeld) throw refuse.pausedFull(maxHeld, FULL_RETRY_AFTER_SECONDS);
+    // Held for its budget, not a pause: the pauses file says so before anything is held.
+    if (!this.pauses.isPaused(hook)) await this.pauses.know(hook);
     if (!(await this.held.hold(hook, requestId, action, idempotency, maxHeldBytes))) {
       throw refuse.pausedFullBytes(maxHeldBytes, FULL_RETRY_AFTER_SECONDS);
     }

@@ -276,3 +276,29 @@ test('the dry run says what a budget or a batch would do with the request, nothi
     },
   );
 });
+
+test('runs held for a budget outlive a restart: the hook is not taken for paused, they run as windows end', async () => {
+  const stateDir = await tempDir('hookgate-budget-hold-');
+  const hooks = { endpoints: { agent: { budget: { runs: 1, perSeconds: 3, overflow: 'hold' } } } };
+  const first = await startTestGateway({ stateDir, hooks });
+  try {
+    assert.equal(
+      typeof (await post(first.url, '/hooks/agent', { message: 'job 0', deliver: false })).body.runId,
+      'string',
+    );
+    assert.equal((await post(first.url, '/hooks/agent', { message: 'job 1', deliver: false })).body.held, true);
+    await first.finalRuns(1);
+  } finally {
+    await first.close();
+  }
+  const second = await startTestGateway({ stateDir, hooks });
+  try {
+    const agent = (await admin(second, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
+    assert.equal(agent.paused, false);
+    await second.finalRuns(1, 30_000);
+    assert.match(second.rec.turns[0]!.prompt, /job 1/);
+    assert.equal(second.rec.logs.filter((l) => /pause state lost/.test(l.msg)).length, 0);
+  } finally {
+    await second.close();
+  }
+});
