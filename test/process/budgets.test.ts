@@ -39,7 +39,10 @@ async function config(dir: string, baseUrl: string, hooks: object): Promise<void
 
 async function digestEvents(gw: SpawnedGateway): Promise<string[]> {
   const { entries } = await gw.admin(`/api/sessions/${MAIN}/history?limit=1000`);
-  return entries.map((e: { text: string }) => e.text).filter((t: string) => t.includes('over its budget'));
+  // System events only: the heartbeat the digest asks for reads it into a prompt of its own.
+  return entries
+    .filter((e: { kind: string; text: string }) => e.kind === 'system-event' && e.text.includes('over its budget'))
+    .map((e: { text: string }) => e.text);
 }
 
 async function metric(gw: SpawnedGateway, line: RegExp): Promise<number | undefined> {
