@@ -12,8 +12,8 @@ export const FLOORS = [
   ['http/', 'auth/', 'dedupe/', 'safety/', 'transforms/', 'retry/'],
   // 4. signed senders; the reply queue
   ['verify/', 'replies/'],
-  // 5. the run service, its retries, outcomes and waiters
-  ['runs/'],
+  // 5. the run service, its retries, outcomes and waiters; what hooks may spend
+  ['runs/', 'budgets/'],
   // 6. wake/agent payloads and the executor; mappings; the failure book and replay
   ['actions/', 'mappings/', 'failures/'],
   // 7. one hook request's phases; pausing a hook and its held actions

@@ -17,6 +17,7 @@ import { parsePayload, targetOf, type Target } from './request/resolve.ts';
 import type { CompiledMapping } from './mappings/mapping.ts';
 import { failingCondition } from './mappings/filters.ts';
 import { isIP } from 'node:net';
+import { budgetsOf, limitText, overBudget, type WindowUse } from './budgets/budget.ts';
 import {
   planRequest,
   replyOf,
@@ -38,6 +39,8 @@ export interface DryRunRequest {
   paused?: ReadonlySet<string>;
   /** The client address to try the source allowlists with; unchecked without it. */
   source?: string;
+  /** The budgets' windows as the gateway keeps them (by budget key): a budget spent shows. */
+  budgetWindows?: ReadonlyMap<string, WindowUse>;
 }
 
 export interface DryRunResult {
@@ -57,6 +60,8 @@ export interface DryRunResult {
   jobs: AgentJob[];
   answer?: Outcome;
   dedupeKeys: DedupeKey[];
+  /** What its runs would meet: coalesced into a batch, or past a budget (digested, held), as a sentence. */
+  spend?: string;
   /** The plan the live path would carry out, once the request got that far. */
   plan?: Plan;
   /** What the live path would refuse the request with. */
@@ -157,11 +162,12 @@ export async function dryRun(
     result.wakes = action.wakes;
     result.jobs = jobs;
     const reply = replyOf(plan, outcome);
+    const kept = result.hook.paused ? undefined : spendOf(plan, jobs.length, snap, request.budgetWindows, result);
     const usual = result.hook.paused
       ? { status: 202, body: { ok: true, held: true, requestId: '<its request id>' } }
-      : outcome;
+      : (kept ?? outcome);
     result.answer =
-      reply && !result.hook.paused
+      reply && !result.hook.paused && !kept
         ? replyAsOutcome(reply, outcome)
         : {
             ...usual,
@@ -171,6 +177,44 @@ export async function dryRun(
     result.refusal = err instanceof HookError ? err : refuse.internal();
   }
   return result;
+}
+
+/**
+ * A request whose runs would join a batch, or pass a budget: its answer, and `result.spend` saying
+ * why; undefined when its runs would simply start. A budget refusing throws its 429.
+ */
+function spendOf(
+  plan: ActingPlan,
+  runs: number,
+  snap: HooksSnapshot,
+  windows: ReadonlyMap<string, WindowUse> | undefined,
+  result: DryRunResult,
+): Outcome | undefined {
+  if (!runs) return undefined;
+  const hook = plan.kind === 'endpoint' ? plan.endpoint : plan.mapping.id;
+  if (plan.kind === 'mapped' && plan.mapping.coalesce && runs === 1) {
+    const { seconds, maxItems } = plan.mapping.coalesce;
+    result.spend = `would be coalesced: its run joins the batch of its key (${maxItems} requests within ${seconds} s at most)`;
+    return { status: 202, body: { ok: true, runId: "<the batch's run id>", coalesced: true } };
+  }
+  const now = Date.now();
+  for (const ref of budgetsOf(snap, hook)) {
+    const endsAt = overBudget(ref.budget, windows?.get(ref.key), runs, now);
+    if (endsAt === undefined) continue;
+    const spent = `${ref.name}'s budget of ${limitText(ref.budget)} per ${ref.budget.perSeconds} s is spent until ${new Date(endsAt).toISOString()}`;
+    const { overflow } = ref.budget;
+    if (overflow === 'refuse') {
+      result.spend = `would be refused: ${spent}`;
+      throw refuse.budgetExhausted(Math.max(1, Math.ceil((endsAt - now) / 1000)));
+    }
+    if (overflow === 'hold') {
+      result.spend = `would be held by its budget: ${spent}`;
+      return { status: 202, body: { ok: true, held: true, requestId: '<its request id>' } };
+    }
+    result.spend = `would be digested: ${spent}; listed in one main-session event when the window ends`;
+    return { status: 202, body: { ok: true, digested: true, requestId: '<its request id>' } };
+  }
+  return undefined;
 }
 
 /**

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'source_not_allowed'
   | 'hook_rate_limited'
+  | 'budget_exhausted'
   | 'not_found'
   | 'payload_too_large'
   | 'body_timeout'
@@ -192,6 +193,13 @@ export const refuse = {
       503,
       'paused_full',
       `holding this action would pass ${maxBytes} bytes held for paused hooks (hooks.maxHeldBytes); resume a hook or try again later`,
+      { 'retry-after': String(retryAfterSeconds) },
+    ),
+  budgetExhausted: (retryAfterSeconds: number): HookError =>
+    new HookError(
+      429,
+      'budget_exhausted',
+      `this hook's run budget is spent for its window; retry in ${retryAfterSeconds} s`,
       { 'retry-after': String(retryAfterSeconds) },
     ),
   badRequest: (what: string, headers?: Headers): HookError => new HookError(400, 'bad_request', what, headers),

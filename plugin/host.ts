@@ -109,6 +109,8 @@ export interface TurnResult {
   retryable?: boolean;
   /** The provider's announced wait before another try (its Retry-After), in ms. */
   retryAfterMs?: number;
+  /** The model tokens the turn used, as the provider reported them (budgets count them). */
+  usage?: { totalTokens: number };
 }
 
 /** retrying: a try failed in a way that may pass, and the next is scheduled (hooks.retry). */

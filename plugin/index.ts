@@ -26,6 +26,7 @@ import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { HookRateLimiter, type HookRateLimit } from './auth/hook-rate-limit.ts';
 import { SharedRateLimits } from './auth/shared-rate-limit.ts';
 import { SharedDedupe } from './dedupe/shared-dedupe.ts';
+import { SharedBudgets } from './budgets/shared-budgets.ts';
 import type { AdminCall } from './admin/admin-call.ts';
 import { adminRoutes } from './admin/routes.ts';
 import { RunRetries } from './runs/run-retries.ts';
@@ -36,6 +37,8 @@ import { hooksRoute } from './admin/hooks-route.ts';
 import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
+import { BudgetBook } from './budgets/budget-book.ts';
+import { RunBatches } from './actions/run-batches.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -81,6 +84,8 @@ export interface HooksPlugin {
   admin(call: AdminCall): Promise<unknown> | undefined;
   /** The reply queue: replies not yet settled (pending or retrying). */
   readonly replies: { readonly pending: number };
+  /** Requests past their budget kept for digests not yet told. */
+  readonly budgets: { readonly digestsWaiting: number };
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -100,8 +105,24 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
-  const pauses = await HookPauses.open(host, runs, () => current);
+  const budgets = await BudgetBook.open(host, () => current, metrics);
+  // The tokens a run reported count toward the budgets its hook meets.
+  runs.onFinal((final) => {
+    if (final.tokens !== undefined && final.run.hookId !== undefined) budgets.spend(final.run.hookId, final.tokens);
+  });
+  metrics.observeBudgets(() => budgets.allUse());
+  metrics.observeGauge('budget_digests_waiting', () => budgets.digests.waiting);
+  const pauses = await HookPauses.open(host, runs, () => current, budgets);
   metrics.observeGauge('held_actions', () => pauses.held.size);
+  const batches = await RunBatches.open(
+    host,
+    runs,
+    () => current,
+    budgets,
+    () => ({ hold: (hook, requestId, spec) => pauses.hold(hook, requestId, { wakes: [], runs: [spec] }) }),
+    metrics,
+  );
+  metrics.observeGauge('batched_requests_waiting', () => batches.waiting);
   // A waited run is followed until it ends: at most as many as the run queue and the running slots hold.
   const waiters = new RunWaiters(() => current.maxQueuedRuns + current.maxConcurrentRuns);
   runs.onFinal((final) => waiters.told(final));
@@ -135,10 +156,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const sharedRateLimits = shared && new SharedRateLimits(rateLimits, shared, () => rateLimitsOf(current));
   const sharedDedupe = shared && new SharedDedupe(shared, host.logger);
   const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
+  const sharedBudgets = shared && new SharedBudgets(budgets.sharedWindows, shared, () => budgets.keys());
   await shared?.connect();
   const actor = new Actor({
     dedupe,
-    executor: new ActionExecutor(host, runs, waiters, pauses),
+    executor: new ActionExecutor(host, runs, waiters, pauses, budgets, batches),
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
@@ -241,11 +263,14 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const resumedReplies = replies.resume();
   if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });
   pauses.start();
+  budgets.start();
+  // A batch whose run the host handed back was accepted before the stop: it runs (or ended) as that run.
+  batches.start(new Set([...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId)));
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);
   };
-  const admin = adminRoutes([hooksRoute(pauses, setPaused), failures.route]);
+  const admin = adminRoutes([hooksRoute(pauses, setPaused, budgets), failures.route]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -258,7 +283,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await watcher?.close();
       waiters.stop();
       await pauses.close();
+      await batches.close();
       await runs.close(graceMs);
+      // After the runs: the last ones' tokens are counted.
+      sharedBudgets?.close();
+      await budgets.close();
       // Replies the last runs queued get what is left of the grace.
       await replies.close(deadline - Date.now());
       await failures.close();
@@ -281,6 +310,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     },
     admin,
     replies,
+    budgets: {
+      get digestsWaiting() {
+        return budgets.digests.waiting;
+      },
+    },
   };
 }
 

@@ -9,12 +9,20 @@ import { prepareAgentJob } from './agent.ts';
 import type { RunService } from '../runs/run-service.ts';
 import { runWake } from './wake.ts';
 import type { FollowedRuns, RunWaiters } from '../runs/waiters.ts';
+import { refuse } from '../errors.ts';
+import type { BudgetBook, BudgetVerdict } from '../budgets/budget-book.ts';
+import { unwrapExternalContent } from '../safety/index.ts';
+import type { CoalesceAs, RunBatches } from './run-batches.ts';
 
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */
   record?: IdempotencyRecord;
-  /** The hook is paused: the action was held, not carried out. */
+  /** The hook is paused (or its budget holds): the action was held, not carried out. */
   held?: boolean;
+  /** Past its budget: the runs' texts were kept for the window's digest, nothing run. */
+  digested?: boolean;
+  /** The run joined a batch (coalesce): it starts when the batch closes. */
+  coalesced?: boolean;
   /** The runs, followed until they end, when the request waits for them (and the followed runs are not at their limit). */
   followed?: FollowedRuns;
 }
@@ -29,7 +37,12 @@ export interface ActionOrigin {
 export interface HoldGate {
   isPaused(hook: string): boolean;
   hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void>;
+  /** Actions held for the hook now (paused, or waiting for its budget). */
+  heldFor(hook: string): number;
 }
+
+/** The budgets (budgets/): whether a request's runs fit, and the digest of those that do not. */
+export type BudgetGate = Pick<BudgetBook, 'holdsInOrder' | 'take' | 'digest'>;
 
 export class ActionExecutor {
   constructor(
@@ -37,6 +50,8 @@ export class ActionExecutor {
     private readonly runs: RunService,
     private readonly waiters: RunWaiters,
     private readonly gate?: HoldGate,
+    private readonly budgets?: BudgetGate,
+    private readonly batches?: Pick<RunBatches, 'add'>,
   ) {}
 
   /**
@@ -49,7 +64,13 @@ export class ActionExecutor {
     key?: { scope: string; key: string; bodyHash?: string },
     origin?: ActionOrigin,
     wait = false,
+    /** The mapping's coalesce, its key rendered: the run joins a batch (run-batches.ts). */
+    coalesce?: CoalesceAs,
   ): Promise<ExecutedOutcome> {
+    if (coalesce && this.batches && origin && action.runs.length === 1 && !action.wakes.length) {
+      // A paused hook holds it as a run of its own.
+      if (!this.gate?.isPaused(origin.hook)) return this.#join(action, snap, key, origin, coalesce);
+    }
     // Every job is checked before anything is done: a refusal leaves nothing half-done.
     const prepared = prepareAction(action, snap, this.host);
     const { jobs } = prepared;
@@ -59,8 +80,27 @@ export class ActionExecutor {
         job.hookId = origin.hook;
       }
     }
-    const held = origin !== undefined && this.gate?.isPaused(origin.hook) === true;
-    const outcome: Outcome = held ? heldAnswer(origin.requestId) : prepared.outcome;
+    let held = origin !== undefined && this.gate?.isPaused(origin.hook) === true;
+    let taken: Extract<BudgetVerdict, { ok: true }> | undefined;
+    let past: Extract<BudgetVerdict, { ok: false }> | undefined;
+    if (!held && origin !== undefined && jobs.length && this.budgets) {
+      const { hook } = origin;
+      // Runs held for a budget go first, in order: a request behind them waits too.
+      if (this.gate && this.gate.heldFor(hook) > 0 && this.budgets.holdsInOrder(hook)) held = true;
+      else {
+        const verdict = await this.budgets.take(hook, jobs.length);
+        if (verdict.ok) taken = verdict;
+        else if (verdict.over.budget.overflow === 'refuse')
+          throw refuse.budgetExhausted(Math.max(1, Math.ceil((verdict.endsAt - Date.now()) / 1000)));
+        else if (verdict.over.budget.overflow === 'hold' && this.gate) held = true;
+        else past = verdict;
+      }
+    }
+    const outcome: Outcome = held
+      ? heldAnswer(origin!.requestId)
+      : past
+        ? digestedAnswer(origin!.requestId)
+        : prepared.outcome;
     const record: IdempotencyRecord | undefined = key && {
       scope: key.scope,
       key: key.key,
@@ -70,9 +110,50 @@ export class ActionExecutor {
       ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
     };
     if (held) {
-      await this.gate!.hold(origin.hook, origin.requestId, action, record);
+      await this.gate!.hold(origin!.hook, origin!.requestId, action, record);
       return { ...outcome, record, held };
     }
+    if (past) {
+      await this.budgets!.digest(past, origin!.hook, jobs[0]!.agentId, action.runs.map(renderedMessage));
+      for (const wake of action.wakes) await runWake(wake, this.host, record);
+      return { ...outcome, record, digested: true };
+    }
+    try {
+      return await this.#carryOut(action, jobs, outcome, record, wait);
+    } catch (err) {
+      taken?.undo();
+      throw err;
+    }
+  }
+
+  /** The run joins its batch; the request is answered with the batch's run id. */
+  async #join(
+    action: Action,
+    snap: RoutingPolicy,
+    key: { scope: string; key: string; bodyHash?: string } | undefined,
+    origin: ActionOrigin,
+    coalesce: CoalesceAs,
+  ): Promise<ExecutedOutcome> {
+    const runId = await this.batches!.add(origin.hook, coalesce, action.runs[0]!, origin.requestId, snap);
+    const outcome: Outcome = { status: 202, body: { ok: true, runId, coalesced: true } };
+    const record: IdempotencyRecord | undefined = key && {
+      scope: key.scope,
+      key: key.key,
+      at: Date.now(),
+      status: outcome.status,
+      body: outcome.body!,
+      ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
+    };
+    return { ...outcome, record, coalesced: true };
+  }
+
+  async #carryOut(
+    action: Action,
+    jobs: AgentJob[],
+    outcome: Outcome,
+    record: IdempotencyRecord | undefined,
+    wait: boolean,
+  ): Promise<ExecutedOutcome> {
     for (const wake of action.wakes) await runWake(wake, this.host, record);
     if (!jobs.length) return { ...outcome, record };
     const followed = wait ? this.waiters.follow(jobs) : undefined;
@@ -103,6 +184,17 @@ export function prepareAction(
       jobs.map((j) => j.runId),
     ),
   };
+}
+
+/** A run's message as it was rendered, unwrapped when a preset had wrapped it already (a digest wraps it again). */
+export function renderedMessage(spec: Action['runs'][number]): string {
+  if (!spec.alreadyWrapped) return spec.message;
+  return unwrapExternalContent(spec.message)?.content ?? spec.message;
+}
+
+/** A request past its budget with overflow "digest": accepted, its runs kept for the window's digest. */
+function digestedAnswer(requestId: string): Outcome {
+  return { status: 202, body: { ok: true, digested: true, requestId } };
 }
 
 /** A paused hook's answer (its request id is the one the request log shows). */

@@ -1,8 +1,10 @@
-// The admin API of pauses: GET hooks → { hooks: [ { name, paused, held } ] };
+// The admin API of pauses: GET hooks → { hooks: [ { name, paused, held, budgets? } ] } (budgets: the
+// use of each budget the hook meets, in its open window);
 // POST hooks/<name>/pause and hooks/<name>/resume → { ok: true, name, paused, held }.
 import { refuse } from '../errors.ts';
 import type { AdminRoute } from './admin-call.ts';
 import type { HookPauses } from '../pauses/hook-pauses.ts';
+import type { BudgetBook } from '../budgets/budget-book.ts';
 
 /** A name as an error message may quote it: a caller's typing, capped. */
 function quoted(name: string): string {
@@ -12,13 +14,18 @@ function quoted(name: string): string {
 export function hooksRoute(
   pauses: HookPauses,
   setPaused: (name: string, paused: boolean) => Promise<void>,
+  budgets?: Pick<BudgetBook, 'useOf'>,
 ): AdminRoute {
   return (call) => {
     const { parts, method } = call;
     if (parts[0] !== 'hooks') return undefined;
     if (parts.length === 1) {
       if (method !== 'GET') return Promise.reject(refuse.methodNotAllowed('GET', 'the hooks are read with GET'));
-      return Promise.resolve({ hooks: pauses.list() });
+      const hooks = pauses.list().map((hook) => {
+        const use = budgets?.useOf(hook.name) ?? [];
+        return use.length ? { ...hook, budgets: use } : hook;
+      });
+      return Promise.resolve({ hooks });
     }
     const [, name, verb] = parts;
     if (parts.length !== 3 || (verb !== 'pause' && verb !== 'resume')) return undefined;

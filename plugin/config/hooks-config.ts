@@ -18,6 +18,7 @@ import type { SharedStateConfig } from '../redis/shared-redis.ts';
 import { PRESETS, type PresetBlocks } from '../mappings/presets.ts';
 import type { RetryPolicy } from '../retry/retry-policy.ts';
 import type { WaitLimits } from '../runs/wait-slots.ts';
+import { compileBudget, type Budget, type BudgetConfig } from '../budgets/budget.ts';
 
 /** The hooks block: the core's keys and each preset's own block (presets.ts). */
 export type HooksBlock = CoreHooksBlock & PresetBlocks;
@@ -48,6 +49,8 @@ interface CoreHooksBlock {
   maxHeldBytes?: number;
   sessionRetention?: { seconds?: number };
   sharedState?: { redis: string; keyPrefix?: string };
+  /** What all hooks together may spend. */
+  budget?: BudgetConfig;
   /** Source allowlist for every hook request: IPs and CIDRs. */
   allowedSources?: string[];
   /** Settings of the wake and agent endpoints. */
@@ -62,6 +65,7 @@ interface EndpointBlock {
 interface AgentEndpointBlock extends EndpointBlock {
   acceptedStatus?: 200 | 202;
   maxConcurrentRuns?: number;
+  budget?: BudgetConfig;
 }
 
 /** Trim, one leading slash, no trailing slash; undefined when nothing is left (`/`). */
@@ -135,6 +139,14 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     if (limit) endpointRateLimits[name] = compileRateLimit(name, limit);
   }
 
+  const budget = h.budget && compileBudget(h.budget, `${root}.budget`, problems);
+  const endpointBudgets: { agent?: Budget } = {};
+  const agentBudget = h.endpoints?.agent?.budget;
+  if (agentBudget) {
+    const compiled = compileBudget(agentBudget, `${root}.endpoints.agent.budget`, problems);
+    if (compiled) endpointBudgets.agent = compiled;
+  }
+
   if (problems.length) throw new ConfigError(problems, file);
 
   const allowed = h.allowedAgentIds;
@@ -157,6 +169,8 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     endpointRateLimits: Object.freeze(endpointRateLimits),
     agentAcceptedStatus: h.endpoints?.agent?.acceptedStatus ?? 202,
     agentMaxConcurrentRuns: h.endpoints?.agent?.maxConcurrentRuns,
+    ...(budget ? { budget } : {}),
+    endpointBudgets: Object.freeze(endpointBudgets),
     transformsRoot,
     transformsDir,
     transformTimeoutMs: h.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,

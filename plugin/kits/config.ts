@@ -10,6 +10,7 @@ export { compileSchema, formatErrors } from '../settings/schemas.ts';
 export { dryRun, loadForDryRun, type DryRunResult } from '../dry-run.ts';
 export { localPostOf, type LocalPost } from '../request/resolve.ts';
 export { readPausedHooks } from '../pauses/pauses.ts';
+export { readBudgetWindows } from '../budgets/budget-windows.ts';
 export { TransformRunner } from '../transforms/index.ts';
 export { unwrapExternalContent } from '../safety/index.ts';
 export { PRESETS } from '../mappings/presets.ts';

@@ -14,6 +14,7 @@ import { compileVerifier, type VerifyConfig } from '../verify/compile-verifier.t
 import { compileFilter, type FilterConfig } from './filters.ts';
 import { compileAddressList } from '../http/address-list.ts';
 import { compileRateLimit, type RateLimitConfig } from '../auth/hook-rate-limit.ts';
+import { compileBudget, type BudgetConfig } from '../budgets/budget.ts';
 
 /** As written in the config (validated by schema/mapping.schema.json); `to` and `model` may be templates. */
 export interface MappingConfig extends RunOptions {
@@ -22,6 +23,8 @@ export interface MappingConfig extends RunOptions {
   /** Source allowlist: IPs and CIDRs; narrows hooks.allowedSources, never widens it. */
   allowedSources?: string[];
   rateLimit?: RateLimitConfig;
+  budget?: BudgetConfig;
+  coalesce?: { seconds: number; maxItems: number; key?: string };
   action?: 'wake' | 'agent';
   name?: string;
   textTemplate?: string;
@@ -185,6 +188,20 @@ export async function compileMappings(
     const rateLimit =
       m.rateLimit && matchPath !== undefined ? compileRateLimit(`hook:${matchPath}`, m.rateLimit) : undefined;
 
+    if (m.budget !== undefined && action !== 'agent')
+      problems.push(`${where}.budget is for agent mappings: a wake starts no run`);
+    const budget = m.budget && action === 'agent' ? compileBudget(m.budget, `${where}.budget`, problems) : undefined;
+    if (m.coalesce !== undefined && (action !== 'agent' || m.forEach !== undefined))
+      problems.push(`${where}.coalesce is for agent mappings without forEach`);
+    const coalesce =
+      m.coalesce && action === 'agent' && m.forEach === undefined
+        ? Object.freeze({
+            seconds: m.coalesce.seconds,
+            maxItems: m.coalesce.maxItems,
+            ...(m.coalesce.key !== undefined ? { key: template('coalesce', m.coalesce.key) } : {}),
+          })
+        : undefined;
+
     const resolved: CompiledMapping = {
       id,
       where,
@@ -194,6 +211,8 @@ export async function compileMappings(
       allowedSources,
       rateLimit,
       action,
+      ...(budget ? { budget } : {}),
+      ...(coalesce ? { coalesce } : {}),
       name: m.name?.trim() || id,
       wakeMode: m.wakeMode,
       text: template('textTemplate', m.textTemplate),

@@ -8,6 +8,7 @@ import type { Respond } from './respond.ts';
 import type { MappingFilter } from './filters.ts';
 import type { AddressList } from '../http/address-list.ts';
 import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
+import type { Budget } from '../budgets/budget.ts';
 
 export type BodyFormat = 'json' | 'form' | 'multipart';
 
@@ -24,6 +25,10 @@ export interface CompiledMapping {
   /** rateLimit: how many requests its name admits over a window. */
   readonly rateLimit?: HookRateLimit;
   readonly action: 'wake' | 'agent';
+  /** budget: what its runs may spend over a window, and what becomes of the rest. */
+  readonly budget?: Budget;
+  /** coalesce: requests with the same key within `seconds` of the first, up to `maxItems`, are one run. */
+  readonly coalesce?: { readonly seconds: number; readonly maxItems: number; readonly key?: Template };
   readonly name: string;
   readonly wakeMode?: WakeMode;
   readonly text?: Template;

@@ -44,6 +44,12 @@ export interface HookMetrics {
   failure(kind: 'run' | 'delivery'): void;
   /** A failure or run replayed, by kind. */
   replay(kind: 'run' | 'delivery'): void;
+  /** A request past its hook's budget kept for the window's digest, by hook. */
+  digested(hook: string): void;
+  /** A request whose run joined a batch (coalesce), by hook. */
+  coalesced(hook: string): void;
+  /** Each budget's use in its open window (runs and tokens), read when metrics are scraped. */
+  observeBudgets(read: () => Iterable<BudgetGaugeRow>): void;
   /** A gauge read when metrics are scraped (queue depth, runs running). */
   observeGauge(name: GaugeName, read: () => number): void;
   /** Where a host registers its own series; undefined when metrics are off. */
@@ -54,6 +60,13 @@ export interface HookMetrics {
 
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BODY_BUCKETS = [0, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304];
+
+/** One budget's use: `hook:<id>` names a hook's own budget, `hooks` the budget of all hooks. */
+export interface BudgetGaugeRow {
+  budget: string;
+  runs: number;
+  tokens: number;
+}
 
 /** The series of one endpoint and mapping. */
 interface Children {
@@ -168,6 +181,20 @@ class PromMetrics implements HookMetrics {
     registers: [this.#registry],
   });
 
+  readonly #digested = new Counter({
+    name: 'hookgate_digested_total',
+    help: "Requests past their budget kept for the window's digest instead of a run, by hook.",
+    labelNames: ['hook'] as const,
+    registers: [this.#registry],
+  });
+
+  readonly #coalesced = new Counter({
+    name: 'hookgate_coalesced_total',
+    help: 'Requests whose run joined a batch of the same key (coalesce), by hook.',
+    labelNames: ['hook'] as const,
+    registers: [this.#registry],
+  });
+
   // Children per label set, looked up once: the hot path then costs two Map lookups and three updates
   // (these series are our own, fast-series.ts: prom-client's re-hash their labels at every update).
   readonly #children = new Map<EndpointLabel, Map<string, Children>>();
@@ -251,6 +278,37 @@ class PromMetrics implements HookMetrics {
     this.#replays.labels(kind).inc();
   }
 
+  digested(hook: string): void {
+    this.#digested.labels(hook).inc();
+  }
+
+  coalesced(hook: string): void {
+    this.#coalesced.labels(hook).inc();
+  }
+
+  observeBudgets(read: () => Iterable<BudgetGaugeRow>): void {
+    const gauge = (name: string, help: string, pick: (row: BudgetGaugeRow) => number): void => {
+      this.#registry.removeSingleMetric(name);
+      new Gauge({
+        name,
+        help,
+        labelNames: ['budget'] as const,
+        registers: [this.#registry],
+        collect() {
+          // Budgets a reload removed leave no series behind.
+          this.reset();
+          for (const row of read()) this.labels(row.budget).set(pick(row));
+        },
+      });
+    };
+    gauge(
+      'hookgate_budget_runs',
+      "Runs counted in each budget's open window (hook:<id>, or hooks for all).",
+      (r) => r.runs,
+    );
+    gauge('hookgate_budget_tokens', "Model tokens counted in each budget's open window.", (r) => r.tokens);
+  }
+
   observeGauge(name: GaugeName, read: () => number): void {
     this.#registry.removeSingleMetric(`hookgate_${name}`);
     new Gauge({
@@ -273,6 +331,8 @@ const GAUGE_HELP = {
   runs_running: 'Agent runs running now.',
   held_actions: 'Actions held for paused hooks, waiting for their resume.',
   requests_waiting: 'Hook requests waiting for their runs to end (waitForCompletion).',
+  budget_digests_waiting: 'Requests past their budget kept for digests not yet posted.',
+  batched_requests_waiting: 'Requests in coalesced batches whose run has not started.',
 } as const;
 
 const nothing = (): void => {};
@@ -295,6 +355,9 @@ export const NO_METRICS: HookMetrics = {
   sharedStateUp: nothing,
   failure: nothing,
   replay: nothing,
+  digested: nothing,
+  coalesced: nothing,
+  observeBudgets: nothing,
   observeGauge: nothing,
   registry: undefined,
   exposition: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '' }),

@@ -25,6 +25,10 @@ export interface RequestEntry {
   duplicate?: boolean;
   /** Its hook was paused: the action was held for the resume. */
   held?: boolean;
+  /** Past its hook's budget: kept for the window's digest, nothing run. */
+  digested?: boolean;
+  /** Its run joined a batch of the same key (coalesce). */
+  coalesced?: boolean;
   /** Authenticated, but no mapping's filters took it: answered `{ ok: true, ignored: true }`, nothing done. */
   ignored?: boolean;
   /** A request that waited for its runs (waitForCompletion): milliseconds waited... */

@@ -2,13 +2,15 @@
 // checked as always, then their resolved actions are held (held-actions.ts) and answered 202 held;
 // on resume they are carried out in arrival order: wakes as events, runs fed to the run service as
 // its slots free up (never refused by maxQueuedRuns, never more than maxConcurrentRuns at once).
+// A budget with overflow "hold" holds here too: its runs go on, in order, as its windows end.
 import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { HookError, refuse } from '../errors.ts';
 import type { GatewayHost, IdempotencyRecord } from '../host.ts';
-import type { Action } from '../action.ts';
-import { prepareAction } from '../actions/execute.ts';
+import type { Action, AgentJob } from '../action.ts';
+import { prepareAction, renderedMessage } from '../actions/execute.ts';
+import type { BudgetBook } from '../budgets/budget-book.ts';
 import type { RunService } from '../runs/run-service.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
 import { runWake } from '../actions/wake.ts';
@@ -33,6 +35,9 @@ const SLOT_POLL_MS = 100;
 /** After a failure to carry out a held action (the host could not take it), the resume tries again this late. */
 const RETRY_DRAIN_MS = 5000;
 
+/** How a drain ended: all carried out (or paused again), a failure, or a budget holding the rest. */
+type DrainEnd = 'done' | 'failed' | 'budget';
+
 export interface HookState {
   name: string;
   paused: boolean;
@@ -52,15 +57,23 @@ export class HookPauses {
     private readonly host: GatewayHost,
     private readonly runs: RunService,
     private readonly snapshot: () => PauseSettings,
+    private readonly budgets?: BudgetBook,
   ) {
     pauses.onChange((hook, paused) => {
       if (!paused) void this.#drain(hook);
     });
     runs.onFinal(() => this.#wakeSlotWaiters());
+    // A budget's window ended: runs held for it may go on.
+    budgets?.onFree(() => this.start());
   }
 
   /** Opens <host.stateDir>/pauses.jsonl and held.jsonl (memory only without a state dir). */
-  static async open(host: GatewayHost, runs: RunService, snapshot: () => PauseSettings): Promise<HookPauses> {
+  static async open(
+    host: GatewayHost,
+    runs: RunService,
+    snapshot: () => PauseSettings,
+    budgets?: BudgetBook,
+  ): Promise<HookPauses> {
     const dir = host.stateDir;
     if (dir !== undefined) await mkdir(dir, { recursive: true, mode: 0o700 });
     const file = (name: string): string | undefined => (dir === undefined ? undefined : path.join(dir, name));
@@ -71,7 +84,7 @@ export class HookPauses {
       Pauses.open(pausesFile, host.logger),
       HeldActions.open(file('held.jsonl'), host.logger),
     ]);
-    const hookPauses = new HookPauses(pauses, held, host, runs, snapshot);
+    const hookPauses = new HookPauses(pauses, held, host, runs, snapshot, budgets);
     if (pausesFile !== undefined) await hookPauses.#keepLostPauses(pausesFile, fileLost);
     return hookPauses;
   }
@@ -101,6 +114,10 @@ export class HookPauses {
     return this.pauses.isPaused(hook);
   }
 
+  heldFor(hook: string): number {
+    return this.held.countFor(hook);
+  }
+
   /**
    * Holds a checked action of a paused hook; resolves once it is on disk. 503 paused_full beyond
    * hooks.maxHeld actions or hooks.maxHeldBytes bytes.
@@ -108,6 +125,8 @@ export class HookPauses {
   async hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void> {
     const { maxHeld, maxHeldBytes } = this.snapshot();
     if (this.held.size >= maxHeld) throw refuse.pausedFull(maxHeld, FULL_RETRY_AFTER_SECONDS);
+    // Held for its budget, not a pause: the pauses file says so before anything is held.
+    if (!this.pauses.isPaused(hook)) await this.pauses.know(hook);
     if (!(await this.held.hold(hook, requestId, action, idempotency, maxHeldBytes))) {
       throw refuse.pausedFullBytes(maxHeldBytes, FULL_RETRY_AFTER_SECONDS);
     }
@@ -145,12 +164,15 @@ export class HookPauses {
     const under = this.#draining.get(hook);
     if (under) return under;
     const drain = this.#drainOnce(hook)
-      .catch((err: unknown) => {
+      .catch((err: unknown): DrainEnd => {
         this.host.logger.error('a resume failed', { hook, reason: errorMessage(err) });
-        return true;
+        return 'failed';
       })
-      .then((failed) => {
+      .then((end) => {
+        const failed = end === 'failed';
         this.#draining.delete(hook);
+        // Waiting for a budget: the end of its window drains again.
+        if (end === 'budget') return;
         if (this.#closing.signal.aborted || this.pauses.isPaused(hook) || this.held.countFor(hook) === 0) return;
         // Failed: again a little later; else held while this drain was ending: again now.
         if (!failed) void this.#drain(hook);
@@ -163,10 +185,11 @@ export class HookPauses {
     return drain;
   }
 
-  /** True when something could not be carried out (it stays held). */
-  async #drainOnce(hook: string): Promise<boolean> {
+  /** failed: something could not be carried out; budget: a budget holds the rest (both stay held). */
+  async #drainOnce(hook: string): Promise<DrainEnd> {
     let failed = false;
-    while (!this.pauses.isPaused(hook) && !this.#closing.signal.aborted && !failed) {
+    let budget = false;
+    while (!this.pauses.isPaused(hook) && !this.#closing.signal.aborted && !failed && !budget) {
       const batch = this.held.oldest(hook, BATCH);
       if (batch.length === 0) break;
       const done: { id: string; requestId: string; written: Promise<unknown> }[] = [];
@@ -180,7 +203,12 @@ export class HookPauses {
           continue;
         }
         try {
-          done.push({ id, requestId: held.requestId, ...(await this.#carryOut(held)) });
+          const carried = await this.#carryOut(held);
+          if (carried === 'budget') {
+            budget = true;
+            break;
+          }
+          done.push({ id, requestId: held.requestId, ...carried });
         } catch (err) {
           if (!this.#closing.signal.aborted) this.#failed(hook, held.requestId, err);
           failed = true;
@@ -198,7 +226,7 @@ export class HookPauses {
       });
       await this.held.release(hook, released);
     }
-    return failed;
+    return failed ? 'failed' : budget ? 'budget' : 'done';
   }
 
   #failed(hook: string, requestId: string, err: unknown): void {
@@ -212,10 +240,11 @@ export class HookPauses {
   /**
    * One held action under today's policies (a refusal now is logged and the action dropped). Its
    * events are started in order, without waiting (the promise returned settles once they are
-   * written); its runs wait for free slots, after its events.
+   * written); its runs wait for free slots, after its events. Past a budget: 'budget' when it holds
+   * (nothing done), or the runs kept for its digest when it digests.
    */
-  async #carryOut(held: HeldAction): Promise<{ written: Promise<unknown> }> {
-    let jobs;
+  async #carryOut(held: HeldAction): Promise<{ written: Promise<unknown> } | 'budget'> {
+    let jobs: AgentJob[];
     try {
       jobs = prepareAction(held.action, this.snapshot(), this.host).jobs;
     } catch (err) {
@@ -227,13 +256,29 @@ export class HookPauses {
       });
       return { written: Promise.resolve() };
     }
+    let taken: { undo(): void } | undefined;
+    if (jobs.length && this.budgets) {
+      const verdict = await this.budgets.take(held.hook, jobs.length);
+      if (!verdict.ok && verdict.over.budget.overflow !== 'digest') return 'budget';
+      if (!verdict.ok) {
+        await this.budgets.digest(verdict, held.hook, jobs[0]!.agentId, held.action.runs.map(renderedMessage));
+        jobs = [];
+      } else taken = verdict;
+    }
     const written = Promise.all(held.action.wakes.map((wake) => runWake(wake, this.host, held.idempotency)));
-    if (jobs.length) await written;
-    for (const job of jobs) {
-      job.hookId = held.hook;
-      await this.#freeSlot();
-      if (this.#closing.signal.aborted) throw new Error('closing');
-      await this.runs.submit([job], held.idempotency);
+    try {
+      if (jobs.length) await written;
+      for (const job of jobs) {
+        job.hookId = held.hook;
+        await this.#freeSlot();
+        if (this.#closing.signal.aborted) throw new Error('closing');
+        await this.runs.submit([job], held.idempotency);
+        // Submitted: the budget's count stands whatever befalls the rest.
+        taken = undefined;
+      }
+    } catch (err) {
+      taken?.undo();
+      throw err;
     }
     return { written };
   }

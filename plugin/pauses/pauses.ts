@@ -64,6 +64,14 @@ export class Pauses {
     await written;
   }
 
+  /**
+   * Records a hook never paused as resumed (at 0: older than any change shared), so actions it holds
+   * for its budget are not taken at the next start for those of a pause whose record was lost.
+   */
+  async know(hook: string): Promise<void> {
+    if (!this.knows(hook)) await this.#file.put(hook, { at: 0, resumed: true });
+  }
+
   close(): Promise<void> {
     return this.#file.close();
   }

@@ -7,7 +7,8 @@ import type { Logger } from '../host.ts';
 import type { HooksSnapshot } from './snapshot.ts';
 import type { Action, Outcome } from '../action.ts';
 import type { ActionExecutor, ActionOrigin } from '../actions/execute.ts';
-import { buildItemAction, buildMappedAction } from '../mappings/build-action.ts';
+import { buildItemAction, buildMappedAction, renderDedupeKey } from '../mappings/build-action.ts';
+import type { CoalesceAs } from '../actions/run-batches.ts';
 import type { TransformRunner } from '../transforms/index.ts';
 import { actionTextBytes, checkActionBytes } from '../mappings/action-bytes.ts';
 import { duplicateOf, type Claim, type DedupeKeys, type FirstAnswer, type Seen } from '../dedupe/dedupe-keys.ts';
@@ -36,7 +37,14 @@ export interface Waited {
  * The answer, whether it repeats an earlier one, the key the plan was deduplicated by, and for a
  * request that waited for its runs, how long and what came of them.
  */
-export type Acted = Outcome & { duplicate: boolean; key?: string; held?: boolean; waited?: Waited };
+export type Acted = Outcome & {
+  duplicate: boolean;
+  key?: string;
+  held?: boolean;
+  digested?: boolean;
+  coalesced?: boolean;
+  waited?: Waited;
+};
 
 /** Whether the request waits for its runs: the /agent body's choice or the mapping's, never a transform's. */
 function waitsFor(plan: ActingPlan): boolean {
@@ -188,16 +196,25 @@ export class Actor {
     let outcome: Awaited<ReturnType<ActionExecutor['execute']>>;
     try {
       const action = plan.kind === 'endpoint' ? plan.action : await this.#build(plan);
-      outcome = await this.parts.executor.execute(action, snap, key && { ...key, bodyHash: hash!.hex }, origin, wait);
+      const dedupe = key && { ...key, bodyHash: hash!.hex };
+      outcome = await this.parts.executor.execute(action, snap, dedupe, origin, wait, coalesceOf(plan));
       claim?.settle(outcome.record!);
     } catch (err) {
       claim?.release(err);
       throw err;
     }
     const { followed, record } = outcome;
-    // A held action has no runs yet: its answer is the held one, waited for or not.
-    if (!wait || outcome.status !== 202 || outcome.held)
-      return { status: outcome.status, body: outcome.body, duplicate: false, key: key?.key, held: outcome.held };
+    // A held, digested or coalesced action has no run of its own yet: its answer is that one, waited for or not.
+    if (!wait || outcome.status !== 202 || outcome.held || outcome.digested || outcome.coalesced)
+      return {
+        status: outcome.status,
+        body: outcome.body,
+        duplicate: false,
+        key: key?.key,
+        held: outcome.held,
+        digested: outcome.digested,
+        coalesced: outcome.coalesced,
+      };
     if (followed && claim) amendWhenDone(claim, record!.at, outcome.body!, followed);
     // Not followed (too many are): answered at once, as a wait that ended.
     const runs = followed ?? knownRuns(outcome.body);
@@ -256,6 +273,7 @@ export class Actor {
     let duplicates = 0;
     let held = 0;
     let heldAs: unknown;
+    let digested = 0;
     /** What each item's runs are known by: followed, or told by a duplicate's kept answer. */
     const followed: (FollowedRuns | RunOutcomeList)[] = [];
     for (const { key, action } of built) {
@@ -287,7 +305,8 @@ export class Actor {
         heldAs ??= body.requestId;
         continue;
       }
-      if (typeof body?.runId === 'string')
+      if (body?.digested === true) digested++;
+      else if (typeof body?.runId === 'string')
         runIds.push(...(Array.isArray(body.runIds) ? (body.runIds as string[]) : [body.runId]));
       else if (body?.mode !== undefined) {
         wakes++;
@@ -310,8 +329,20 @@ export class Actor {
       return { ...(await this.#wait(accepted, followed, snap, res)), duplicate };
     }
     if (wakes) return { status: 200, body: { ok: true, mode, count: wakes, ...extra }, duplicate };
+    // Every item past its budget: kept for the digest.
+    if (digested) {
+      const body = { ok: true, digested: true, requestId: origin.requestId, ...extra };
+      return { status: 202, body, duplicate, digested: true };
+    }
     return { status: 204, duplicate };
   }
+}
+
+/** A mapping's coalesce with its key rendered for this request (default: the hook, one batch at a time). */
+function coalesceOf(plan: ActingPlan): CoalesceAs | undefined {
+  if (plan.kind !== 'mapped' || !plan.mapping.coalesce) return undefined;
+  const { seconds, maxItems, key } = plan.mapping.coalesce;
+  return { seconds, maxItems, key: key ? renderDedupeKey(key, plan.payload, plan.request) : '' };
 }
 
 /** Runs known only by an answer: the outcomes it tells, the rest as still running (not followed here). */

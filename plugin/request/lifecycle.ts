@@ -229,10 +229,13 @@ export class HookLifecycle {
     trace.duplicate = outcome.duplicate;
     trace.key = outcome.key;
     trace.held = outcome.held;
+    trace.digested = outcome.digested;
+    trace.coalesced = outcome.coalesced;
     trace.waited = outcome.waited;
     const headers = trace.duplicate ? DUPLICATE : undefined;
-    // A held request is answered as held, whatever its mapping's `respond` says for an accepted one.
-    const reply = outcome.body?.held === true || !plan ? undefined : replyOf(plan, outcome);
+    // A held (or digested) request is answered so, whatever its mapping's `respond` says for an accepted one.
+    const kept = outcome.body?.held === true || outcome.body?.digested === true;
+    const reply = kept || !plan ? undefined : replyOf(plan, outcome);
     if (reply?.text !== undefined) answers.sendText(res, reply.status, reply.text, id, headers);
     else
       answers.send(

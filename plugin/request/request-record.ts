@@ -18,6 +18,10 @@ export interface Trace {
   key?: string;
   /** Its hook was paused: the action was held. */
   held?: boolean;
+  /** Past its budget: kept for the window's digest, nothing run. */
+  digested?: boolean;
+  /** Its run joined a batch (coalesce). */
+  coalesced?: boolean;
   /** Authenticated, but no mapping's filters took it: answered as ignored, nothing done. */
   ignored?: boolean;
   /** A request that waited for its runs: how long, and what it learned. */
@@ -49,6 +53,8 @@ export function logFieldsOf(a: Answered, trace: Trace): LogFields & { status: nu
   };
   if (trace.duplicate) fields.duplicate = true;
   if (trace.held) fields.held = true;
+  if (trace.digested) fields.digested = true;
+  if (trace.coalesced) fields.coalesced = true;
   if (trace.ignored) fields.ignored = true;
   if (trace.waited) {
     fields.waited = trace.waited.ms;
@@ -73,6 +79,8 @@ export function requestEntryOf(a: Answered, trace: Trace, key: string | undefine
   if (key) entry.idempotencyKey = loggableKey(key);
   if (trace.duplicate) entry.duplicate = true;
   if (trace.held) entry.held = true;
+  if (trace.digested) entry.digested = true;
+  if (trace.coalesced) entry.coalesced = true;
   if (trace.ignored) entry.ignored = true;
   if (trace.waited) {
     entry.waited = trace.waited.ms;

@@ -13,6 +13,7 @@ import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 import type { WaitLimits } from '../runs/wait-slots.ts';
 import type { HookConcurrency } from '../runs/hook-queues.ts';
 import type { SessionRetentionSettings } from '../runs/session-retention.ts';
+import type { Budget } from '../budgets/budget.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy, SessionRetentionSettings {
@@ -37,6 +38,10 @@ export interface HooksSnapshot extends RoutingPolicy, SessionRetentionSettings {
   readonly endpointRateLimits: { readonly wake?: HookRateLimit; readonly agent?: HookRateLimit };
   /** hooks.endpoints.agent.acceptedStatus: what /hooks/agent answers for accepted runs. */
   readonly agentAcceptedStatus: 200 | 202;
+  /** hooks.budget: what all hooks together may spend. */
+  readonly budget?: Budget;
+  /** hooks.endpoints.agent.budget. */
+  readonly endpointBudgets: { readonly agent?: Budget };
   /** <configDir>/hooks/transforms: nothing a mapping loads may leave it. */
   readonly transformsRoot: string;
   readonly transformsDir: string;

@@ -25,6 +25,8 @@ export interface RunFinal {
    * possibly later (a host sending after acceptance settles it after the last attempt).
    */
   delivery: 'skipped' | DeliveryFact | Promise<DeliveryFact>;
+  /** The model tokens its last try reported, when the host reports usage. */
+  tokens?: number;
 }
 
 export type RunFinalListener = (final: RunFinal) => void;

@@ -309,7 +309,11 @@ export class RunService {
         }
         return failed;
       }
-      return { status: 'ok', reply: typeof r.reply === 'string' ? this.redact(r.reply) : '' };
+      const ok: TurnResult = { status: 'ok', reply: typeof r.reply === 'string' ? this.redact(r.reply) : '' };
+      // Told on as the count budgets read; anything else a host sent there is not passed on.
+      const tokens = r.usage?.totalTokens;
+      if (typeof tokens === 'number' && Number.isFinite(tokens) && tokens > 0) ok.usage = { totalTokens: tokens };
+      return ok;
     } catch (err) {
       return { status: 'error', error: reasonOf(this.redact(errorMessage(err))) };
     }
@@ -395,6 +399,7 @@ export class RunService {
       ...(error !== undefined ? { error } : {}),
       ...(failureId !== undefined ? { failureId } : {}),
       delivery,
+      ...(result.usage ? { tokens: result.usage.totalTokens } : {}),
     });
     if (!retried) return;
     await this.retries.done(job.runId).catch((err: unknown) =>

@@ -1,4 +1,5 @@
-// A fake OpenAI-compatible model provider on loopback: records requests, answers as told.
+// A fake OpenAI-compatible model provider on loopback: records requests (their count is the calls
+// made), answers as told; by default a completion that reports its usage as OpenAI does.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -14,7 +15,10 @@ export interface FakeProvider {
   close(): Promise<void>;
 }
 
-/** `answer` gets the parsed request and writes the response; default: a completion echoing "fake: <content>". */
+/**
+ * `answer` gets the parsed request and writes the response; default: a completion echoing
+ * "fake: <content>" with `usage` (prompt tokens: the content's length / 4, rounded up; 1 completion token).
+ */
 export async function startFakeProvider(
   answer?: (req: ProviderRequest, res: ServerResponse) => void,
 ): Promise<FakeProvider> {
@@ -31,11 +35,12 @@ export async function startFakeProvider(
       requests.push(r);
       if (answer) return answer(r, res);
       res.setHeader('content-type', 'application/json');
+      const chars: number = r.body.messages?.[0]?.content?.length ?? 0;
+      const promptTokens = Math.ceil(chars / 4);
       res.end(
         JSON.stringify({
-          choices: [
-            { message: { role: 'assistant', content: `fake: ${r.body.messages?.[0]?.content?.length ?? 0} chars` } },
-          ],
+          choices: [{ message: { role: 'assistant', content: `fake: ${chars} chars` } }],
+          usage: { prompt_tokens: promptTokens, completion_tokens: 1, total_tokens: promptTokens + 1 },
         }),
       );
     });

@@ -186,4 +186,27 @@ describe('hookgate_status over the same admin API', () => {
     assert.deepEqual(after.hooks[0], { ...after.hooks[0], id: 'wake', paused: true, held: 1 });
     await ask(toolCall('POST', ['hooks', 'wake', 'resume']));
   });
+
+  test('a hook with a budget says what it spent in the window', async () => {
+    const spending = await startTestGateway({
+      hooks: { endpoints: { agent: { budget: { runs: 5, perSeconds: 600 } } } },
+    });
+    try {
+      const ask = openClawAdmin(spending.plugin, new RecentRuns());
+      const running = { status: () => hooksStatus(spending.plugin), admin: ask } as unknown as RunningHookgate;
+      const status = hookgateTools({ running: () => running, failure: () => undefined }).find(
+        (t) => t.name === 'hookgate_status',
+      )!;
+      const ran = await post(spending.url, '/hooks/agent', { message: 'x', deliver: false }, { token: HOOK_TOKEN });
+      assert.equal(ran.status, 202);
+      const { hooks } = (await status.execute('id', {})).details as {
+        hooks: { id: string; budgets?: { budget: string; runs: number; limitRuns: number }[] }[];
+      };
+      assert.equal(hooks.find((h) => h.id === 'wake')!.budgets, undefined);
+      const [agent] = hooks.find((h) => h.id === 'agent')!.budgets!;
+      assert.deepEqual([agent!.budget, agent!.runs, agent!.limitRuns], ['agent', 1, 5]);
+    } finally {
+      await spending.close();
+    }
+  });
 });

@@ -16,6 +16,8 @@ interface HookPause {
   name: string;
   paused: boolean;
   held: number;
+  /** Each budget the hook meets, with its use in the open window. */
+  budgets?: unknown[];
 }
 
 /** Requests hookgate_recent answers when asked for no limit: enough for a morning, small for a model. */
@@ -48,7 +50,8 @@ export function hookgateTools(state: ToolState): AgentTool[] {
       description:
         'Webhook ingress (hookgate): whether hooks are enabled, their base path, every hook (wake, agent and ' +
         'each mapping with its path, action, how senders are admitted and whether it is paused with how many ' +
-        'actions it holds), and counts of recent requests and runs.',
+        'actions it holds, and for a hook with a budget what it spent in the window: runs, tokens, limits, ' +
+        'when the window ends), and counts of recent requests and runs.',
       parameters: { type: 'object', properties: {}, additionalProperties: false },
       execute: async (_id, _params) => {
         const running = state.running();
@@ -61,6 +64,7 @@ export function hookgateTools(state: ToolState): AgentTool[] {
           ...h,
           paused: pauses.get(h.id)?.paused ?? false,
           held: pauses.get(h.id)?.held ?? 0,
+          ...(pauses.get(h.id)?.budgets ? { budgets: pauses.get(h.id)!.budgets } : {}),
         }));
         return answer({ running: true, ...status, hooks });
       },

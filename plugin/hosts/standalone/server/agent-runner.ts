@@ -39,7 +39,9 @@ export interface TurnFailure {
   retryAfterMs?: number;
 }
 
-export type TurnOutcome = { status: 'ok'; reply: string } | TurnFailure | { status: 'timeout'; error: string };
+/** usage: the answer's usage.total_tokens, when it reported one (budgets count it). */
+export type TurnOutcome =
+  { status: 'ok'; reply: string; usage?: { totalTokens: number } } | TurnFailure | { status: 'timeout'; error: string };
 
 const DEFAULT_MODEL = 'echo/echo';
 const ECHO = 'echo';
@@ -185,6 +187,14 @@ function completionText(body: unknown): string | undefined {
   return texts.length > 0 ? texts.join('') : undefined;
 }
 
+/** usage.total_tokens of an OpenAI-compatible answer, when it is a count. */
+function totalTokensOf(body: unknown): number | undefined {
+  const usage = (body as { usage?: unknown }).usage;
+  if (typeof usage !== 'object' || usage === null) return undefined;
+  const total = (usage as { total_tokens?: unknown }).total_tokens;
+  return typeof total === 'number' && Number.isSafeInteger(total) && total >= 0 ? total : undefined;
+}
+
 function refusalText(body: unknown): string | undefined {
   const refusal = firstMessage(body)?.refusal;
   return typeof refusal === 'string' && refusal.trim() !== '' ? refusal : undefined;
@@ -307,7 +317,10 @@ export class AgentRunner {
     if (!parsed.ok) return fail(`${who} answered with invalid JSON (HTTP ${res.status})`);
 
     const reply = completionText(parsed.value);
-    if (reply !== undefined) return { status: 'ok', reply };
+    if (reply !== undefined) {
+      const totalTokens = totalTokensOf(parsed.value);
+      return { status: 'ok', reply, ...(totalTokens !== undefined ? { usage: { totalTokens } } : {}) };
+    }
 
     const refusal = refusalText(parsed.value);
     if (refusal) return fail(oneLine(`${who}: the model refused: ${truncate(refusal, MAX_PROVIDER_MESSAGE)}`));

@@ -12,6 +12,7 @@ import {
   readPausedHooks,
   TransformRunner,
   unwrapExternalContent,
+  readBudgetWindows,
   type DryRunResult,
 } from '../../../../kits/config.ts';
 import { checkingHost } from '../../server/settings.ts';
@@ -27,7 +28,9 @@ owns it (or, when filters take nothing, that it is ignored and the condition eac
 source allowlists (with --source) and the rate limit (named, never counted), the signature check (when
 the mapping is signed and its signature headers are given), the transform's output, the action with every policy applied, every rendered text in full (the
 untrusted-content wrapper shown once), the idempotency key it would be deduplicated by, and whether its
-hook is paused (read from the gateway's pauses file: its action would be held). Nothing is
+hook is paused (read from the gateway's pauses file: its action would be held), and what its runs
+would meet (spend): a coalesced batch, or a budget already spent (read from the gateway's budgets
+file: digested, held or refused). Nothing is
 carried out: no session, run, dedupe key or file is written, and the hook token is not asked for.
 Exits 1 and prints the error code when the gateway would refuse it. A mapping whose "\${NAME}" is unset
 in this shell fails its own dry run, naming the variable; the others can still be tried.
@@ -72,6 +75,8 @@ export async function runWebhooksTest(args: string[]): Promise<number> {
   // The gateway's pauses file: written before a pause or resume is answered, and by every instance
   // when the pause is shared, so it is the live state, read with no token and no running gateway.
   const paused = await readPausedHooks(path.join(stateDir, 'data', 'after', 'pauses.jsonl'));
+  // Its budgets' windows likewise: each run's count is on disk before its request is answered.
+  const budgetWindows = await readBudgetWindows(path.join(stateDir, 'data', 'after', 'budgets.jsonl'));
   const host = checkingHost(configPath, settings);
   const { snapshot, unavailable } = await loadForDryRun(host);
   // One worker, stopped at once when the call is done: the transform runs as it would in the gateway.
@@ -79,7 +84,7 @@ export async function runWebhooksTest(args: string[]): Promise<number> {
   let result: DryRunResult;
   try {
     result = await dryRun(
-      { name, headers, body, query: values.query, paused, source: values.source },
+      { name, headers, body, query: values.query, paused, source: values.source, budgetWindows },
       snapshot,
       host,
       transforms,
@@ -151,6 +156,7 @@ function report(r: DryRunResult): string {
   for (const rein of r.reins) row('door', rein);
   for (const { mapping, failed } of r.ignored ?? []) row('not taken', `${mapping}: ${failed}`);
   if (r.hook?.paused) row('paused', `yes: hook ${r.hook.name}'s action would be held until it is resumed`);
+  if (r.spend) row('spend', r.spend);
   if (r.verification) row('verification', r.verification);
   for (const t of r.transforms) {
     if (t.ok) row('transform', t.value === null ? 'returned null: the request is skipped (204)' : json(t.value));
