@@ -2,6 +2,7 @@
 // Run with `tsx test-openclaw/run.ts`. Uses the npm registry (first run only) and loopback, nothing else.
 // Checks answers over HTTP and effects through OpenClaw's own gateway API (`openclaw gateway call`).
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
@@ -182,7 +183,15 @@ describe('hookgate inside OpenClaw', { timeout: 5 * 60_000 }, () => {
     const plugin = installed.inspect.plugin as Record<string, any>;
     assert.equal(plugin.status, 'loaded', JSON.stringify(installed.inspect.diagnostics));
     assert.equal(plugin.rootDir, installed.root);
-    assert.equal(plugin.source, path.join(installed.root, 'dist', 'plugin', 'hosts', 'openclaw', 'index.js'));
+    assert.equal(plugin.source, path.join(installed.root, 'dist', 'openclaw.js'));
+    // OpenClaw copies the package and its dependencies at every reload: only the transform worker's two.
+    const modules = path.dirname(installed.root);
+    const packages = readdirSync(modules)
+      .filter((name) => !name.startsWith('.'))
+      .flatMap((name) =>
+        name.startsWith('@') ? readdirSync(path.join(modules, name)).map((n) => `${name}/${n}`) : [name],
+      );
+    assert.deepEqual(packages.sort(), [`@esbuild/${process.platform}-${process.arch}`, 'esbuild', 'hookgate', 'jiti']);
     assert.equal(plugin.trust?.installSource, 'npm');
     assert.deepEqual(plugin.services, ['hookgate']);
     assert.ok(!JSON.stringify(installed.inspect).includes(REPO), 'nothing points into the checkout');

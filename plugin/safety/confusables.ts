@@ -2,10 +2,7 @@
 // the unhomoglyph package: each source character maps to its prototype, e.g.
 // Lisu "ꓰ" and Cherokee "Ꭼ" to "E", "×" to "x", "‹" to "<".
 
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-const data = require('unhomoglyph/data.json') as Record<string, string>;
+import data from 'unhomoglyph/data.json' with { type: 'json' };
 
 export const CONFUSABLES: ReadonlyMap<number, string> = new Map(
   Object.entries(data).map(([from, to]) => [from.codePointAt(0)!, to]),

@@ -60,7 +60,7 @@ type WorkerMessage =
 const STALL_MS = 100;
 /** A detail the runner passes on is at most this long (the worker clips its own shorter). */
 const MAX_DETAIL = 300;
-// Resolved beside this file, in plugin/ and in dist/ alike (the build copies the .mjs files).
+// Resolved beside this file in plugin/, and beside the bundle chunk that holds it in dist/ (flat).
 const WORKER_URL = new URL('./transform-worker.mjs', import.meta.url);
 
 function isWorkerMessage(msg: unknown): msg is WorkerMessage {

@@ -1,28 +1,30 @@
-// `npm start` runs the compiled gateway (dist/), not the sources: this builds it the same way into a
-// scratch folder and checks that it runs whole (schemas, the transform worker, the CLI).
+// `npm start` runs the built gateway (dist/), not the sources: this builds it the same way into a
+// scratch folder and checks that it runs whole (schemas, the transform worker, the CLI), and that
+// the package it makes needs no library but the two the transform worker loads.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { eventually, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-test('the built gateway serves wake, agent and a TypeScript transform on bare Node', async () => {
-  // Inside the repository, so the build finds node_modules the way dist/ does.
-  await mkdir(path.join(ROOT, '.tmp'), { recursive: true });
-  const out = await mkdtemp(path.join(ROOT, '.tmp', 'build-'));
+test('the built gateway serves wake, agent and a TypeScript transform on bare Node, with only jiti and esbuild installed', async () => {
+  // A package outside the repository whose node_modules holds only what package.json depends on.
+  const pkg = await tempDir('hookgate-built-');
+  const out = path.join(pkg, 'dist');
   try {
-    const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    await run(
-      process.execPath,
-      [tsc, '-p', 'tsconfig.build.json', '--outDir', out, '--tsBuildInfoFile', path.join(out, '.tsbuildinfo')],
-      { cwd: ROOT },
-    );
+    await run(process.execPath, [path.join(ROOT, 'build.mjs'), out], { cwd: ROOT });
+    const { dependencies } = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8'));
+    assert.deepEqual(Object.keys(dependencies).sort(), ['esbuild', 'jiti']);
+    await mkdir(path.join(pkg, 'node_modules', '@esbuild'), { recursive: true });
+    for (const name of ['jiti', 'esbuild', `@esbuild/${process.platform}-${process.arch}`])
+      await symlink(path.join(ROOT, 'node_modules', name), path.join(pkg, 'node_modules', name));
 
     const dir = await tempStateDir();
     await mkdir(path.join(dir, 'hooks', 'transforms'), { recursive: true });
@@ -35,8 +37,8 @@ test('the built gateway serves wake, agent and a TypeScript transform on bare No
         mappings: [{ id: 'deploy', match: { path: 'deploy' }, action: 'wake', transform: { module: 'deploy.ts' } }],
       },
     });
-    // No tsx: the compiled CLI on bare Node, as `npm start` runs it.
-    const gw = await spawnGateway(dir, [], [path.join(out, 'plugin', 'hosts', 'standalone', 'cli', 'index.js')]);
+    // No tsx: the built CLI on bare Node, as `npm start` runs it.
+    const gw = await spawnGateway(dir, [], [path.join(out, 'hookgate.js')]);
     try {
       assert.deepEqual(await gw.hook('/hooks/wake', { text: 'built' }), {
         status: 200,
@@ -58,6 +60,6 @@ test('the built gateway serves wake, agent and a TypeScript transform on bare No
       await gw.stop();
     }
   } finally {
-    await rm(out, { recursive: true, force: true });
+    await rm(pkg, { recursive: true, force: true });
   }
 });

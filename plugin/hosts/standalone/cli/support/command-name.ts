@@ -6,7 +6,7 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** bin/hookgate of this package, from plugin/… (tsx) or dist/plugin/… (built). */
+/** bin/hookgate of this package, from plugin/… (tsx) or dist/ (built). */
 function ownLauncher(): string | undefined {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (let up = 0; up < 8; up++, dir = path.dirname(dir)) {
