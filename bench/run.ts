@@ -115,11 +115,7 @@ function describe(name: string, f: Combined): string {
 }
 
 async function main(): Promise<void> {
-  await promisify(execFile)(
-    process.execPath,
-    [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-    { cwd: ROOT },
-  );
+  await promisify(execFile)(process.execPath, [path.join(ROOT, 'build.mjs')], { cwd: ROOT });
   const scenarios = SCENARIOS.filter((s) => wanted(s.name));
   const bare = await startBare();
   const gateways = new Map<string, Side & { dir: string }>();

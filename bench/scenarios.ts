@@ -51,6 +51,15 @@ const MAPPINGS = [
     textTemplate: 'limited',
     rateLimit: { requests: 1, perSeconds: 86400 },
   },
+  // Its one run goes in the warm-up: every measured request is over budget, kept for the digest.
+  {
+    id: 'over',
+    match: { path: 'over' },
+    action: 'agent',
+    messageTemplate: 'over budget {{n}}',
+    deliver: false,
+    budget: { runs: 1, perSeconds: 86400, overflow: 'digest' },
+  },
   { id: 'tr', match: { path: 'tr' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'bench.ts' } },
   {
     id: 'github',
@@ -150,6 +159,13 @@ export const SCENARIOS: Scenario[] = [
     goal: 0.5,
     expect: 202,
     peer: 'agent',
+  },
+  {
+    name: 'agent over budget (digested)',
+    load: { path: '/hooks/over', body: '{"n":1}', headers: bearer(HOOK_TOKEN) },
+    gateway: 'main',
+    connections: 32,
+    expect: 202,
   },
   {
     name: 'mapped hook + template',
