@@ -46,6 +46,7 @@ interface CoreHooksBlock {
   maxWaitingRequests?: Partial<WaitLimits>;
   maxHeld?: number;
   maxHeldBytes?: number;
+  requestLog?: { maxEntries?: number; retainDays?: number };
   sharedState?: { redis: string; keyPrefix?: string };
   /** Source allowlist for every hook request: IPs and CIDRs. */
   allowedSources?: string[];
@@ -158,6 +159,10 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     maxWaitingRequests: Object.freeze({ ...DEFAULTS.maxWaitingRequests, ...h.maxWaitingRequests }),
     maxHeld: h.maxHeld ?? DEFAULTS.maxHeld,
     maxHeldBytes: h.maxHeldBytes ?? DEFAULTS.maxHeldBytes,
+    requestLog: Object.freeze({
+      maxEntries: h.requestLog?.maxEntries ?? DEFAULTS.requestLog.maxEntries,
+      retainMs: Math.round((h.requestLog?.retainDays ?? DEFAULTS.requestLog.retainDays) * 86_400_000),
+    }),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
     presetSettings: presetSettingsOf(h),
     sharedState,

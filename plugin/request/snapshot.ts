@@ -11,6 +11,7 @@ import type { RoutingPolicy } from '../runs/policies.ts';
 import type { AddressList } from '../http/address-list.ts';
 import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 import type { WaitLimits } from '../runs/wait-slots.ts';
+import type { RequestLogBounds } from '../request-log/request-log.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy {
@@ -47,6 +48,8 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly maxHeld: number;
   /** hooks.maxHeldBytes: bytes of actions held for paused hooks (their lines on disk), in all. */
   readonly maxHeldBytes: number;
+  /** hooks.requestLog: the request log's bounds (entries, and age in ms), whichever is smaller. */
+  readonly requestLog: RequestLogBounds;
   /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */
   readonly presetSettings: ReadonlyMap<string, unknown>;
   /** As configured; compileMappings turns them into `mappings`. */

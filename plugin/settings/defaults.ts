@@ -18,6 +18,7 @@ export const DEFAULTS = Object.freeze({
   maxHeld: 10_000,
   /** 1 GiB. */
   maxHeldBytes: 1_073_741_824,
+  requestLog: Object.freeze({ maxEntries: 100_000, retainDays: 7 }),
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,
 });
