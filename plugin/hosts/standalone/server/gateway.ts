@@ -187,6 +187,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     gmail: async () => gmail?.status(),
     metrics: plugin.metrics,
     metricsPublic: () => settings.metrics.public,
+    runSummary: (runId) => plugin.runSummary(runId),
     core: (call) => plugin.admin(call),
   });
   let gmail: GatewayGmail | undefined;
