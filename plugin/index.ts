@@ -34,6 +34,8 @@ import { SharedPauses } from './pauses/shared-pauses.ts';
 import { hooksRoute } from './admin/hooks-route.ts';
 import { requestsRoute } from './admin/requests-route.ts';
 import { runsRoute } from './admin/runs-route.ts';
+import { askRoute } from './admin/ask-route.ts';
+import { overviewRoute } from './admin/overview-route.ts';
 import { RunBook, type RunSummary } from './runs/run-book.ts';
 import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
@@ -89,6 +91,7 @@ export interface HooksPlugin {
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
 export async function createHooksPlugin(host: GatewayHost, options: HooksPluginOptions = {}): Promise<HooksPlugin> {
+  const startedAt = Date.now();
   let loaded: LoadedConfig = await loadConfig(host);
   loaded.applyHostConfig();
   let current = loaded.snapshot;
@@ -255,11 +258,24 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);
   };
+  const overview = overviewRoute({
+    snapshot: () => current,
+    requests,
+    runBook,
+    failures: failures.book,
+    pauses,
+    runs,
+    replies,
+    sharedStateUp: () => shared?.up,
+    startedAt,
+  });
   const admin = adminRoutes([
     hooksRoute(pauses, setPaused),
+    askRoute(failures.book, host),
     failures.route,
     requestsRoute(requests),
     runsRoute(runBook),
+    overview,
   ]);
 
   return {

@@ -103,6 +103,13 @@ export class RunBook {
     );
   }
 
+  /** Runs remembered in this status now. */
+  count(status: RunStatus): number {
+    let n = 0;
+    for (const run of this.#runs.values()) if (run.status === status) n++;
+    return n;
+  }
+
   get(runId: string): RunSummary | undefined {
     const run = this.#runs.get(runId);
     if (!run) return undefined;
