@@ -3,6 +3,7 @@
 // OpenClaw back what it had not taken in once the gateway is ready, and on stop interrupts what runs
 // within OpenClaw's stop budget.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { dryRunRoute } from '../../kits/dry-run.ts';
 import path from 'node:path';
 import { enqueueSystemEvent, peekSystemEventEntries } from 'openclaw/plugin-sdk/infra-runtime';
 import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
@@ -109,7 +110,7 @@ export async function startHookgate(
       runs: pending.runs.length,
       interrupted: pending.interrupted.length,
     });
-  const admin = openClawAdmin(plugin, recentRuns);
+  const admin = openClawAdmin(plugin, recentRuns, dryRunRoute(plugin, host));
   const ready = setTimeout(() => {
     queue.attach(context);
     handover.open();
