@@ -95,6 +95,8 @@ test('a bad query is a 400 naming the parameter', async () => {
 /** Reads server-sent events from a live tail until `count` have come. */
 async function tail(url: string, count: number, opened: () => Promise<void>): Promise<{ event: string; data: any }[]> {
   const controller = new AbortController();
+  // Generous: a tail that never sends fails here rather than hanging the run.
+  const timer = setTimeout(() => controller.abort(new Error(`only some of ${count} events came`)), 60_000);
   const res = await fetch(url, { signal: controller.signal });
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
@@ -122,6 +124,7 @@ async function tail(url: string, count: number, opened: () => Promise<void>): Pr
       }
     }
   } finally {
+    clearTimeout(timer);
     controller.abort();
   }
   return events;
