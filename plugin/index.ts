@@ -21,7 +21,7 @@ import { TransformRunner } from './transforms/index.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 import { Actor } from './request/act.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
-import { RequestLog } from './observe/request-log.ts';
+import { RequestLog } from './request-log/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { HookRateLimiter, type HookRateLimit } from './auth/hook-rate-limit.ts';
 import { SharedRateLimits } from './auth/shared-rate-limit.ts';
@@ -34,6 +34,12 @@ import { SessionRetention } from './runs/session-retention.ts';
 import { HookPauses } from './pauses/hook-pauses.ts';
 import { SharedPauses } from './pauses/shared-pauses.ts';
 import { hooksRoute } from './admin/hooks-route.ts';
+import { requestsRoute } from './admin/requests-route.ts';
+import { runsRoute } from './admin/runs-route.ts';
+import { askRoute } from './admin/ask-route.ts';
+import { overviewRoute } from './admin/overview-route.ts';
+import { hookSettingsRoute } from './admin/hook-settings.ts';
+import { RunBook, type RunSummary } from './runs/run-book.ts';
 import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
@@ -86,15 +92,22 @@ export interface HooksPlugin {
   readonly replies: { readonly pending: number };
   /** Requests past their budget kept for digests not yet told. */
   readonly budgets: { readonly digestsWaiting: number };
+  /** What the run book knows of a run (hook, request, delivery): a host adds it to its own run view. */
+  runSummary(runId: string): RunSummary | undefined;
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
 export async function createHooksPlugin(host: GatewayHost, options: HooksPluginOptions = {}): Promise<HooksPlugin> {
+  const startedAt = Date.now();
   let loaded: LoadedConfig = await loadConfig(host);
   loaded.applyHostConfig();
   let current = loaded.snapshot;
   const metrics = createMetrics(options.metrics ?? true);
-  const requests = new RequestLog();
+  const requests = await RequestLog.open(
+    host.stateDir && path.join(host.stateDir, 'requests'),
+    host.logger,
+    () => current.requestLog,
+  );
   const limiter = new AuthFailureLimiter();
   const replies = await ReplyQueue.open({
     host,
@@ -103,6 +116,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     metrics,
   });
   const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
+  // Before anything can start a run: the book sees every run from its acceptance.
+  const runBook = new RunBook();
+  runs.onUpdate((job, status, update) => runBook.note(job, status, update));
+  runs.onFinal((final) => runBook.final(final));
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
   const budgets = await BudgetBook.open(host, () => current, metrics);
@@ -270,7 +287,30 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);
   };
-  const admin = adminRoutes([hooksRoute(pauses, setPaused, budgets), failures.route]);
+  const overview = overviewRoute({
+    snapshot: () => current,
+    requests,
+    runBook,
+    failures: failures.book,
+    pauses,
+    runs,
+    replies,
+    sharedStateUp: () => shared?.up,
+    startedAt,
+  });
+  const admin = adminRoutes([
+    hooksRoute(pauses, setPaused, budgets),
+    hookSettingsRoute({
+      snapshot: () => current,
+      pauses,
+      hooksBlock: () => (loaded.selected.hooks ?? {}) as Record<string, unknown>,
+    }),
+    askRoute(failures.book, host),
+    failures.route,
+    requestsRoute(requests),
+    runsRoute(runBook),
+    overview,
+  ]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -293,6 +333,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await failures.close();
       await retention.close();
       await transforms.close();
+      await requests.close();
       bodies.close();
       refusals.flush();
       strangerWarnings.flush();
@@ -315,6 +356,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
         return budgets.digests.waiting;
       },
     },
+    runSummary: (runId) => runBook.get(runId),
   };
 }
 

@@ -48,6 +48,7 @@ interface CoreHooksBlock {
   maxHeld?: number;
   maxHeldBytes?: number;
   sessionRetention?: { seconds?: number };
+  requestLog?: { maxEntries?: number; retainDays?: number };
   sharedState?: { redis: string; keyPrefix?: string };
   /** What all hooks together may spend. */
   budget?: BudgetConfig;
@@ -185,6 +186,10 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     maxHeld: h.maxHeld ?? DEFAULTS.maxHeld,
     maxHeldBytes: h.maxHeldBytes ?? DEFAULTS.maxHeldBytes,
     sessionRetentionMs: Math.round((h.sessionRetention?.seconds ?? DEFAULTS.sessionRetentionSeconds) * 1000),
+    requestLog: Object.freeze({
+      maxEntries: h.requestLog?.maxEntries ?? DEFAULTS.requestLog.maxEntries,
+      retainMs: Math.round((h.requestLog?.retainDays ?? DEFAULTS.requestLog.retainDays) * 86_400_000),
+    }),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
     presetSettings: presetSettingsOf(h),
     sharedState,

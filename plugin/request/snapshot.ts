@@ -14,6 +14,7 @@ import type { WaitLimits } from '../runs/wait-slots.ts';
 import type { HookConcurrency } from '../runs/hook-queues.ts';
 import type { SessionRetentionSettings } from '../runs/session-retention.ts';
 import type { Budget } from '../budgets/budget.ts';
+import type { RequestLogBounds } from '../request-log/request-log.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy, SessionRetentionSettings {
@@ -58,6 +59,8 @@ export interface HooksSnapshot extends RoutingPolicy, SessionRetentionSettings {
   readonly maxHeld: number;
   /** hooks.maxHeldBytes: bytes of actions held for paused hooks (their lines on disk), in all. */
   readonly maxHeldBytes: number;
+  /** hooks.requestLog: the request log's bounds (entries, and age in ms), whichever is smaller. */
+  readonly requestLog: RequestLogBounds;
   /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */
   readonly presetSettings: ReadonlyMap<string, unknown>;
   /** As configured; compileMappings turns them into `mappings`. */

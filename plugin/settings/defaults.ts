@@ -20,6 +20,7 @@ export const DEFAULTS = Object.freeze({
   maxHeldBytes: 1_073_741_824,
   /** A week: a run's own hook session is kept that long after the run ended. */
   sessionRetentionSeconds: 604_800,
+  requestLog: Object.freeze({ maxEntries: 100_000, retainDays: 7 }),
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,
 });

@@ -54,7 +54,9 @@ test('a full batch: one run at once, every message in arrival order, each answer
     // The next request opens a new batch.
     const next = await post(gw.url, '/hooks/ci', { job: 'd' });
     assert.notEqual(next.body.runId, runId);
-    assert.equal(gw.plugin.requests.latest().filter((r) => r.coalesced).length, 4);
+    await waitUntil(() => gw.plugin.requests.size === 4, 'the four requests in the request log');
+    const { requests } = await gw.plugin.requests.page({}, 10);
+    assert.equal(requests.filter((r) => r.coalesced).length, 4);
   });
 });
 

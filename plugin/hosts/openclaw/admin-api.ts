@@ -3,9 +3,9 @@
 // the read-only views this host serves. The agent tools ask the same function with the same calls,
 // so a tool and the API cannot disagree.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HookError, recentRequests, refuse, writeError, writeJson, type HooksPlugin } from '../../host-kit.ts';
+import { HookError, refuse, writeError, type HooksPlugin } from '../../host-kit.ts';
 import type { Logger } from '../../host.ts';
-import { AdminAnswer, adminCallOf, requestsLimit, type AdminCall } from '../../kits/admin.ts';
+import { AdminAnswer, adminCallOf, writeAdminAnswer, type AdminCall } from '../../kits/admin.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { ADMIN_PATH } from './identity.ts';
 import { RECENT_RUNS, type RecentRuns } from './recent-runs.ts';
@@ -29,20 +29,27 @@ function replyOf(answer: unknown): AdminReply {
 /** The views this host serves itself, after the core's routes: each with the method it takes. */
 function hostView(call: AdminCall, plugin: HooksPlugin, runs: RecentRuns): (() => unknown) | undefined {
   const { parts } = call;
-  if (parts.length === 1 && parts[0] === 'requests')
-    return () => ({ requests: recentRequests(plugin.requests, { limit: requestsLimit(call.query) }) });
   if (parts.length === 2 && parts[0] === 'runs')
     return () => {
       const run = runs.find(parts[1]!);
       if (!run) throw refuse.notFound(`no such run among the last ${RECENT_RUNS} of this gateway process`);
-      return run;
+      const summary = plugin.runSummary(run.runId);
+      if (!summary) return run;
+      // The host's record (status, tries) with what the run book adds: hook, request, delivery.
+      const { hook, requestId, delivery } = summary;
+      return { ...run, hook, ...(requestId !== undefined ? { requestId } : {}), ...(delivery ? { delivery } : {}) };
     };
   return undefined;
 }
 
-export function openClawAdmin(plugin: HooksPlugin, runs: RecentRuns): AdminAsk {
+/** `dryRuns`: the dry run's route (kits/dry-run.ts), asked after the plugin's own. */
+export function openClawAdmin(
+  plugin: HooksPlugin,
+  runs: RecentRuns,
+  dryRuns: (call: AdminCall) => Promise<unknown> | undefined = () => undefined,
+): AdminAsk {
   return async (call) => {
-    const core = plugin.admin(call);
+    const core = plugin.admin(call) ?? dryRuns(call);
     if (core !== undefined) return replyOf(await core);
     const view = hostView(call, plugin, runs);
     if (!view) throw refuse.notFound('no such admin endpoint');
@@ -62,7 +69,8 @@ export async function answerAdmin(
   try {
     if (!url.startsWith(PREFIX)) throw refuse.notFound('no such admin endpoint');
     const { status, body } = await ask(adminCallOf(req, url.slice(PREFIX.length)));
-    writeJson(res, status, body);
+    // A stream (the live tail) keeps the handler pending until its client goes.
+    await writeAdminAnswer(res, status === 200 ? body : new AdminAnswer(status, body));
   } catch (err) {
     if (!(err instanceof HookError)) logger.error('an admin call failed', { reason: errorMessage(err) });
     writeError(res, err instanceof HookError ? err : refuse.internal());

@@ -3,6 +3,7 @@
 // OpenClaw back what it had not taken in once the gateway is ready, and on stop interrupts what runs
 // within OpenClaw's stop budget.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { dryRunRoute } from '../../kits/dry-run.ts';
 import path from 'node:path';
 import { enqueueSystemEvent, peekSystemEventEntries } from 'openclaw/plugin-sdk/infra-runtime';
 import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
@@ -42,7 +43,7 @@ export interface RunningHookgate {
   /** GET /hookgate/metrics (behind OpenClaw's gateway auth). */
   metrics(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   status(): HooksStatus;
-  recent(query: RequestsQuery): RequestEntry[];
+  recent(query: RequestsQuery): Promise<RequestEntry[]>;
   stop(): Promise<void>;
 }
 
@@ -109,7 +110,7 @@ export async function startHookgate(
       runs: pending.runs.length,
       interrupted: pending.interrupted.length,
     });
-  const admin = openClawAdmin(plugin, recentRuns);
+  const admin = openClawAdmin(plugin, recentRuns, dryRunRoute(plugin, host));
   const ready = setTimeout(() => {
     queue.attach(context);
     handover.open();
@@ -130,7 +131,7 @@ export async function startHookgate(
       return true;
     },
     status: () => hooksStatus(plugin),
-    recent(query) {
+    async recent(query) {
       if (query.limit !== undefined && !validRequestsLimit(query.limit))
         throw new Error('limit must be a whole number from 1 to 1000');
       return recentRequests(plugin.requests, query);

@@ -11,16 +11,8 @@ import {
   type TrustedProxies,
 } from '../../../kits/node-http.ts';
 import { DEFAULTS } from '../../../kits/config.ts';
-import {
-  HookError,
-  refuse,
-  recentRequests,
-  writeError,
-  writeJson,
-  type HookMetrics,
-  type RequestLog,
-} from '../../../host-kit.ts';
-import { AdminAnswer, adminCallOf, requestsLimit, type AdminCall } from '../../../kits/admin.ts';
+import { HookError, refuse, writeError, type HookMetrics } from '../../../host-kit.ts';
+import { adminCallOf, writeAdminAnswer, type AdminCall } from '../../../kits/admin.ts';
 import { BadCursorError, type SessionStore, type Outbox, type RunRegistry } from '../storage/index.ts';
 
 export interface AdminDeps {
@@ -32,12 +24,12 @@ export interface AdminDeps {
   runs: RunRegistry;
   /** The Gmail watcher's state (this process's, or a `webhooks gmail run`'s); undefined: none. */
   gmail?: () => Promise<unknown>;
-  /** The hooks plugin's request log (GET /api/requests). */
-  requests: RequestLog;
   /** The hooks plugin's metrics (GET /metrics), and whether they are shown without the gateway token. */
   metrics: HookMetrics;
   metricsPublic: () => boolean;
-  /** The core's routes (failures, replay, pause), asked before the gateway's own read-only ones. */
+  /** What the core's run book adds to a run's view: its hook, the request that started it, its delivery. */
+  runSummary: (runId: string) => { hook: string; requestId?: string; delivery?: unknown } | undefined;
+  /** The core's routes (failures, replay, pause, the request log), asked before the gateway's own read-only ones. */
   core: (call: AdminCall) => Promise<unknown> | undefined;
 }
 
@@ -83,6 +75,17 @@ async function paged<R>(read: () => Promise<R>): Promise<R> {
   }
 }
 
+/** The run book's facts a run's own view adds (this process's runs only). */
+function bookFields(
+  summary: { hook: string; requestId?: string; delivery?: unknown } | undefined,
+): Record<string, unknown> {
+  if (!summary) return {};
+  const out: Record<string, unknown> = { hook: summary.hook };
+  if (summary.requestId !== undefined) out.requestId = summary.requestId;
+  if (summary.delivery !== undefined) out.delivery = summary.delivery;
+  return out;
+}
+
 export class AdminApi {
   private readonly limiter = new AuthFailureLimiter();
   private digest: { token: string; digest: TokenDigest } | undefined;
@@ -97,11 +100,7 @@ export class AdminApi {
       return true;
     }
     if (!url.startsWith(PREFIX)) return false;
-    await this.answer(res, async () => {
-      const answer = await this.route(req, url);
-      if (answer instanceof AdminAnswer) writeJson(res, answer.status, answer.body);
-      else writeJson(res, 200, answer);
-    });
+    await this.answer(res, async () => writeAdminAnswer(res, await this.route(req, url)));
     return true;
   }
 
@@ -155,9 +154,10 @@ export class AdminApi {
       const run = await runs.find(call.parts[1]!);
       if (!run) throw refuse.notFound('no such run');
       const { name: _name, ...view } = run;
+      const base = { ...view, ...bookFields(this.deps.runSummary(run.runId)) };
       // The reply's deliveries: a fallback chain shows each channel tried, in order.
       const deliveries = await outbox.deliveriesOf(run.runId);
-      return deliveries.length ? { ...view, deliveries } : view;
+      return deliveries.length ? { ...base, deliveries } : base;
     }
     if (parts.length === 1 && parts[0] === 'outbox') {
       const { limit, before } = pageQuery(url);
@@ -168,9 +168,6 @@ export class AdminApi {
       if (state === undefined)
         throw refuse.notFound('no Gmail watcher state: hooks.gmail.account is not set, or its watcher has not run yet');
       return state;
-    }
-    if (parts.length === 1 && parts[0] === 'requests') {
-      return { requests: recentRequests(this.deps.requests, { limit: requestsLimit(call.query) }) };
     }
     throw refuse.notFound('no such admin endpoint');
   }
