@@ -46,6 +46,7 @@ interface CoreHooksBlock {
   maxWaitingRequests?: Partial<WaitLimits>;
   maxHeld?: number;
   maxHeldBytes?: number;
+  console?: { enabled?: boolean; sessionHours?: number };
   sharedState?: { redis: string; keyPrefix?: string };
   /** Source allowlist for every hook request: IPs and CIDRs. */
   allowedSources?: string[];
@@ -158,6 +159,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     maxWaitingRequests: Object.freeze({ ...DEFAULTS.maxWaitingRequests, ...h.maxWaitingRequests }),
     maxHeld: h.maxHeld ?? DEFAULTS.maxHeld,
     maxHeldBytes: h.maxHeldBytes ?? DEFAULTS.maxHeldBytes,
+    console: Object.freeze({ ...DEFAULTS.console, ...h.console }),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
     presetSettings: presetSettingsOf(h),
     sharedState,

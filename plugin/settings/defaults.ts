@@ -18,6 +18,8 @@ export const DEFAULTS = Object.freeze({
   maxHeld: 10_000,
   /** 1 GiB. */
   maxHeldBytes: 1_073_741_824,
+  /** The owner's web page: on, a login lasting half a day. */
+  console: Object.freeze({ enabled: true, sessionHours: 12 }),
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,
 });
