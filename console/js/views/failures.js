@@ -33,6 +33,7 @@ function failureRow(failure, route) {
     h('th', { scope: 'row', id: rowId }, failure.id),
     h('td', null, failure.hook),
     h('td', null, failure.kind),
+    h('td', null, [failure.channel, failure.to].filter(Boolean).join(' ')),
     h('td', { class: 'reason' }, failure.lastError),
     h('td', null, String(failure.attempts)),
     h('td', null, when(failure.lastAt)),
@@ -136,7 +137,7 @@ export async function render(main, route) {
     bulkForm(route, hook && !hooks.includes(hook) ? [...hooks, hook] : hooks),
     table(
       'Failures, newest first',
-      ['Failure', 'Hook', 'Kind', 'Reason', 'Attempts', 'Last', 'State', 'Actions'],
+      ['Failure', 'Hook', 'Kind', 'Recipient', 'Reason', 'Attempts', 'Last', 'State', 'Actions'],
       page.failures.map((f) => failureRow(f, route)),
     ),
     page.failures.length === 0 ? h('p', null, 'No failures.') : '',
