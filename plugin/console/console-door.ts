@@ -9,7 +9,7 @@ import type { Logger } from '../host.ts';
 import { writeError, writeJson } from '../http/answers.ts';
 import { clientAddress } from '../http/client-address.ts';
 import type { TrustedProxies } from '../http/trusted-proxies.ts';
-import { digestToken, tokenMatches } from '../auth/token.ts';
+import { tokenMatches, type TokenDigest } from '../auth/token.ts';
 import type { ConsoleSettings } from './console-settings.ts';
 import { ConsoleSessions, sameSecret, tokenPrint, type ConsoleSession } from './sessions.ts';
 import { PageFiles } from './page-files.ts';
@@ -36,7 +36,7 @@ export interface ConsoleDeps {
   mount: string;
   settings(): ConsoleSettings;
   /** The owner's token in force now (the gateway token; OpenClaw's in OpenClaw); undefined: none set. */
-  gatewayToken(): string | undefined;
+  ownerToken(): TokenDigest | undefined;
   trustedProxies(): TrustedProxies | undefined;
   /** The lockout the hooks count failures in: a wrong login counts there like a wrong hook token. */
   lockout: { lockedFor(client: string): number; failed(client: string): void };
@@ -93,7 +93,8 @@ async function loginToken(req: IncomingMessage): Promise<string> {
 export class ConsoleDoor {
   readonly #sessions = new ConsoleSessions();
   readonly #files = new PageFiles();
-  #digest: { token: string; print: string; digest: ReturnType<typeof digestToken> } | undefined;
+  /** Each token digest's fingerprint (a reload makes a new digest of the same token: same print). */
+  readonly #prints = new WeakMap<TokenDigest, string>();
 
   constructor(private readonly deps: ConsoleDeps) {}
 
@@ -211,11 +212,12 @@ export class ConsoleDoor {
     return this.#sessions.find(sessionCookie(req));
   }
 
-  #current(): { print: string; digest: ReturnType<typeof digestToken> } | undefined {
-    const token = this.deps.gatewayToken();
-    if (token === undefined || token === '') return undefined;
-    if (this.#digest?.token !== token) this.#digest = { token, print: tokenPrint(token), digest: digestToken(token) };
-    return this.#digest;
+  #current(): { print: string; digest: TokenDigest } | undefined {
+    const digest = this.deps.ownerToken();
+    if (digest === undefined) return undefined;
+    let print = this.#prints.get(digest);
+    if (print === undefined) this.#prints.set(digest, (print = tokenPrint(digest)));
+    return { print, digest };
   }
 
   #client(req: IncomingMessage): string {

@@ -3,6 +3,7 @@
 // each session remembers a fingerprint of the gateway token it was opened with, and a different
 // token in force ends every session at once (a token rotated after a leak locks the leaker out).
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { TokenDigest } from '../auth/token.ts';
 
 /** Sessions kept at most: past it, the oldest is ended (a login flood cannot grow the map). */
 export const MAX_SESSIONS = 1000;
@@ -14,9 +15,10 @@ export interface ConsoleSession {
   readonly expiresAt: number;
 }
 
-/** A fingerprint of a gateway token: sessions compare it, never the token. */
-export function tokenPrint(token: string): string {
-  return createHash('sha256').update('hookgate console\0').update(token).digest('base64url');
+/** A fingerprint of a gateway token (as digested for comparing): sessions compare it, never the token. */
+export function tokenPrint(digest: TokenDigest): string {
+  const hash = createHash('sha256').update('hookgate console\0').update(String(digest.bytes));
+  return hash.update(digest.padded ?? digest.sha256 ?? Buffer.alloc(0)).digest('base64url');
 }
 
 /** Equal strings in constant time (lengths may leak: ids and tokens have fixed lengths). */

@@ -197,7 +197,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const consoleDoor = new ConsoleDoor({
     mount: CONSOLE_MOUNT,
     settings: () => plugin.snapshot().console,
-    gatewayToken: () => settings.gatewayToken,
+    ownerToken: () => plugin.snapshot().ownerToken,
     trustedProxies: () => plugin.snapshot().trustedProxies,
     lockout: plugin.lockout,
     api: (req, res, rest) => admin.handleForConsole(req, res, rest),
