@@ -6,10 +6,11 @@
 export const FLOORS = [
   // 1. the host contract, the error catalogue, the settings every room reads
   ['host.ts', 'errors.ts', 'settings/'],
-  // 2. the core's vocabulary (Action, AgentSpec, Outcome), leaf helpers, metrics and the request log, Redis
+  // 2. the core's vocabulary (Action, AgentSpec, Outcome), leaf helpers, metrics, Redis
   ['action.ts', 'util/', 'observe/', 'redis/'],
-  // 3. the wire, tokens and the limiter, the keys kept, the content wrapper, the transform sandbox, retries
-  ['http/', 'auth/', 'dedupe/', 'safety/', 'transforms/', 'retry/'],
+  // 3. the wire, tokens and the limiter, the keys kept, the content wrapper, the transform sandbox,
+  // retries, the request log on disk
+  ['http/', 'auth/', 'dedupe/', 'safety/', 'transforms/', 'retry/', 'request-log/'],
   // 4. signed senders; the reply queue
   ['verify/', 'replies/'],
   // 5. the run service, its retries, outcomes and waiters

@@ -9,7 +9,8 @@ export type { HooksSnapshot } from './request/snapshot.ts';
 export { ConfigError, HookError, refuse } from './errors.ts';
 export { writeError, writeJson } from './http/answers.ts';
 export type { HookMetrics } from './observe/metrics.ts';
-export { REQUEST_LOG_SIZE, type RequestEntry, type RequestLog } from './observe/request-log.ts';
+export { REQUESTS_PAGE_MAX, type RequestEntry } from './request-log/entry.ts';
+export type { RequestLog } from './request-log/request-log.ts';
 export {
   hooksStatus,
   recentRequests,

@@ -21,7 +21,7 @@ import { TransformRunner } from './transforms/index.ts';
 import { DedupeKeys } from './dedupe/dedupe-keys.ts';
 import { Actor } from './request/act.ts';
 import { createMetrics, type HookMetrics } from './observe/metrics.ts';
-import { RequestLog } from './observe/request-log.ts';
+import { RequestLog } from './request-log/request-log.ts';
 import { SharedAuthLimiter } from './auth/shared-limiter.ts';
 import { HookRateLimiter, type HookRateLimit } from './auth/hook-rate-limit.ts';
 import { SharedRateLimits } from './auth/shared-rate-limit.ts';
@@ -32,6 +32,7 @@ import { RunRetries } from './runs/run-retries.ts';
 import { HookPauses } from './pauses/hook-pauses.ts';
 import { SharedPauses } from './pauses/shared-pauses.ts';
 import { hooksRoute } from './admin/hooks-route.ts';
+import { requestsRoute } from './admin/requests-route.ts';
 import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
@@ -93,7 +94,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   loaded.applyHostConfig();
   let current = loaded.snapshot;
   const metrics = createMetrics(options.metrics ?? true);
-  const requests = new RequestLog();
+  const requests = await RequestLog.open(
+    host.stateDir && path.join(host.stateDir, 'requests'),
+    host.logger,
+    () => current.requestLog,
+  );
   const limiter = new AuthFailureLimiter();
   const replies = await ReplyQueue.open({
     host,
@@ -247,7 +252,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);
   };
-  const admin = adminRoutes([hooksRoute(pauses, setPaused), failures.route]);
+  const admin = adminRoutes([hooksRoute(pauses, setPaused), failures.route, requestsRoute(requests)]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -265,6 +270,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       await replies.close(deadline - Date.now());
       await failures.close();
       await transforms.close();
+      await requests.close();
       bodies.close();
       refusals.flush();
       strangerWarnings.flush();

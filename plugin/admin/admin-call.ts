@@ -20,3 +20,14 @@ export class AdminAnswer {
     readonly body: unknown,
   ) {}
 }
+
+/** Sends one server-sent event; false when the client is too far behind and was dropped. */
+export type SendEvent = (event: string, data: unknown) => boolean;
+
+/**
+ * An answer that stays open (`text/event-stream`): `open` starts it with a way to send events and
+ * returns what stops it, called once when the client goes. admin-stream.ts serves it for every host.
+ */
+export class AdminStream {
+  constructor(readonly open: (send: SendEvent) => () => void) {}
+}

@@ -1,10 +1,8 @@
 // The admin API's requests as the hosts read them off the wire (the standalone under /api/, OpenClaw
-// under /hookgate/api/): the AdminCall of a request, its JSON body bounded in size and time, and the
-// request log's ?limit. The host authenticates the caller before any of it.
+// under /hookgate/api/): the AdminCall of a request and its JSON body, bounded in size and time. The
+// host authenticates the caller before any of it.
 import type { IncomingMessage } from 'node:http';
 import { refuse } from '../errors.ts';
-import { REQUEST_LOG_SIZE } from '../observe/request-log.ts';
-import { validRequestsLimit } from './status-view.ts';
 import type { AdminCall } from './admin-call.ts';
 
 /** The largest admin request body: admin calls carry a few fields. */
@@ -64,15 +62,4 @@ export async function readAdminBody(req: IncomingMessage, timeoutMs = ADMIN_BODY
   } catch {
     throw refuse.badRequest('the body is not valid JSON');
   }
-}
-
-/** ?limit=N for the request log: 1..1000, default undefined (the log's own); anything else is a 400 naming limit. */
-export function requestsLimit(query: URLSearchParams): number | undefined {
-  const limits = query.getAll('limit');
-  if (limits.length === 0) return undefined;
-  const text = limits[0]!;
-  if (limits.length > 1 || !/^[1-9][0-9]{0,3}$/.test(text) || !validRequestsLimit(Number(text))) {
-    throw refuse.badRequest(`limit must be a whole number from 1 to ${REQUEST_LOG_SIZE}, given once`);
-  }
-  return Number(text);
 }

@@ -2,10 +2,9 @@
 // of a running plugin: its settings in brief and the request log, one function each, so every door
 // answers the same. Nothing here holds a payload, a token or a secret.
 import type { HooksSnapshot } from '../request/snapshot.ts';
-import { REQUEST_LOG_SIZE, type RequestEntry, type RequestLog } from '../observe/request-log.ts';
-
-/** Hook requests shown when the caller names no limit; the log holds 1000. */
-export const DEFAULT_REQUESTS_LIMIT = 100;
+import { REQUESTS_PAGE_MAX, type RequestEntry } from '../request-log/entry.ts';
+import type { RequestFilter, RequestLog } from '../request-log/request-log.ts';
+import { DEFAULT_REQUESTS_LIMIT } from './requests-route.ts';
 
 export interface HookView {
   id: string;
@@ -22,7 +21,7 @@ export interface HooksStatus {
   path: string;
   hooks: HookView[];
   counts: {
-    /** Requests in the log (at most 1000, newest kept). */
+    /** Requests in the log (hooks.requestLog bounds it). */
     requests: number;
     accepted: number;
     refused: number;
@@ -40,14 +39,7 @@ export interface StatusSource {
 
 export function hooksStatus(plugin: StatusSource): HooksStatus {
   const snap = plugin.snapshot();
-  let accepted = 0;
-  let refused = 0;
-  let duplicates = 0;
-  for (const r of plugin.requests.latest()) {
-    if (r.status < 300) accepted++;
-    else refused++;
-    if (r.duplicate) duplicates++;
-  }
+  const { requests, accepted, refused, duplicates } = plugin.requests.counts();
   return {
     enabled: snap.enabled,
     path: snap.path,
@@ -63,7 +55,7 @@ export function hooksStatus(plugin: StatusSource): HooksStatus {
       })),
     ],
     counts: {
-      requests: accepted + refused,
+      requests,
       accepted,
       refused,
       duplicates,
@@ -73,28 +65,18 @@ export function hooksStatus(plugin: StatusSource): HooksStatus {
   };
 }
 
-export interface RequestsQuery {
+export interface RequestsQuery extends RequestFilter {
   /** 1..1000; default 100. */
   limit?: number;
-  /** Only requests a mapping with this id owned (or the wake/agent endpoint of that name). */
-  hook?: string;
-  /** Only requests at or after this time (ms since the epoch). */
-  sinceMs?: number;
 }
 
-/** Whether a limit is one the log can answer: a whole number from 1 to 1000. */
+/** Whether a limit is one a page can answer: a whole number from 1 to 1000. */
 export function validRequestsLimit(limit: number): boolean {
-  return Number.isInteger(limit) && limit >= 1 && limit <= REQUEST_LOG_SIZE;
+  return Number.isInteger(limit) && limit >= 1 && limit <= REQUESTS_PAGE_MAX;
 }
 
-/** The newest matching requests, oldest first (GET /api/requests, hookgate_recent). */
-export function recentRequests(log: RequestLog, query: RequestsQuery = {}): RequestEntry[] {
-  const limit = query.limit ?? DEFAULT_REQUESTS_LIMIT;
-  if (query.hook === undefined && query.sinceMs === undefined) return log.latest(limit);
-  const { hook, sinceMs } = query;
-  const matching = log.latest().filter((r) => {
-    if (sinceMs !== undefined && Date.parse(r.at) < sinceMs) return false;
-    return hook === undefined || r.mapping === hook || (r.mapping === undefined && r.path.endsWith(`/${hook}`));
-  });
-  return matching.slice(-limit);
+/** The newest matching requests, oldest first (hookgate_recent). */
+export async function recentRequests(log: RequestLog, query: RequestsQuery = {}): Promise<RequestEntry[]> {
+  const { limit, ...filter } = query;
+  return (await log.page(filter, limit ?? DEFAULT_REQUESTS_LIMIT)).requests;
 }

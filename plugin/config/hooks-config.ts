@@ -47,6 +47,7 @@ interface CoreHooksBlock {
   maxHeld?: number;
   maxHeldBytes?: number;
   console?: { enabled?: boolean; sessionHours?: number };
+  requestLog?: { maxEntries?: number; retainDays?: number };
   sharedState?: { redis: string; keyPrefix?: string };
   /** Source allowlist for every hook request: IPs and CIDRs. */
   allowedSources?: string[];
@@ -161,6 +162,10 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     maxHeldBytes: h.maxHeldBytes ?? DEFAULTS.maxHeldBytes,
     console: Object.freeze({ ...DEFAULTS.console, ...h.console }),
     ownerToken: gatewayToken ? digestToken(selected.gatewayToken!) : undefined,
+    requestLog: Object.freeze({
+      maxEntries: h.requestLog?.maxEntries ?? DEFAULTS.requestLog.maxEntries,
+      retainMs: Math.round((h.requestLog?.retainDays ?? DEFAULTS.requestLog.retainDays) * 86_400_000),
+    }),
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
     presetSettings: presetSettingsOf(h),
     sharedState,

@@ -1,3 +1,5 @@
-// For a host serving the core's admin routes: the admin call's shape and how a request becomes one.
-export { AdminAnswer, type AdminCall } from '../admin/admin-call.ts';
-export { adminCallOf, requestsLimit } from '../admin/admin-http.ts';
+// For a host serving the core's admin routes: the admin call's shape, how a request becomes one, and
+// how an answer (JSON, or a stream of server-sent events) is written.
+export { AdminAnswer, AdminStream, type AdminCall } from '../admin/admin-call.ts';
+export { adminCallOf } from '../admin/admin-http.ts';
+export { writeAdminAnswer } from '../admin/admin-answer.ts';

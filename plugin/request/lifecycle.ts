@@ -38,7 +38,7 @@ import type { Actor, Acted } from './act.ts';
 import { bodyHashOf, type BodyHash } from '../dedupe/body-hash.ts';
 import type { Verifier } from '../verify/verifier.ts';
 import type { HookMetrics } from '../observe/metrics.ts';
-import type { RequestLog } from '../observe/request-log.ts';
+import type { RequestLog } from '../request-log/request-log.ts';
 import type { AnswerBatch } from '../http/answers.ts';
 import type { BodyReceiver } from '../http/body.ts';
 import { clientAddress, clientSource } from '../http/client-address.ts';
@@ -61,6 +61,7 @@ import type { CompiledMapping } from '../mappings/mapping.ts';
 import { requestId } from '../http/request-id.ts';
 import { splitTarget } from '../http/request-target.ts';
 import { errorMessage } from '../util/errors.ts';
+import { runIdsOf } from '../runs/wait-answer.ts';
 
 /** What the lifecycle uses; each plugin instance owns one of each. */
 export interface LifecycleParts {
@@ -151,6 +152,7 @@ export class HookLifecycle {
           : verifier
             ? this.requireProof(request, verifier, snap)
             : this.authenticate(request, snap, target));
+      trace.checkedAt = performance.now();
       if (refused) {
         this.refuse(request, refused);
         return await this.finish(request, pathname, started, snap, trace);
@@ -161,6 +163,7 @@ export class HookLifecycle {
         return await this.finish(request, pathname, started, snap, trace);
       }
       const received = await this.receive(request, target, snap, options.expectsContinue === true);
+      trace.plannedAt = performance.now();
       if ('repeated' in received) {
         this.answer(request, undefined, received.repeated);
         return await this.finish(request, pathname, started, snap, trace);
@@ -214,16 +217,20 @@ export class HookLifecycle {
 
   private refuse({ res, id, trace }: HookRequest, refusal: HookError): void {
     trace.code = refusal.code;
+    trace.reason = refusal.message;
     this.parts.answers.sendError(res, refusal, id);
   }
 
   /** The outcome as answered: a mapping's `respond` when it has one, marked when it repeats a first answer. */
   private answer({ res, id, trace }: HookRequest, plan: ActingPlan | undefined, outcome: Acted): void {
+    trace.actedAt = performance.now();
     const { answers } = this.parts;
     trace.duplicate = outcome.duplicate;
     trace.key = outcome.key;
     trace.held = outcome.held;
     trace.waited = outcome.waited;
+    const runIds = runIdsOf(outcome.body);
+    if (runIds.length) trace.runIds = runIds;
     const headers = trace.duplicate ? DUPLICATE : undefined;
     // A held request is answered as held, whatever its mapping's `respond` says for an accepted one.
     const reply = outcome.body?.held === true || !plan ? undefined : replyOf(plan, outcome);
@@ -251,7 +258,8 @@ export class HookLifecycle {
     const ms = performance.now() - started;
     const status = request.res.statusCode;
     // A name no mapping is for may be anything the client typed (a token, even): not logged.
-    const path = isKnownName(request.name, snap) ? pathname : `${snap.path}/…`;
+    const known = isKnownName(request.name, snap);
+    const path = known ? pathname : `${snap.path}/…`;
     const answered: Answered = {
       requestId: request.id,
       method: request.req.method,
@@ -271,7 +279,10 @@ export class HookLifecycle {
     else if (trace.code === 'source_not_allowed' || trace.code === 'hook_rate_limited')
       metrics.reined(trace.endpoint, trace.mapping, trace.code);
     const key = trace.key ?? headerKey(request.req.headers['idempotency-key']);
-    this.parts.requests.add(requestEntryOf(answered, trace, key));
+    const hook =
+      trace.mapping ||
+      (trace.endpoint === 'wake' || trace.endpoint === 'agent' ? trace.endpoint : known ? request.name : path);
+    this.parts.requests.add(requestEntryOf(answered, trace, key, hook, started, performance.now()));
     return true;
   }
 

@@ -11,6 +11,7 @@ import type { RoutingPolicy } from '../runs/policies.ts';
 import type { AddressList } from '../http/address-list.ts';
 import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
 import type { WaitLimits } from '../runs/wait-slots.ts';
+import type { RequestLogBounds } from '../request-log/request-log.ts';
 
 /** The routing settings (allowed agents, session keys and prefixes) are the runs room's RoutingPolicy. */
 export interface HooksSnapshot extends RoutingPolicy {
@@ -51,6 +52,8 @@ export interface HooksSnapshot extends RoutingPolicy {
   readonly ownerToken: TokenDigest | undefined;
   /** hooks.console: whether the owner's web page is served, and how long a login lasts. */
   readonly console: { readonly enabled: boolean; readonly sessionHours: number };
+  /** hooks.requestLog: the request log's bounds (entries, and age in ms), whichever is smaller. */
+  readonly requestLog: RequestLogBounds;
   /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */
   readonly presetSettings: ReadonlyMap<string, unknown>;
   /** As configured; compileMappings turns them into `mappings`. */

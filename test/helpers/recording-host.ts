@@ -1,9 +1,11 @@
 // An in-memory GatewayHost that records every call, for driving the core over real HTTP in tests.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createHooksPlugin, type HooksPlugin } from '../../plugin/index.ts';
+import { HookError, refuse, writeError } from '../../plugin/host-kit.ts';
+import { adminCallOf, writeAdminAnswer } from '../../plugin/kits/admin.ts';
 import type {
   AcceptedRun,
   ChannelName,
@@ -164,6 +166,11 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
 
   const plugin = await createHooksPlugin(host);
   const server: Server = createServer((req, res) => {
+    // The core's admin routes under /api/, as a host serves them (this test host asks for no token).
+    if (req.url?.startsWith('/api/')) {
+      void serveAdmin(plugin, req, res);
+      return;
+    }
     void plugin.handle(req, res).then((handled) => {
       // Like OpenClaw's route admission, a host may take a settled handle() as the end of the answer.
       if (handled && !res.writableEnded) {
@@ -222,6 +229,16 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+async function serveAdmin(plugin: HooksPlugin, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  try {
+    const answer = plugin.admin(adminCallOf(req, req.url!.slice('/api/'.length)));
+    if (answer === undefined) throw refuse.notFound('no such admin endpoint');
+    await writeAdminAnswer(res, await answer);
+  } catch (err) {
+    writeError(res, err instanceof HookError ? err : refuse.internal());
+  }
 }
 
 /** Runs fn against a fresh gateway and always closes it. */

@@ -8,7 +8,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { HOOK_TOKEN, post, startTestGateway, type TestGateway } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
-import type { RequestEntry } from '../../plugin/observe/request-log.ts';
+import type { RequestEntry } from '../../plugin/request-log/entry.ts';
 
 const LIMIT = 1024;
 
@@ -322,7 +322,7 @@ test('a client that aborts mid-body does not crash the server', async () => {
   );
   assert.equal(gw.rec.logs.filter((l) => l.msg === 'hook request failed').length, 0, 'no internal error');
   // The client is gone and hears nothing; the request log keeps why its request was refused.
-  assertCutOff(gw.plugin.requests.latest(1)[0]);
+  assertCutOff((await gw.plugin.requests.page({}, 1)).requests[0]);
 
   // The same through node:http, aborted after part of a chunked body.
   const logsBeforeHttp = gw.rec.logs.filter((l) => l.msg === 'hook request').length;
@@ -342,7 +342,7 @@ test('a client that aborts mid-body does not crash the server', async () => {
     () => gw.rec.logs.filter((l) => l.msg === 'hook request').length > logsBeforeHttp,
     'the aborted request is logged',
   );
-  assertCutOff(gw.plugin.requests.latest(1)[0]);
+  assertCutOff((await gw.plugin.requests.page({}, 1)).requests[0]);
   await stillServing();
   assert.equal(gw.rec.turns.length, 0);
 });

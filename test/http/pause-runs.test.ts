@@ -46,10 +46,9 @@ test('held runs start in arrival order within maxConcurrentRuns, past maxQueuedR
         order.set(a.body.requestId, i);
       });
       assert.equal(gw.rec.turns.length, 0, 'nothing runs while paused');
-      const arrival = gw.plugin.requests
-        .latest()
-        .filter((r) => r.held)
-        .map((r) => order.get(r.requestId));
+      const arrival = (await gw.plugin.requests.page({ outcome: 'held' }, 1000)).requests.map((r) =>
+        order.get(r.requestId),
+      );
       await admin(gw, 'POST', 'hooks/agent/resume');
       // Let each run end only once the next ones had their chance to start beyond the limit.
       while (gw.rec.turns.length < n || releases.length) {

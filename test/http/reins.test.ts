@@ -157,7 +157,7 @@ describe('filters', () => {
 
         const text = await exposition(gw);
         assert.equal(metric(text, 'hookgate_reined_total', { endpoint: 'mapping', reason: 'ignored' }), 1);
-        const entries = gw.plugin.requests.latest();
+        const entries = (await gw.plugin.requests.page({}, 1000)).requests;
         const entry = entries.find((e) => e.idempotencyKey === 'k-ignored' && e.ignored);
         assert.ok(entry, 'the request log marks it ignored');
         assert.equal(entry.status, 200);
@@ -336,7 +336,11 @@ describe('source allowlists', () => {
           metric(text, 'hookgate_reined_total', { endpoint: 'mapping', mapping: 'open', reason: 'source_not_allowed' }),
           refused.length + 1,
         );
-        assert.ok(gw.plugin.requests.latest().some((e) => e.code === 'source_not_allowed' && e.status === 403));
+        assert.ok(
+          (await gw.plugin.requests.page({}, 1000)).requests.some(
+            (e) => e.code === 'source_not_allowed' && e.status === 403,
+          ),
+        );
         assert.deepEqual(acted(gw).length, admitted.length + 1);
       },
     );
@@ -399,7 +403,11 @@ describe('rate limits per hook', () => {
         );
         assert.equal(metric(text, 'hookgate_reined_total', { mapping: 'limited', reason: 'hook_rate_limited' }), 6);
         assert.deepEqual(acted(gw), ['limited', 'limited']);
-        assert.ok(gw.plugin.requests.latest().some((e) => e.code === 'hook_rate_limited' && e.status === 429));
+        assert.ok(
+          (await gw.plugin.requests.page({}, 1000)).requests.some(
+            (e) => e.code === 'hook_rate_limited' && e.status === 429,
+          ),
+        );
       },
     );
   });

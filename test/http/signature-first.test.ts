@@ -43,8 +43,8 @@ test('no proof header: 401 signature_invalid before the body has arrived, and th
     assert.match(answer, /^HTTP\/1\.1 401 /);
     assert.match(answer, /"code":"signature_invalid"/);
     assert.match(answer, /connection: close/i);
-    await waitUntil(() => gw.plugin.requests.latest(1).length === 1, 'the refusal in the request log');
-    const logged = gw.plugin.requests.latest(1)[0]!;
+    await waitUntil(() => gw.plugin.requests.size === 1, 'the refusal in the request log');
+    const logged = (await gw.plugin.requests.page({}, 1)).requests[0]!;
     assert.equal(logged.code, 'signature_invalid');
     assert.equal(logged.bytes, 0, 'the body was not read');
 

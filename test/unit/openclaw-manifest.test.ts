@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Ajv } from 'ajv';
 import { hookgateTools, registerTools, TOOL_NAMES } from '../../plugin/hosts/openclaw/tools.ts';
 import type { RunningHookgate } from '../../plugin/hosts/openclaw/service.ts';
-import { RequestLog } from '../../plugin/observe/request-log.ts';
+import { RequestLog } from '../../plugin/request-log/request-log.ts';
 import { recentRequests, type RequestsQuery } from '../../plugin/admin/status-view.ts';
 import { manifestConfigSchema } from '../helpers/manifest-schema.ts';
 
@@ -48,13 +48,14 @@ test('the manifest declares exactly the agent tools the plugin registers (OpenCl
 });
 
 test('hookgate_recent checks what the model sends, and answers from the request log', async () => {
-  const log = new RequestLog();
+  const log = await RequestLog.open(undefined, console, () => ({ maxEntries: 100, retainMs: 3_650 * 86_400_000 }));
   const at = Date.parse('2026-11-25T07:00:00Z');
   log.add({
     atMs: at,
     requestId: 'a',
     client: '127.0.0.1',
     path: '/hooks/github',
+    hook: 'github',
     mapping: 'github',
     status: 202,
     ms: 1,
@@ -65,6 +66,7 @@ test('hookgate_recent checks what the model sends, and answers from the request 
     requestId: 'b',
     client: '127.0.0.1',
     path: '/hooks/wake',
+    hook: 'wake',
     status: 401,
     code: 'unauthorized',
     ms: 1,

@@ -3,9 +3,9 @@
 // the read-only views this host serves. The agent tools ask the same function with the same calls,
 // so a tool and the API cannot disagree.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HookError, recentRequests, refuse, writeError, writeJson, type HooksPlugin } from '../../host-kit.ts';
+import { HookError, refuse, writeError, type HooksPlugin } from '../../host-kit.ts';
 import type { Logger } from '../../host.ts';
-import { AdminAnswer, adminCallOf, requestsLimit, type AdminCall } from '../../kits/admin.ts';
+import { AdminAnswer, adminCallOf, writeAdminAnswer, type AdminCall } from '../../kits/admin.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { ADMIN_PATH } from './identity.ts';
 import { RECENT_RUNS, type RecentRuns } from './recent-runs.ts';
@@ -29,8 +29,6 @@ function replyOf(answer: unknown): AdminReply {
 /** The views this host serves itself, after the core's routes: each with the method it takes. */
 function hostView(call: AdminCall, plugin: HooksPlugin, runs: RecentRuns): (() => unknown) | undefined {
   const { parts } = call;
-  if (parts.length === 1 && parts[0] === 'requests')
-    return () => ({ requests: recentRequests(plugin.requests, { limit: requestsLimit(call.query) }) });
   if (parts.length === 2 && parts[0] === 'runs')
     return () => {
       const run = runs.find(parts[1]!);
@@ -77,7 +75,8 @@ export async function answerAdminCall(
 ): Promise<void> {
   try {
     const { status, body } = await ask(adminCallOf(req, rest));
-    writeJson(res, status, body);
+    // A stream (the live tail) keeps the handler pending until its client goes.
+    await writeAdminAnswer(res, status === 200 ? body : new AdminAnswer(status, body));
   } catch (err) {
     if (!(err instanceof HookError)) logger.error('an admin call failed', { reason: errorMessage(err) });
     writeError(res, err instanceof HookError ? err : refuse.internal());

@@ -45,7 +45,7 @@ export interface RunningHookgate {
   /** GET /hookgate/metrics (behind OpenClaw's gateway auth). */
   metrics(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   status(): HooksStatus;
-  recent(query: RequestsQuery): RequestEntry[];
+  recent(query: RequestsQuery): Promise<RequestEntry[]>;
   stop(): Promise<void>;
 }
 
@@ -148,7 +148,7 @@ export async function startHookgate(
       return true;
     },
     status: () => hooksStatus(plugin),
-    recent(query) {
+    async recent(query) {
       if (query.limit !== undefined && !validRequestsLimit(query.limit))
         throw new Error('limit must be a whole number from 1 to 1000');
       return recentRequests(plugin.requests, query);

@@ -83,10 +83,10 @@ export function hookgateTools(state: ToolState): AgentTool[] {
       },
       // A bad argument rejects: OpenClaw hands the message back to the model.
       execute: (_id, params) =>
-        Promise.resolve().then(() => {
+        Promise.resolve().then(async () => {
           const running = state.running();
           if (!running) return notRunning(state);
-          return answer({ running: true, requests: running.recent(recentQuery(params)) });
+          return answer({ running: true, requests: await running.recent(recentQuery(params)) });
         }),
     },
     ...adminTools(state),

@@ -11,16 +11,8 @@ import {
   type TrustedProxies,
 } from '../../../kits/node-http.ts';
 import { DEFAULTS } from '../../../kits/config.ts';
-import {
-  HookError,
-  refuse,
-  recentRequests,
-  writeError,
-  writeJson,
-  type HookMetrics,
-  type RequestLog,
-} from '../../../host-kit.ts';
-import { AdminAnswer, adminCallOf, requestsLimit, type AdminCall } from '../../../kits/admin.ts';
+import { HookError, refuse, writeError, type HookMetrics } from '../../../host-kit.ts';
+import { adminCallOf, writeAdminAnswer, type AdminCall } from '../../../kits/admin.ts';
 import { BadCursorError, type SessionStore, type Outbox, type RunRegistry } from '../storage/index.ts';
 
 export interface AdminDeps {
@@ -32,12 +24,10 @@ export interface AdminDeps {
   runs: RunRegistry;
   /** The Gmail watcher's state (this process's, or a `webhooks gmail run`'s); undefined: none. */
   gmail?: () => Promise<unknown>;
-  /** The hooks plugin's request log (GET /api/requests). */
-  requests: RequestLog;
   /** The hooks plugin's metrics (GET /metrics), and whether they are shown without the gateway token. */
   metrics: HookMetrics;
   metricsPublic: () => boolean;
-  /** The core's routes (failures, replay, pause), asked before the gateway's own read-only ones. */
+  /** The core's routes (failures, replay, pause, the request log), asked before the gateway's own read-only ones. */
   core: (call: AdminCall) => Promise<unknown> | undefined;
 }
 
@@ -97,11 +87,7 @@ export class AdminApi {
       return true;
     }
     if (!url.startsWith(PREFIX)) return false;
-    await this.answer(res, async () => {
-      const answer = await this.route(req, url);
-      if (answer instanceof AdminAnswer) writeJson(res, answer.status, answer.body);
-      else writeJson(res, 200, answer);
-    });
+    await this.answer(res, async () => writeAdminAnswer(res, await this.route(req, url)));
     return true;
   }
 
@@ -110,11 +96,7 @@ export class AdminApi {
    * let in by the console's session, so no bearer token is asked for.
    */
   async handleForConsole(req: IncomingMessage, res: ServerResponse, rest: string): Promise<void> {
-    await this.answer(res, async () => {
-      const answer = await this.routed(req, PREFIX + rest);
-      if (answer instanceof AdminAnswer) writeJson(res, answer.status, answer.body);
-      else writeJson(res, 200, answer);
-    });
+    await this.answer(res, async () => writeAdminAnswer(res, await this.routed(req, PREFIX + rest)));
   }
 
   private async answer(res: ServerResponse, write: () => Promise<void>): Promise<void> {
@@ -183,9 +165,6 @@ export class AdminApi {
       if (state === undefined)
         throw refuse.notFound('no Gmail watcher state: hooks.gmail.account is not set, or its watcher has not run yet');
       return state;
-    }
-    if (parts.length === 1 && parts[0] === 'requests') {
-      return { requests: recentRequests(this.deps.requests, { limit: requestsLimit(call.query) }) };
     }
     throw refuse.notFound('no such admin endpoint');
   }

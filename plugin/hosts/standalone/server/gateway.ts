@@ -188,7 +188,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     outbox,
     runs: registry,
     gmail: async () => gmail?.status(),
-    requests: plugin.requests,
     metrics: plugin.metrics,
     metricsPublic: () => settings.metrics.public,
     core: (call) => plugin.admin(call),

@@ -1,7 +1,7 @@
 // `hookgate requests`: the gateway's last hook requests (GET /api/requests) as a table, filtered by
 // status and path; --follow keeps polling and prints each new request as it comes.
 import { parseArgs } from 'node:util';
-import { REQUEST_LOG_SIZE, type RequestEntry } from '../../../../host-kit.ts';
+import { REQUESTS_PAGE_MAX, type RequestEntry } from '../../../../host-kit.ts';
 import { localUrl } from '../../server/settings.ts';
 import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
@@ -11,14 +11,14 @@ import { GATEWAY_OPTIONS, GATEWAY_OPTIONS_HELP } from '../support/admin-client.t
 
 export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
 
-Shows the gateway's last hook requests (it keeps ${REQUEST_LOG_SIZE}), oldest first: time, status, error code,
+Shows the gateway's last hook requests (it keeps ${REQUESTS_PAGE_MAX}), oldest first: time, status, error code,
 milliseconds, body bytes, path, mapping, client, idempotency key, duplicate, held (its hook was paused),
 request id. Never payloads, tokens or signatures. Reads the gateway's address and token from the config.
 
 Options:
   --status S     Only this status (404) or class (4xx).
   --path TEXT    Only paths containing TEXT.
-  --limit N      Show at most N requests (1..${REQUEST_LOG_SIZE}, default 50).
+  --limit N      Show at most N requests (1..${REQUESTS_PAGE_MAX}, default 50).
   --follow, -f   Keep going: print each new request as it arrives (Ctrl-C stops).
 ${GATEWAY_OPTIONS_HELP}`;
 
@@ -74,8 +74,8 @@ export async function runRequests(args: string[]): Promise<number> {
   let limit = 50;
   if (values.limit !== undefined) {
     limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > REQUEST_LOG_SIZE)
-      throw new UsageError(`--limit must be 1..${REQUEST_LOG_SIZE}, not "${values.limit}"`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > REQUESTS_PAGE_MAX)
+      throw new UsageError(`--limit must be 1..${REQUESTS_PAGE_MAX}, not "${values.limit}"`);
   }
   const { settings } = await loadContext(values);
   const base = (values.url ?? localUrl(settings.bind, settings.port)).replace(/\/+$/, '');
@@ -101,7 +101,7 @@ export async function runRequests(args: string[]): Promise<number> {
 async function fetchRequests(base: string, token: string): Promise<RequestEntry[]> {
   let res: Response;
   try {
-    res = await fetch(`${base}/api/requests?limit=${REQUEST_LOG_SIZE}`, {
+    res = await fetch(`${base}/api/requests?limit=${REQUESTS_PAGE_MAX}`, {
       headers: { authorization: `Bearer ${token}` },
     });
   } catch {

@@ -1,0 +1,56 @@
+// Writing an admin answer, the same for every host: JSON with its status, or an answer that stays
+// open (AdminStream) as server-sent events: the headers at once, each event as `event:` and one `data:` line of JSON, a comment every
+// 15 s so proxies and browsers keep the connection, and the stream stopped when the client goes. A
+// client that stops reading is dropped once its unsent events pass a bound, so it never holds memory.
+import type { ServerResponse } from 'node:http';
+import { writeJson } from '../http/answers.ts';
+import { AdminAnswer, AdminStream } from './admin-call.ts';
+
+export const KEEPALIVE_MS = 15_000;
+/** Bytes waiting for a slow client before it is dropped. */
+const MAX_UNSENT_BYTES = 1024 * 1024;
+
+/** Resolves when the client has gone (a host whose handler must stay pending awaits it). */
+export function serveAdminStream(res: ServerResponse, stream: AdminStream): Promise<void> {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    // Proxies that buffer answers (nginx) pass this one through as it comes.
+    'x-accel-buffering': 'no',
+  });
+  res.write(': hookgate live\n\n');
+  return new Promise((resolve) => {
+    let open = true;
+    const send = (event: string, data: unknown): boolean => {
+      if (!open) return false;
+      if (res.writableLength > MAX_UNSENT_BYTES) {
+        res.destroy();
+        return false;
+      }
+      // JSON.stringify escapes line breaks inside strings: the data is one line.
+      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      return true;
+    };
+    const stop = stream.open(send);
+    const beat = setInterval(() => {
+      if (res.writableLength <= MAX_UNSENT_BYTES) res.write(': keep-alive\n\n');
+    }, KEEPALIVE_MS);
+    beat.unref();
+    const close = (): void => {
+      if (!open) return;
+      open = false;
+      clearInterval(beat);
+      stop();
+      resolve();
+    };
+    res.once('close', close);
+  });
+}
+
+/** A core route's answer on the wire; resolves once it is written (a stream: once its client went). */
+export async function writeAdminAnswer(res: ServerResponse, answer: unknown): Promise<void> {
+  if (answer instanceof AdminStream) await serveAdminStream(res, answer);
+  else if (answer instanceof AdminAnswer) writeJson(res, answer.status, answer.body);
+  else writeJson(res, 200, answer);
+}

@@ -1,0 +1,291 @@
+// The hook requests this gateway answered, for `GET /api/requests`, the console and `hookgate
+// requests`: kept on disk under <stateDir>/requests/ (segments.ts), bounded by hooks.requestLog
+// (entries and days, whichever is smaller), read back at start. Memory holds an index of small
+// records (time, hook, status, code, client, flags, where the line is): filters and `before` paging
+// walk the index, and only the page's entries are read from disk. Adding is a push and a queued
+// write: nothing on the answer's path waits for the disk. Without a state dir it lives in memory.
+import type { Logger } from '../host.ts';
+import { entryOf, type LoggedRequest, type Outcome, type RequestEntry } from './entry.ts';
+import { RequestLogFiles, type Segment, type Stored } from './segments.ts';
+
+export interface RequestLogBounds {
+  maxEntries: number;
+  retainMs: number;
+}
+
+/** Without a state dir, at most this many entries are kept (whole, in memory). */
+export const MEMORY_ONLY_ENTRIES = 10_000;
+const DUPLICATE = 1;
+const HELD = 2;
+const IGNORED = 4;
+
+/** What the index keeps of an entry: enough to filter and to find its line. */
+interface Indexed extends Stored {
+  readonly atMs: number;
+  readonly requestId: string;
+  readonly hook: string;
+  readonly status: number;
+  readonly code: string | undefined;
+  readonly client: string;
+  readonly flags: number;
+}
+
+export interface RequestFilter {
+  hook?: string;
+  outcome?: Outcome;
+  code?: string;
+  client?: string;
+  sinceMs?: number;
+  untilMs?: number;
+}
+
+export interface RequestPage {
+  /** The newest matching entries older than the cursor, oldest first. */
+  requests: RequestEntry[];
+  /** The cursor for older ones, when there are. */
+  before?: string;
+}
+
+export interface RequestCounts {
+  requests: number;
+  accepted: number;
+  refused: number;
+  duplicates: number;
+}
+
+/** One outcome class per request: duplicate, held and ignored before the status class. */
+function outcomeOf(status: number, flags: number): Outcome {
+  if (flags & DUPLICATE) return 'duplicate';
+  if (flags & HELD) return 'held';
+  if (flags & IGNORED) return 'ignored';
+  return status >= 500 ? '5xx' : status >= 400 ? '4xx' : '2xx';
+}
+
+export function outcomeOfEntry(entry: Pick<RequestEntry, 'status' | 'duplicate' | 'held' | 'ignored'>): Outcome {
+  return outcomeOf(entry.status, flagsOf(entry));
+}
+
+function flagsOf(entry: Pick<RequestEntry, 'duplicate' | 'held' | 'ignored'>): number {
+  return (entry.duplicate ? DUPLICATE : 0) | (entry.held ? HELD : 0) | (entry.ignored ? IGNORED : 0);
+}
+
+/** Whether an indexed record (or a fresh entry) passes the filter. */
+function matches(
+  r: { atMs: number; hook: string; status: number; code?: string | undefined; client: string; flags: number },
+  f: RequestFilter,
+): boolean {
+  return (
+    (f.hook === undefined || r.hook === f.hook) &&
+    (f.code === undefined || r.code === f.code) &&
+    (f.client === undefined || r.client === f.client) &&
+    (f.sinceMs === undefined || r.atMs >= f.sinceMs) &&
+    (f.untilMs === undefined || r.atMs < f.untilMs) &&
+    (f.outcome === undefined || outcomeOf(r.status, r.flags) === f.outcome)
+  );
+}
+
+/** Whether a new entry (as the live tail hands it over) passes the filter. */
+export function entryMatches(entry: RequestEntry, f: RequestFilter): boolean {
+  return matches({ ...entry, atMs: Date.parse(entry.at), flags: flagsOf(entry) }, f);
+}
+
+export class RequestLog {
+  #files: RequestLogFiles | undefined;
+  readonly #bounds: () => RequestLogBounds;
+  /** Oldest first; `#start` is where the live part begins (the rest is compacted now and then). */
+  #index: Indexed[] = [];
+  #start = 0;
+  #nextSeq = 1;
+  /** Hook names and codes come from a small set: one string each, shared by every record. */
+  readonly #names = new Map<string, string>();
+  readonly #listeners = new Set<(entry: RequestEntry) => void>();
+
+  private constructor(files: RequestLogFiles | undefined, bounds: () => RequestLogBounds) {
+    this.#files = files;
+    this.#bounds = bounds;
+  }
+
+  /** `dir` undefined: memory only, at most MEMORY_ONLY_ENTRIES. */
+  static async open(dir: string | undefined, logger: Logger, bounds: () => RequestLogBounds): Promise<RequestLog> {
+    if (dir === undefined) return new RequestLog(undefined, () => memoryOnly(bounds()));
+    const loaded: Indexed[] = [];
+    // Segments of about an eighth of the log: dropping the oldest frees disk in steps of that.
+    const segmentEntries = Math.min(10_000, Math.max(64, Math.ceil(bounds().maxEntries / 8)));
+    const log = new RequestLog(undefined, bounds);
+    const files = await RequestLogFiles.open(dir, logger, segmentEntries, (logged, seq, segment, at, bytes) => {
+      loaded.push(log.#indexed(logged, seq, segment, at, bytes));
+    });
+    log.#files = files;
+    // The segments were read in order of their first entry: the index is in order of seq.
+    loaded.sort((a, b) => a.seq - b.seq);
+    log.#index = loaded;
+    log.#nextSeq = (loaded.at(-1)?.seq ?? 0) + 1;
+    for (const r of loaded) r.segment!.live++;
+    log.#trim(Date.now());
+    files.sweep();
+    return log;
+  }
+
+  #indexed(logged: LoggedRequest, seq: number, segment: Segment | undefined, at: number, bytes: number): Indexed {
+    return {
+      seq,
+      atMs: logged.atMs,
+      requestId: logged.requestId,
+      hook: this.#name(logged.hook),
+      status: logged.status,
+      code: logged.code === undefined ? undefined : this.#name(logged.code),
+      client: logged.client,
+      flags: flagsOf(logged),
+      entry: segment ? undefined : logged,
+      segment,
+      at,
+      bytes,
+      dropped: false,
+    };
+  }
+
+  #name(text: string): string {
+    const known = this.#names.get(text);
+    if (known !== undefined) return known;
+    // Names no mapping owns are logged as one prefix, so the set stays small; bounded all the same.
+    if (this.#names.size < 10_000) this.#names.set(text, text);
+    return text;
+  }
+
+  get size(): number {
+    return this.#index.length - this.#start;
+  }
+
+  /** Records a request once it is answered; written later, in a batch. */
+  add(logged: LoggedRequest): void {
+    const record = this.#indexed(logged, this.#nextSeq++, undefined, 0, 0);
+    this.#index.push(record);
+    this.#files?.write(record);
+    this.#trim(logged.atMs);
+    if (this.#listeners.size === 0) return;
+    const entry = entryOf(logged);
+    for (const listener of this.#listeners) listener(entry);
+  }
+
+  /** Drops the oldest entries beyond the bounds (count, then age). */
+  #trim(now: number): void {
+    const { maxEntries, retainMs } = this.#bounds();
+    const oldest = now - retainMs;
+    let dropped = false;
+    while (this.size > 0) {
+      const first = this.#index[this.#start]!;
+      if (this.size <= maxEntries && first.atMs >= oldest) break;
+      first.dropped = true;
+      first.entry = undefined;
+      if (first.segment) first.segment.live--;
+      this.#start++;
+      dropped = true;
+    }
+    if (!dropped) return;
+    if (this.#start > 1024 && this.#start * 2 > this.#index.length) {
+      this.#index = this.#index.slice(this.#start);
+      this.#start = 0;
+    }
+    this.#files?.sweep();
+  }
+
+  /** The index position of the first record at or after `seq`. */
+  #positionOf(seq: number): number {
+    let lo = this.#start;
+    let hi = this.#index.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#index[mid]!.seq < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /**
+   * The newest `limit` entries matching the filter, older than the cursor `before` (a seq), oldest
+   * first; `before` in the answer when older matching ones remain. Reads only those entries.
+   */
+  async page(filter: RequestFilter, limit: number, before?: number): Promise<RequestPage> {
+    this.#trim(Date.now());
+    const found: Indexed[] = [];
+    let i = (before === undefined ? this.#index.length : this.#positionOf(before)) - 1;
+    for (; i >= this.#start && found.length < limit; i--) {
+      const r = this.#index[i]!;
+      if (matches(r, filter)) found.push(r);
+    }
+    let older = false;
+    for (; i >= this.#start; i--) {
+      if (matches(this.#index[i]!, filter)) {
+        older = true;
+        break;
+      }
+    }
+    found.reverse();
+    const requests = await this.#entries(found);
+    return older && found.length ? { requests, before: String(found[0]!.seq) } : { requests };
+  }
+
+  /** One entry by its request id, newest first. */
+  async find(requestId: string): Promise<RequestEntry | undefined> {
+    for (let i = this.#index.length - 1; i >= this.#start; i--) {
+      const r = this.#index[i]!;
+      if (r.requestId === requestId) return (await this.#entries([r]))[0];
+    }
+    return undefined;
+  }
+
+  async #entries(records: Indexed[]): Promise<RequestEntry[]> {
+    const read = this.#files ? await this.#files.read(records) : records.map((r) => r.entry);
+    return read.filter((e): e is LoggedRequest => e !== undefined).map(entryOf);
+  }
+
+  /** Counts over the whole log, from the index alone. */
+  counts(): RequestCounts {
+    let accepted = 0;
+    let duplicates = 0;
+    for (let i = this.#start; i < this.#index.length; i++) {
+      const r = this.#index[i]!;
+      if (r.status < 300) accepted++;
+      if (r.flags & DUPLICATE) duplicates++;
+    }
+    return { requests: this.size, accepted, refused: this.size - accepted, duplicates };
+  }
+
+  /** Each hook's requests since `sinceMs` by outcome, and its last request's time, from the index. */
+  recentByHook(sinceMs: number): Map<string, { outcomes: Record<Outcome, number>; lastAtMs: number }> {
+    const out = new Map<string, { outcomes: Record<Outcome, number>; lastAtMs: number }>();
+    for (let i = this.#index.length - 1; i >= this.#start; i--) {
+      const r = this.#index[i]!;
+      let hook = out.get(r.hook);
+      if (!hook) {
+        hook = {
+          outcomes: { '2xx': 0, '4xx': 0, '5xx': 0, duplicate: 0, held: 0, ignored: 0 },
+          lastAtMs: r.atMs,
+        };
+        out.set(r.hook, hook);
+      }
+      if (r.atMs >= sinceMs) hook.outcomes[outcomeOf(r.status, r.flags)]++;
+    }
+    return out;
+  }
+
+  /** Calls `listener` with each entry added from now on, until the returned function is called. */
+  subscribe(listener: (entry: RequestEntry) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  get subscribers(): number {
+    return this.#listeners.size;
+  }
+
+  /** Writes what is queued and closes the file. */
+  close(): Promise<void> {
+    this.#listeners.clear();
+    return this.#files?.close() ?? Promise.resolve();
+  }
+}
+
+function memoryOnly(bounds: RequestLogBounds): RequestLogBounds {
+  return { maxEntries: Math.min(bounds.maxEntries, MEMORY_ONLY_ENTRIES), retainMs: bounds.retainMs };
+}
