@@ -33,6 +33,10 @@ import { HookPauses } from './pauses/hook-pauses.ts';
 import { SharedPauses } from './pauses/shared-pauses.ts';
 import { hooksRoute } from './admin/hooks-route.ts';
 import { requestsRoute } from './admin/requests-route.ts';
+import { runsRoute } from './admin/runs-route.ts';
+import { askRoute } from './admin/ask-route.ts';
+import { overviewRoute } from './admin/overview-route.ts';
+import { RunBook, type RunSummary } from './runs/run-book.ts';
 import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
@@ -86,10 +90,13 @@ export interface HooksPlugin {
   admin(call: AdminCall): Promise<unknown> | undefined;
   /** The reply queue: replies not yet settled (pending or retrying). */
   readonly replies: { readonly pending: number };
+  /** What the run book knows of a run (hook, request, delivery): a host adds it to its own run view. */
+  runSummary(runId: string): RunSummary | undefined;
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
 export async function createHooksPlugin(host: GatewayHost, options: HooksPluginOptions = {}): Promise<HooksPlugin> {
+  const startedAt = Date.now();
   let loaded: LoadedConfig = await loadConfig(host);
   loaded.applyHostConfig();
   let current = loaded.snapshot;
@@ -107,6 +114,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     metrics,
   });
   const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
+  // Before anything can start a run: the book sees every run from its acceptance.
+  const runBook = new RunBook();
+  runs.onUpdate((job, status, update) => runBook.note(job, status, update));
+  runs.onFinal((final) => runBook.final(final));
   metrics.observeGauge('run_queue_depth', () => runs.queued);
   metrics.observeGauge('runs_running', () => runs.running);
   const pauses = await HookPauses.open(host, runs, () => current);
@@ -252,7 +263,25 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);
   };
-  const admin = adminRoutes([hooksRoute(pauses, setPaused), failures.route, requestsRoute(requests)]);
+  const overview = overviewRoute({
+    snapshot: () => current,
+    requests,
+    runBook,
+    failures: failures.book,
+    pauses,
+    runs,
+    replies,
+    sharedStateUp: () => shared?.up,
+    startedAt,
+  });
+  const admin = adminRoutes([
+    hooksRoute(pauses, setPaused),
+    askRoute(failures.book, host),
+    failures.route,
+    requestsRoute(requests),
+    runsRoute(runBook),
+    overview,
+  ]);
 
   return {
     // Each request reads `current` once, so a swap never changes the config under a request in flight.
@@ -302,6 +331,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     },
     admin,
     replies,
+    runSummary: (runId) => runBook.get(runId),
   };
 }
 

@@ -14,6 +14,7 @@ import { failureRoutes } from './failure-routes.ts';
 
 export interface Failures {
   route: AdminRoute;
+  book: FailureBook;
   close(): Promise<void>;
 }
 
@@ -44,6 +45,7 @@ export async function openFailures(
   });
   return {
     route: failureRoutes(failures, replay),
+    book: failures,
     async close() {
       await failures.close();
       await actions.close();

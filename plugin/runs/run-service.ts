@@ -23,6 +23,7 @@ export interface RunLimits {
 
 /** What a status update carries besides the status. */
 type RunUpdate = Partial<Omit<RunRecord, 'runId' | 'name' | 'status' | 'agentId' | 'sessionKey'>>;
+export type RunUpdateListener = (job: Readonly<AgentJob>, status: RunStatus, update: Readonly<RunUpdate>) => void;
 
 const SUMMARY_MAX = 1000;
 const REASON_MAX = 300;
@@ -66,6 +67,7 @@ export class RunService {
   private admitting = 0;
   private closing = false;
   private readonly finalListeners: RunFinalListener[] = [];
+  private readonly updateListeners: RunUpdateListener[] = [];
   /** The host's credentials, masked in what its turns bring back (errors, replies). */
   private readonly redact = cachedRedactor(() => this.host.secrets?.() ?? []);
 
@@ -88,6 +90,11 @@ export class RunService {
   /** Told each run's final outcome, once (failures, waiters). */
   onFinal(listener: RunFinalListener): void {
     this.finalListeners.push(listener);
+  }
+
+  /** Told each status a run reaches, with what changed (the run book). */
+  onUpdate(listener: RunUpdateListener): void {
+    this.updateListeners.push(listener);
   }
 
   get queued(): number {
@@ -413,6 +420,7 @@ export class RunService {
    */
   private report(job: AgentJob, status: RunStatus, update: RunUpdate = {}): Promise<void> | undefined {
     this.metrics.runStatus(status);
+    for (const listener of this.updateListeners) listener(job, status, update);
     const notify = this.host.runs.onRunUpdate;
     if (!notify) return undefined;
     const record: RunRecord = {

@@ -73,6 +73,9 @@ describe('OpenClaw admin API handler', () => {
     assert.equal(r.body.runId, ids[3]);
     assert.equal(r.body.status, 'ok');
     assert.equal(r.body.name, 'n3');
+    // The run book adds its hook and the request that started it.
+    assert.equal(r.body.hook, 'agent');
+    assert.equal(typeof r.body.requestId, 'string');
     assert.ok(!JSON.stringify(r.body).includes('SECRET-REPLY-TEXT'));
     // Kept: the last 3 of this test's host record.
     assertError(await call(`${api}/runs/${ids[0]}`), 404, 'not_found', /no such run/);

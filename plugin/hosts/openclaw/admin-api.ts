@@ -33,7 +33,11 @@ function hostView(call: AdminCall, plugin: HooksPlugin, runs: RecentRuns): (() =
     return () => {
       const run = runs.find(parts[1]!);
       if (!run) throw refuse.notFound(`no such run among the last ${RECENT_RUNS} of this gateway process`);
-      return run;
+      const summary = plugin.runSummary(run.runId);
+      if (!summary) return run;
+      // The host's record (status, tries) with what the run book adds: hook, request, delivery.
+      const { hook, requestId, delivery } = summary;
+      return { ...run, hook, ...(requestId !== undefined ? { requestId } : {}), ...(delivery ? { delivery } : {}) };
     };
   return undefined;
 }

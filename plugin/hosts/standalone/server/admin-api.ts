@@ -27,6 +27,8 @@ export interface AdminDeps {
   /** The hooks plugin's metrics (GET /metrics), and whether they are shown without the gateway token. */
   metrics: HookMetrics;
   metricsPublic: () => boolean;
+  /** What the core's run book adds to a run's view: its hook, the request that started it, its delivery. */
+  runSummary: (runId: string) => { hook: string; requestId?: string; delivery?: unknown } | undefined;
   /** The core's routes (failures, replay, pause, the request log), asked before the gateway's own read-only ones. */
   core: (call: AdminCall) => Promise<unknown> | undefined;
 }
@@ -71,6 +73,17 @@ async function paged<R>(read: () => Promise<R>): Promise<R> {
     if (err instanceof BadCursorError) throw refuse.badRequest('before is not a cursor of this list');
     throw err;
   }
+}
+
+/** The run book's facts a run's own view adds (this process's runs only). */
+function bookFields(
+  summary: { hook: string; requestId?: string; delivery?: unknown } | undefined,
+): Record<string, unknown> {
+  if (!summary) return {};
+  const out: Record<string, unknown> = { hook: summary.hook };
+  if (summary.requestId !== undefined) out.requestId = summary.requestId;
+  if (summary.delivery !== undefined) out.delivery = summary.delivery;
+  return out;
 }
 
 export class AdminApi {
@@ -154,7 +167,7 @@ export class AdminApi {
       const run = await runs.find(call.parts[1]!);
       if (!run) throw refuse.notFound('no such run');
       const { name: _name, ...view } = run;
-      return view;
+      return { ...view, ...bookFields(this.deps.runSummary(run.runId)) };
     }
     if (parts.length === 1 && parts[0] === 'outbox') {
       const { limit, before } = pageQuery(url);

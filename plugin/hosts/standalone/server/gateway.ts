@@ -190,6 +190,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     gmail: async () => gmail?.status(),
     metrics: plugin.metrics,
     metricsPublic: () => settings.metrics.public,
+    runSummary: (runId) => plugin.runSummary(runId),
     core: (call) => plugin.admin(call),
   });
   // The owner's web page at /ui/: its data calls are the admin API's, behind the console's session.
