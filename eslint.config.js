@@ -149,6 +149,7 @@ export default tseslint.config(
           'URLSearchParams',
           'Node',
           'CSS',
+          'performance',
           'console',
         ].map((name) => [name, 'readonly']),
       ),

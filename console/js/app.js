@@ -71,4 +71,5 @@ window.addEventListener('hashchange', async () => {
 
 await openSession();
 await draw();
+performance.mark('hookgate-first-view');
 document.body.dataset.ready = 'true';

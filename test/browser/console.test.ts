@@ -211,6 +211,13 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
         await page.getByRole('button', { name: 'Log in' }).click();
         await page.getByRole('heading', { level: 1, name: 'Hooks' }).waitFor();
         assert.equal(await page.evaluate(() => document.cookie), '', 'HttpOnly');
+        // How long the first view took to draw after the page's answer (docs/performance.md).
+        await page.waitForSelector('body[data-ready="true"]');
+        const firstView = await page.evaluate(() => {
+          const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+          return performance.getEntriesByName('hookgate-first-view')[0]!.startTime - nav.responseEnd;
+        });
+        t.diagnostic(`first view drawn ${firstView.toFixed(0)} ms after the page's response`);
         assert.ok(!page.url().includes(GATEWAY_TOKEN));
         assert.ok(!(await page.content()).includes(GATEWAY_TOKEN));
       },
@@ -313,7 +320,9 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
       await page.reload();
       await page.getByRole('heading', { level: 1, name: 'Failures' }).waitFor();
       await view(page, 'Runs', 'Runs');
-      await page.locator('tbody tr', { hasText: 'Nightly' }).first().waitFor();
+      // The failed runs of /hooks/agent, each with its status.
+      await page.locator('tbody tr', { hasText: 'error' }).first().waitFor();
+      await page.locator('tbody tr', { hasText: 'ok' }).first().waitFor();
       await shot(page, 'runs');
     });
 
@@ -405,6 +414,15 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
       await page.keyboard.press('Enter');
       await wake.getByRole('button', { name: 'Pause' }).waitFor();
       await eventually(async () => (await mainEvents(gw)).some((e) => e.includes('held while paused')));
+    });
+
+    await t.test("a hook's page shows its settings, its secrets only as where they come from", async () => {
+      await page.goto(`${gw.url}/ui/#/hooks`);
+      await page.getByRole('main').getByRole('link', { name: 'wake', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Hook wake' }).waitFor();
+      await page.locator('pre.settings').waitFor();
+      assert.ok(!(await page.content()).includes(HOOK_TOKEN), 'the hook token is not shown');
+      await assertAccessible(page, "a hook's page");
     });
 
     await t.test('Try a hook shows the plan and writes nothing', async () => {
