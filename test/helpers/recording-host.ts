@@ -6,6 +6,7 @@ import path from 'node:path';
 import { createHooksPlugin, type HooksPlugin } from '../../plugin/index.ts';
 import { HookError, refuse, writeError } from '../../plugin/host-kit.ts';
 import { adminCallOf, writeAdminAnswer } from '../../plugin/kits/admin.ts';
+import { dryRunRoute } from '../../plugin/kits/dry-run.ts';
 import type {
   AcceptedRun,
   ChannelName,
@@ -168,7 +169,7 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
   const server: Server = createServer((req, res) => {
     // The core's admin routes under /api/, as a host serves them (this test host asks for no token).
     if (req.url?.startsWith('/api/')) {
-      void serveAdmin(plugin, req, res);
+      void serveAdmin(plugin, host, req, res);
       return;
     }
     void plugin.handle(req, res).then((handled) => {
@@ -231,9 +232,15 @@ export async function startTestGateway(opts: TestHostOptions = {}): Promise<Test
   };
 }
 
-async function serveAdmin(plugin: HooksPlugin, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function serveAdmin(
+  plugin: HooksPlugin,
+  host: GatewayHost,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   try {
-    const answer = plugin.admin(adminCallOf(req, req.url!.slice('/api/'.length)));
+    const call = adminCallOf(req, req.url!.slice('/api/'.length));
+    const answer = plugin.admin(call) ?? dryRunRoute(plugin, host)(call);
     if (answer === undefined) throw refuse.notFound('no such admin endpoint');
     await writeAdminAnswer(res, await answer);
   } catch (err) {

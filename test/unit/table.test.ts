@@ -1,7 +1,7 @@
 // The CLI's table formatter: aligned columns, clipped cells, nothing that steers the terminal.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatTable, type Column } from '../../plugin/hosts/standalone/cli/support/table.ts';
+import { formatTable, type Column } from '../../plugin/util/table.ts';
 
 interface Row {
   name: string;

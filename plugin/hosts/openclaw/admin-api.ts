@@ -42,9 +42,14 @@ function hostView(call: AdminCall, plugin: HooksPlugin, runs: RecentRuns): (() =
   return undefined;
 }
 
-export function openClawAdmin(plugin: HooksPlugin, runs: RecentRuns): AdminAsk {
+/** `dryRuns`: the dry run's route (kits/dry-run.ts), asked after the plugin's own. */
+export function openClawAdmin(
+  plugin: HooksPlugin,
+  runs: RecentRuns,
+  dryRuns: (call: AdminCall) => Promise<unknown> | undefined = () => undefined,
+): AdminAsk {
   return async (call) => {
-    const core = plugin.admin(call);
+    const core = plugin.admin(call) ?? dryRuns(call);
     if (core !== undefined) return replyOf(await core);
     const view = hostView(call, plugin, runs);
     if (!view) throw refuse.notFound('no such admin endpoint');

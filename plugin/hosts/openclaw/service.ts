@@ -3,6 +3,7 @@
 // OpenClaw back what it had not taken in once the gateway is ready, and on stop interrupts what runs
 // within OpenClaw's stop budget.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { dryRunRoute } from '../../kits/dry-run.ts';
 import path from 'node:path';
 import { enqueueSystemEvent, peekSystemEventEntries } from 'openclaw/plugin-sdk/infra-runtime';
 import { resolveConfigPath } from 'openclaw/plugin-sdk/state-paths';
@@ -112,7 +113,7 @@ export async function startHookgate(
       runs: pending.runs.length,
       interrupted: pending.interrupted.length,
     });
-  const admin = openClawAdmin(plugin, recentRuns);
+  const admin = openClawAdmin(plugin, recentRuns, dryRunRoute(plugin, host));
   // The console's data calls are the admin API's own, behind its session instead of OpenClaw's auth.
   const consoleDoor = new ConsoleDoor({
     mount: `${CONSOLE_PATH}/`,

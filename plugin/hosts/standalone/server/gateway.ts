@@ -1,6 +1,7 @@
 // The standalone gateway behind `npm start`: one HTTP server carrying the hooks plugin and the
 // admin API, a session store, heartbeats, an agent runner and a durable outbox under the state dir.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { dryRunRoute } from '../../../kits/dry-run.ts';
 import type { AddressInfo } from 'node:net';
 import { link, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -181,6 +182,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     host,
     registry,
   );
+  const dryRuns = dryRunRoute(plugin, host);
   const admin = new AdminApi({
     gatewayToken: () => settings.gatewayToken,
     trustedProxies: () => plugin.snapshot().trustedProxies,
@@ -191,7 +193,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     metrics: plugin.metrics,
     metricsPublic: () => settings.metrics.public,
     runSummary: (runId) => plugin.runSummary(runId),
-    core: (call) => plugin.admin(call),
+    core: (call) => plugin.admin(call) ?? dryRuns(call),
   });
   // The owner's web page at /ui/: its data calls are the admin API's, behind the console's session.
   const consoleDoor = new ConsoleDoor({

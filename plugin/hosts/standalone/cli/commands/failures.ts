@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
-import { formatTable, type Column } from '../support/table.ts';
+import { formatTable, type Column } from '../../../../util/table.ts';
 import { asRun } from '../support/command-name.ts';
 import { adminClient, GATEWAY_OPTIONS, GATEWAY_OPTIONS_HELP } from '../support/admin-client.ts';
 

@@ -5,7 +5,7 @@ import { REQUESTS_PAGE_MAX, type RequestEntry } from '../../../../host-kit.ts';
 import { localUrl } from '../../server/settings.ts';
 import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
-import { formatTable, type Column } from '../support/table.ts';
+import { formatTable, type Column } from '../../../../util/table.ts';
 import { asRun } from '../support/command-name.ts';
 import { GATEWAY_OPTIONS, GATEWAY_OPTIONS_HELP } from '../support/admin-client.ts';
 

@@ -6,18 +6,11 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  dryRun,
-  loadForDryRun,
-  readPausedHooks,
-  TransformRunner,
-  unwrapExternalContent,
-  type DryRunResult,
-} from '../../../../kits/config.ts';
+import { dryRun, loadForDryRun, readPausedHooks, TransformRunner, type DryRunResult } from '../../../../kits/config.ts';
+import { dryRunJson, dryRunReport } from '../../../../kits/dry-run.ts';
 import { checkingHost } from '../../server/settings.ts';
 import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
-import { formatTable, printable } from '../support/table.ts';
 import { asRun } from '../support/command-name.ts';
 
 export const WEBHOOKS_TEST_HELP = `Usage: hookgate webhooks test <name> --payload FILE [--header k:v]... [--query Q] [--source IP] [--json] [--config FILE]
@@ -88,7 +81,7 @@ export async function runWebhooksTest(args: string[]): Promise<number> {
   } finally {
     await transforms.close();
   }
-  console.log(values.json ? JSON.stringify(asJson(result), null, 2) : report(result));
+  console.log(values.json ? JSON.stringify(dryRunJson(result), null, 2) : dryRunReport(result));
   return result.refusal || result.unavailable ? 1 : 0;
 }
 
@@ -103,111 +96,4 @@ function parseHeaders(pairs: readonly string[]): IncomingHttpHeaders {
     headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
   }
   return headers;
-}
-
-const json = (value: unknown): string => JSON.stringify(value, null, 2);
-
-/** A rendered text: the content inside the untrusted-content wrapper (when it has one) and the wrapper. */
-interface Shown {
-  content: string;
-  wrapper?: { start: string; end: string };
-}
-
-function shown(text: string): Shown {
-  const parts = unwrapExternalContent(text);
-  if (!parts) return { content: text };
-  return { content: parts.before + parts.content + parts.after, wrapper: { start: parts.start, end: parts.end } };
-}
-
-/** The result for scripts: every text in full, inside the wrapper and with it. */
-function asJson(r: DryRunResult): unknown {
-  return {
-    target: r.target ?? null,
-    hook: r.hook ?? null,
-    verification: r.verification ?? null,
-    reins: r.reins,
-    ignored: r.ignored ?? null,
-    transforms: r.transforms,
-    wakes: r.wakes.map((w) => ({ ...w, content: shown(w.text).content })),
-    runs: r.jobs.map((j) => ({ ...j, content: shown(j.prompt).content })),
-    dedupeKeys: r.dedupeKeys,
-    answer: r.answer ?? null,
-    refusal: r.refusal ? { status: r.refusal.status, code: r.refusal.code, error: r.refusal.message } : null,
-    unavailable: r.unavailable ?? null,
-    effect: 'none (dry run)',
-  };
-}
-
-function report(r: DryRunResult): string {
-  const out: string[] = [];
-  const row = (label: string, value: string): void => {
-    out.push(`${label.padEnd(14)}${value}`);
-  };
-  if (r.unavailable) {
-    row('unavailable', r.unavailable.join('\n' + ' '.repeat(14)));
-    return out.join('\n');
-  }
-  row('target', r.target ?? '(none)');
-  for (const rein of r.reins) row('door', rein);
-  for (const { mapping, failed } of r.ignored ?? []) row('not taken', `${mapping}: ${failed}`);
-  if (r.hook?.paused) row('paused', `yes: hook ${r.hook.name}'s action would be held until it is resumed`);
-  if (r.verification) row('verification', r.verification);
-  for (const t of r.transforms) {
-    if (t.ok) row('transform', t.value === null ? 'returned null: the request is skipped (204)' : json(t.value));
-    else row('transform', `failed: ${t.reason}${t.detail ? ` (${printable(t.detail)})` : ''}`);
-  }
-  let wrapper: Shown['wrapper'];
-  const texts: [string, Shown][] = [];
-  if (r.wakes.length) {
-    out.push('', 'wake events');
-    out.push(
-      formatTable(
-        [
-          { header: 'HOOK', cell: (w: DryRunResult['wakes'][number]) => w.hook },
-          { header: 'MODE', cell: (w) => w.mode },
-        ],
-        r.wakes,
-      ),
-    );
-    r.wakes.forEach((w, i) => texts.push([`text of wake event ${i + 1} (${w.hook})`, shown(w.text)]));
-  }
-  if (r.jobs.length) {
-    out.push('', 'agent runs');
-    out.push(
-      formatTable(
-        [
-          { header: 'NAME', cell: (j: DryRunResult['jobs'][number]) => j.name },
-          { header: 'AGENT', cell: (j) => j.agentId },
-          { header: 'SESSION', cell: (j) => j.sessionKey },
-          { header: 'MODEL', cell: (j) => j.model ?? '(default)' },
-          { header: 'DELIVER', cell: (j) => (j.deliver ? `${j.channel}${j.to ? ` ${j.to}` : ''}` : 'no') },
-          { header: 'WAKE', cell: (j) => j.wakeMode },
-          { header: 'TIMEOUT', cell: (j) => `${j.timeoutMs / 1000} s`, right: true },
-        ],
-        r.jobs,
-      ),
-    );
-    r.jobs.forEach((j, i) => texts.push([`message of agent run ${i + 1} (${j.name})`, shown(j.prompt)]));
-  }
-  for (const [label, text] of texts) {
-    wrapper ??= text.wrapper;
-    out.push('', `${label}${text.wrapper ? ', inside the wrapper' : ''}:`, text.content);
-  }
-  if (wrapper) {
-    out.push('', 'each text above reaches the agent wrapped as untrusted content (a fresh id each time):');
-    out.push(`${wrapper.start}<the text>\n${wrapper.end}`);
-  }
-  if (r.refusal) {
-    out.push('');
-    row('refused', `${r.refusal.status} ${r.refusal.code}: ${r.refusal.message}`);
-    return out.join('\n');
-  }
-  out.push('');
-  row(
-    'dedupe key',
-    r.dedupeKeys.length ? r.dedupeKeys.map((k) => `${k.scope} ${k.key}`).join('\n' + ' '.repeat(14)) : '(none)',
-  );
-  row('answer', `${r.answer!.status}${r.answer!.body ? ` ${JSON.stringify(r.answer!.body)}` : ''}`);
-  row('effect', 'none (dry run)');
-  return out.join('\n');
 }

@@ -2,7 +2,7 @@
 // and the mappings as a table (which name, what action, how it is admitted, transformed, deduplicated).
 import path from 'node:path';
 import type { HooksSnapshot } from '../../../../host-kit.ts';
-import { formatTable } from './table.ts';
+import { formatTable } from '../../../../util/table.ts';
 
 type Mapping = HooksSnapshot['mappings'][number];
 

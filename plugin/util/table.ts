@@ -1,6 +1,7 @@
-// A plain-text table for CLI output: a header row, columns padded to their widest cell, numbers
-// right-aligned. Cells are one line each; control characters never reach the terminal.
-import { truncate } from '../../../../util/text.ts';
+// A plain-text table for CLI output and the dry run's report (which the admin API answers too): a
+// header row, columns padded to their widest cell, numbers right-aligned. Cells are one line each;
+// control characters never reach the terminal.
+import { truncate } from './text.ts';
 
 export interface Column<Row> {
   header: string;
