@@ -119,6 +119,13 @@ async function mainEvents(gw: RunningGateway): Promise<string[]> {
   return page.entries.filter((e: any) => e.kind === 'system-event').map((e: any) => e.text as string);
 }
 
+/** Opens a view by its address afresh (a hash-only change of the same address would not redraw it). */
+async function visit(page: Page, gw: RunningGateway, hash: string): Promise<void> {
+  await page.goto(`${gw.url}/ui/${hash}`);
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+}
+
 /** Goes to a view by its navigation link and waits for its heading. */
 async function view(page: Page, link: string, heading: string | RegExp): Promise<void> {
   await page.getByRole('navigation').getByRole('link', { name: link, exact: true }).click();
@@ -260,7 +267,7 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
     });
 
     await t.test('the requests view filters by hook and outcome, and a request has its detail', async () => {
-      await page.goto(`${gw.url}/ui/#/requests`);
+      await visit(page, gw, '#/requests');
       await page.getByRole('heading', { level: 1, name: 'Requests' }).waitFor();
       await page.getByLabel('Outcome').selectOption('4xx');
       await page.getByRole('button', { name: 'Filter' }).click();
@@ -285,7 +292,7 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
       const ok = await hook(gw.url, '/hooks/agent', { message: 'say something', model: 'fake/m1', name: 'Helper' });
       assert.equal(ok.status, 202);
       await eventually(async () => (await admin(gw, `/api/runs/${ok.body.runId}`)).status === 'ok');
-      await page.goto(`${gw.url}/ui/#/runs`);
+      await visit(page, gw, '#/runs');
       await page.getByRole('link', { name: ok.body.runId }).click();
       await page.getByRole('heading', { level: 1, name: `Run ${ok.body.runId}` }).waitFor();
       await assertShownAsText(page, `Here is the reply ${PROBE}`, 'a run reply');
@@ -346,7 +353,7 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
         const list = (await admin(gw, '/api/failures?hook=Nightly')).failures;
         return list.length === 3 && list;
       }, 60_000);
-      await page.goto(`${gw.url}/ui/#/failures`);
+      await visit(page, gw, '#/failures');
       await page.getByRole('heading', { level: 1, name: 'Failures' }).waitFor();
       await page.getByLabel('Hook', { exact: true }).selectOption('Nightly');
       await page.getByRole('button', { name: 'Replay all…' }).click();
@@ -366,7 +373,7 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
     await t.test('Ask the assistant posts one system event naming the failure to the main session', async () => {
       const target = await eventually(async () => (await admin(gw, '/api/failures?hook=Nightly')).failures[0]);
       const before = (await mainEvents(gw)).filter((e) => e.includes(target.id)).length;
-      await page.goto(`${gw.url}/ui/#/failures`);
+      await visit(page, gw, '#/failures');
       await page.locator(`tr[data-failure="${target.id}"]`).getByRole('button', { name: 'Ask the assistant' }).click();
       await page.getByRole('status').getByText(`The assistant was told of ${target.id}`).waitFor();
       const naming = await eventually(async () => {
@@ -378,7 +385,7 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
     });
 
     await t.test('forged changes are refused and change nothing: no anti-forgery token, another origin', async () => {
-      await page.goto(`${gw.url}/ui/#/hooks`);
+      await visit(page, gw, '#/hooks');
       await page.getByRole('heading', { level: 1, name: 'Hooks' }).waitFor();
       const status = await page.evaluate(async () => {
         const res = await fetch('api/hooks/wake/pause', { method: 'POST', credentials: 'same-origin' });
@@ -395,7 +402,7 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
     });
 
     await t.test('Pause and Resume from the keyboard alone: a request while paused is held, then runs', async () => {
-      await page.goto(`${gw.url}/ui/#/hooks`);
+      await visit(page, gw, '#/hooks');
       await page.getByRole('heading', { level: 1, name: 'Hooks' }).waitFor();
       const wake = page.locator('tr[data-hook="wake"]');
       await tabTo(page, wake.getByRole('button', { name: 'Pause' }));
@@ -417,7 +424,7 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
     });
 
     await t.test("a hook's page shows its settings, its secrets only as where they come from", async () => {
-      await page.goto(`${gw.url}/ui/#/hooks`);
+      await visit(page, gw, '#/hooks');
       await page.getByRole('main').getByRole('link', { name: 'wake', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Hook wake' }).waitFor();
       await page.locator('pre.settings').waitFor();
