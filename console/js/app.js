@@ -2,7 +2,7 @@
 // reload or a shared link opens the same view), the navigation's current link, and Log out. A view
 // is a module whose render(main, route) draws into <main> and may return a function that stops
 // what it started (the live tail's connection).
-import { h, fill } from './dom.js';
+import { h, fill, say } from './dom.js';
 import { ApiError, logout, openSession } from './api.js';
 import * as overview from './views/overview.js';
 import * as requests from './views/requests.js';
@@ -40,6 +40,7 @@ async function draw() {
     if (link.getAttribute('href') === `#/${route.view}`) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
+  say('');
   fill(main, h('p', { class: 'loading' }, 'Loading…'));
   try {
     const stopper = await VIEWS[route.view].render(main, route);
