@@ -36,6 +36,7 @@ import { requestsRoute } from './admin/requests-route.ts';
 import { runsRoute } from './admin/runs-route.ts';
 import { askRoute } from './admin/ask-route.ts';
 import { overviewRoute } from './admin/overview-route.ts';
+import { hookSettingsRoute } from './admin/hook-settings.ts';
 import { RunBook, type RunSummary } from './runs/run-book.ts';
 import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
@@ -276,6 +277,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   });
   const admin = adminRoutes([
     hooksRoute(pauses, setPaused),
+    hookSettingsRoute({
+      snapshot: () => current,
+      pauses,
+      hooksBlock: () => (loaded.selected.hooks ?? {}) as Record<string, unknown>,
+    }),
     askRoute(failures.book, host),
     failures.route,
     requestsRoute(requests),

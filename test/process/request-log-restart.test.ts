@@ -3,18 +3,34 @@
 // only, and a tail still open does not hold up the gateway's stop.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   eventually,
   GATEWAY_TOKEN,
+  ROOT,
+  SOURCE_CLI,
   HOOK_TOKEN,
   spawnGateway,
   tempStateDir,
   writeConfig,
+  type SpawnedGateway,
 } from '../helpers/spawn-gateway.ts';
 
 const auth = { authorization: `Bearer ${GATEWAY_TOKEN}` };
+
+function cli(args: string[], gw: SpawnedGateway): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [...SOURCE_CLI, ...args, '--config', gw.configPath, '--url', gw.url],
+      { cwd: ROOT },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+    );
+  });
+}
 
 test('the request log survives a restart; the live tail streams and does not hold up a stop', async () => {
   const stateDir = await tempStateDir();
@@ -77,6 +93,25 @@ test('the request log survives a restart; the live tail streams and does not hol
       const page = await again.admin('/api/requests?limit=4');
       const older = await again.admin(`/api/requests?limit=4&before=${page.before}`);
       assert.equal(older.requests.length, 3);
+      // The CLI reads the same log: the gateway's filters, and the cursor of older ones.
+      const refusedCli = await cli(['requests', '--outcome', '4xx'], again);
+      assert.equal(refusedCli.code, 0, refusedCli.out);
+      const refusedRows = refusedCli.out.trimEnd().split('\n').slice(1);
+      assert.equal(refusedRows.length, 1, refusedCli.out);
+      assert.match(refusedRows[0]!, /\s401\s+unauthorized\s/);
+      const newest = await cli(['requests', '--limit', '4'], again);
+      assert.match(newest.out, new RegExp(`older: --before ${page.before}\n$`));
+      const oldest = await cli(['requests', '--limit', '4', '--before', page.before], again);
+      assert.equal(oldest.out.trimEnd().split('\n').length, 4, oldest.out);
+      const badOutcome = await cli(['requests', '--outcome', '3xx'], again);
+      assert.notEqual(badOutcome.code, 0);
+      assert.match(badOutcome.out, /400 bad_request: outcome must be one of/);
+      const runs = await cli(['runs', '--status', 'error'], again);
+      assert.equal(runs.code, 0, runs.out);
+      assert.match(runs.out, /No hook runs\./);
+      const ask = await cli(['failures', 'ask', 'fail_0000000000000000'], again);
+      assert.notEqual(ask.code, 0);
+      assert.match(ask.out, /404 not_found/);
       // A request after the restart is numbered after those before it.
       assert.equal((await again.hook('/hooks/wake', { text: 'after', mode: 'next-heartbeat' })).status, 200);
       await eventually(async () => (await again.admin('/api/requests')).requests.length === 8);

@@ -83,6 +83,17 @@ test('hookgate_recent checks what the model sends, and answers from the request 
     (r.details.requests as { requestId: string }[]).map((q) => q.requestId),
     ['a'],
   );
+  const refused = await recent.execute('call-5', { outcome: '4xx', code: 'unauthorized', client: '127.0.0.1' });
+  assert.deepEqual(
+    (refused.details.requests as { requestId: string }[]).map((q) => q.requestId),
+    ['b'],
+  );
+  const before = await recent.execute('call-6', { until: '2026-11-25T07:00:00.001Z' });
+  assert.deepEqual(
+    (before.details.requests as { requestId: string }[]).map((q) => q.requestId),
+    ['a'],
+  );
+  await assert.rejects(recent.execute('call-7', { outcome: '3xx' }), /outcome must be one of 2xx/);
   await assert.rejects(recent.execute('call-2', { since: 'this morning' }), /since must be an ISO 8601 time/);
   await assert.rejects(recent.execute('call-3', { limit: 'ten' }), /limit must be a whole number/);
   const starting = hookgateTools({ running: () => undefined, failure: () => undefined })[0]!;

@@ -3,6 +3,7 @@
 // the tools of "After the 200" (failures, replay, pause) are in admin-tools.ts.
 // The request log holds no payloads, tokens or signatures, so nothing secret reaches the model.
 import type { RequestsQuery } from '../../host-kit.ts';
+import { OUTCOMES } from '../../kits/admin.ts';
 import { ADMIN_TOOL_NAMES, adminTools, toolCall } from './admin-tools.ts';
 import type { AgentTool, OpenClawPluginApi } from './api.ts';
 import { answer, notRunning, type ToolState } from './tool-result.ts';
@@ -28,16 +29,31 @@ function recentQuery(params: unknown): RequestsQuery {
   if (typeof limit !== 'number') throw new Error('limit must be a whole number from 1 to 1000');
   if (p.hook !== undefined && (typeof p.hook !== 'string' || !p.hook.trim()))
     throw new Error('hook must be a hook name');
-  let sinceMs: number | undefined;
-  if (p.since !== undefined) {
-    sinceMs = typeof p.since === 'string' ? Date.parse(p.since) : NaN;
-    if (Number.isNaN(sinceMs)) throw new Error('since must be an ISO 8601 time, e.g. 2026-11-25T06:00:00Z');
-  }
-  return {
-    limit,
-    ...(typeof p.hook === 'string' ? { hook: p.hook.trim() } : {}),
-    ...(sinceMs !== undefined ? { sinceMs } : {}),
+  const time = (name: 'since' | 'until'): number | undefined => {
+    if (p[name] === undefined) return undefined;
+    const ms = typeof p[name] === 'string' ? Date.parse(p[name]) : NaN;
+    if (Number.isNaN(ms)) throw new Error(`${name} must be an ISO 8601 time, e.g. 2026-11-25T06:00:00Z`);
+    return ms;
   };
+  const text = (name: 'code' | 'client'): string | undefined => {
+    if (p[name] === undefined) return undefined;
+    if (typeof p[name] !== 'string' || !p[name].trim()) throw new Error(`${name} must be a non-empty string`);
+    return p[name].trim();
+  };
+  if (p.outcome !== undefined && !(OUTCOMES as readonly unknown[]).includes(p.outcome))
+    throw new Error(`outcome must be one of ${OUTCOMES.join(', ')}`);
+  const query: RequestsQuery = { limit };
+  if (typeof p.hook === 'string') query.hook = p.hook.trim();
+  if (p.outcome !== undefined) query.outcome = p.outcome as RequestsQuery['outcome'];
+  const code = text('code');
+  if (code !== undefined) query.code = code;
+  const client = text('client');
+  if (client !== undefined) query.client = client;
+  const sinceMs = time('since');
+  if (sinceMs !== undefined) query.sinceMs = sinceMs;
+  const untilMs = time('until');
+  if (untilMs !== undefined) query.untilMs = untilMs;
+  return query;
 }
 
 export function hookgateTools(state: ToolState): AgentTool[] {
@@ -78,6 +94,14 @@ export function hookgateTools(state: ToolState): AgentTool[] {
           limit: { type: 'integer', minimum: 1, maximum: 1000, description: 'How many (newest); default 20.' },
           hook: { type: 'string', description: 'Only this hook: a mapping id (e.g. "github"), "wake" or "agent".' },
           since: { type: 'string', description: 'Only requests at or after this ISO 8601 time.' },
+          until: { type: 'string', description: 'Only requests before this ISO 8601 time.' },
+          outcome: {
+            type: 'string',
+            enum: [...OUTCOMES],
+            description: 'Only this outcome: 2xx (accepted), 4xx, 5xx, duplicate, held (hook paused) or ignored.',
+          },
+          code: { type: 'string', description: 'Only requests refused with this error code, e.g. unauthorized.' },
+          client: { type: 'string', description: 'Only requests from this client address.' },
         },
         additionalProperties: false,
       },

@@ -25,15 +25,23 @@ const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'requests',
-    summary: '  requests        The last hook requests as a table (--follow for new ones)',
+    summary: '  requests        The request log as a table, filtered and paged (--follow for new ones)',
     load: async () => {
       const m = await import('./commands/requests.ts');
       return { help: m.REQUESTS_HELP, run: m.runRequests };
     },
   },
   {
+    name: 'runs',
+    summary: '  runs            The latest hook runs: status, hook, tries, reply and delivery (--status, --hook)',
+    load: async () => {
+      const m = await import('./commands/runs.ts');
+      return { help: m.RUNS_HELP, run: m.runRuns };
+    },
+  },
+  {
     name: 'failures',
-    summary: '  failures        Runs and deliveries that failed after their last attempt (--all, --hook)',
+    summary: '  failures        Runs and deliveries that failed after their last attempt (--all, --hook; ask ID)',
     load: async () => {
       const m = await import('./commands/failures.ts');
       return { help: m.FAILURES_HELP, run: m.runFailures };

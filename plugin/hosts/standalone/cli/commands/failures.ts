@@ -1,5 +1,6 @@
 // `hookgate failures`: the runs and deliveries that failed after their last try (GET /api/failures),
-// newest first, as a table: the open ones, or all with --all; of one hook with --hook.
+// newest first, as a table: the open ones, or all with --all; of one hook with --hook. `hookgate
+// failures ask <id>` asks the assistant about one (POST /api/failures/<id>/ask).
 import { parseArgs } from 'node:util';
 import { UsageError } from '../support/cli-common.ts';
 import { loadContext } from '../support/context.ts';
@@ -8,9 +9,12 @@ import { asRun } from '../support/command-name.ts';
 import { adminClient, GATEWAY_OPTIONS, GATEWAY_OPTIONS_HELP } from '../support/admin-client.ts';
 
 export const FAILURES_HELP = `Usage: hookgate failures [--all] [--hook NAME] [--limit N] [--config FILE] [--url URL]
+       hookgate failures ask <id> [--config FILE] [--url URL]
 
 Shows the agent runs and deliveries that failed after their last attempt, newest first: id, kind, hook,
 run id, attempts, when last tried, state, and the reason. Replay one with \`hookgate replay <id>\`.
+\`failures ask <id>\` tells the assistant of one (a system event in its main session naming the
+failure, never its payload, and a heartbeat), so it explains what went wrong or acts.
 
 Options:
   --all          Dismissed and replayed failures too (default: the open ones).
@@ -44,7 +48,7 @@ const COLUMNS: readonly Column<FailureRow>[] = [
 ];
 
 export async function runFailures(args: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values, positionals } = parseArgs({
     args,
     options: {
       all: { type: 'boolean' },
@@ -52,10 +56,19 @@ export async function runFailures(args: string[]): Promise<number> {
       limit: { type: 'string' },
       ...GATEWAY_OPTIONS,
     },
+    allowPositionals: true,
     strict: true,
   });
   if (values.help) {
     console.log(asRun(FAILURES_HELP));
+    return 0;
+  }
+  if (positionals.length) {
+    const [verb, id, ...extra] = positionals;
+    if (verb !== 'ask' || !id || extra.length) throw new UsageError('give `failures ask <id>`, or no words at all');
+    const { settings } = await loadContext(values);
+    await adminClient(settings, values.url).call('POST', `/api/failures/${encodeURIComponent(id)}/ask`);
+    console.log(`The assistant was told of failure ${id}.`);
     return 0;
   }
   const limit = values.limit ?? '50';

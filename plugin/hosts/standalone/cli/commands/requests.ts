@@ -1,5 +1,6 @@
-// `hookgate requests`: the gateway's last hook requests (GET /api/requests) as a table, filtered by
-// status and path; --follow keeps polling and prints each new request as it comes.
+// `hookgate requests`: the gateway's request log (GET /api/requests) as a table, filtered by the
+// gateway (hook, outcome, code, client, time range), paged with --before, and here by status and
+// path; --follow keeps polling and prints each new request as it comes.
 import { parseArgs } from 'node:util';
 import { REQUESTS_PAGE_MAX, type RequestEntry } from '../../../../host-kit.ts';
 import { localUrl } from '../../server/settings.ts';
@@ -9,16 +10,25 @@ import { formatTable, type Column } from '../../../../util/table.ts';
 import { asRun } from '../support/command-name.ts';
 import { GATEWAY_OPTIONS, GATEWAY_OPTIONS_HELP } from '../support/admin-client.ts';
 
-export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
+export const REQUESTS_HELP = `Usage: hookgate requests [--follow] [--hook NAME] [--outcome 4xx] [--code CODE] [--client ADDR] [--since T] [--until T] [--before CURSOR] [--status 4xx] [--path github] [--limit N] [--config FILE] [--url URL]
 
-Shows the gateway's last hook requests (it keeps ${REQUESTS_PAGE_MAX}), oldest first: time, status, error code,
-milliseconds, body bytes, path, mapping, client, idempotency key, duplicate, held (its hook was paused),
-request id. Never payloads, tokens or signatures. Reads the gateway's address and token from the config.
+Shows the gateway's request log (kept on disk, hooks.requestLog), the newest first in pages, each page
+oldest first: time, status, error code, milliseconds, body bytes, path, mapping, client, idempotency
+key, duplicate, held (its hook was paused), request id. Never payloads, tokens or signatures. Reads the
+gateway's address and token from the config. When older requests match, the last line gives the
+--before that shows them.
 
 Options:
-  --status S     Only this status (404) or class (4xx).
-  --path TEXT    Only paths containing TEXT.
-  --limit N      Show at most N requests (1..${REQUESTS_PAGE_MAX}, default 50).
+  --hook NAME      Only this hook: wake, agent or a mapping id.
+  --outcome O      Only this outcome: 2xx, 4xx, 5xx, duplicate, held or ignored.
+  --code CODE      Only requests refused with this code (e.g. unauthorized).
+  --client ADDR    Only requests from this client address.
+  --since T        Only requests at or after T (an ISO 8601 time).
+  --until T        Only requests before T.
+  --before CURSOR  The page before this cursor (as a page's last line gives it).
+  --status S       Only this status (404) or class (4xx), of the page read.
+  --path TEXT      Only paths containing TEXT, of the page read.
+  --limit N        Show at most N requests (1..${REQUESTS_PAGE_MAX}, default 50).
   --follow, -f   Keep going: print each new request as it arrives (Ctrl-C stops).
 ${GATEWAY_OPTIONS_HELP}`;
 
@@ -61,6 +71,13 @@ export async function runRequests(args: string[]): Promise<number> {
       status: { type: 'string' },
       path: { type: 'string' },
       limit: { type: 'string' },
+      hook: { type: 'string' },
+      outcome: { type: 'string' },
+      code: { type: 'string' },
+      client: { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      before: { type: 'string' },
       ...GATEWAY_OPTIONS,
     },
     strict: true,
@@ -80,11 +97,25 @@ export async function runRequests(args: string[]): Promise<number> {
   const { settings } = await loadContext(values);
   const base = (values.url ?? localUrl(settings.bind, settings.port)).replace(/\/+$/, '');
   const filter: Filter = { status: values.status, path: values.path };
-  const read = async (): Promise<RequestEntry[]> =>
-    (await fetchRequests(base, settings.gatewayToken)).filter((e) => matches(e, filter));
+  // The gateway's own filters: it checks them, and a wrong one is its 400 naming it.
+  const query = new URLSearchParams();
+  for (const name of ['hook', 'outcome', 'code', 'client', 'since', 'until'] as const) {
+    if (values[name] !== undefined) query.set(name, values[name]);
+  }
+  const page = async (before?: string): Promise<{ requests: RequestEntry[]; before?: string }> => {
+    const q = new URLSearchParams(query);
+    // Filtered here too: the gateway's page is as large as it gives, then cut to --limit.
+    q.set('limit', String(filter.status || filter.path ? REQUESTS_PAGE_MAX : limit));
+    if (before !== undefined) q.set('before', before);
+    const got = await fetchRequests(base, settings.gatewayToken, q);
+    return { ...got, requests: got.requests.filter((e) => matches(e, filter)) };
+  };
+  const read = async (): Promise<RequestEntry[]> => (await page()).requests;
 
-  const first = (await read()).slice(-limit);
+  const firstPage = await page(values.before);
+  const first = firstPage.requests.slice(-limit);
   console.log(first.length || values.follow ? formatTable(COLUMNS, first) : 'No hook requests yet.');
+  if (firstPage.before !== undefined && !values.follow) console.log(`older: --before ${firstPage.before}`);
   if (!values.follow) return 0;
   const seen = new Set(first.map((e) => e.requestId));
   for (;;) {
@@ -98,17 +129,24 @@ export async function runRequests(args: string[]): Promise<number> {
   }
 }
 
-async function fetchRequests(base: string, token: string): Promise<RequestEntry[]> {
+async function fetchRequests(
+  base: string,
+  token: string,
+  query: URLSearchParams,
+): Promise<{ requests: RequestEntry[]; before?: string }> {
   let res: Response;
   try {
-    res = await fetch(`${base}/api/requests?limit=${REQUESTS_PAGE_MAX}`, {
+    res = await fetch(`${base}/api/requests?${query}`, {
       headers: { authorization: `Bearer ${token}` },
     });
   } catch {
     throw new Error(`cannot reach the gateway at ${base} (is it running? --url sets the address)`);
   }
-  const body = (await res.json().catch(() => undefined)) as { requests?: RequestEntry[]; code?: string } | undefined;
-  if (res.status !== 200 || !Array.isArray(body?.requests))
-    throw new Error(`the gateway at ${base} answered ${res.status}${body?.code ? ` ${body.code}` : ''}`);
-  return body.requests;
+  const body = (await res.json().catch(() => undefined)) as
+    { requests?: RequestEntry[]; before?: string; code?: string; error?: string } | undefined;
+  if (res.status !== 200 || !Array.isArray(body?.requests)) {
+    const why = body?.error ? `: ${body.error}` : '';
+    throw new Error(`the gateway at ${base} answered ${res.status}${body?.code ? ` ${body.code}` : ''}${why}`);
+  }
+  return body.before === undefined ? { requests: body.requests } : { requests: body.requests, before: body.before };
 }
