@@ -134,6 +134,37 @@ export default tseslint.config(
     rules: { 'no-control-regex': 'off' },
   },
   {
+    // The console's page runs in the browser; a sender's string must never become markup there.
+    files: ['console/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        [
+          'document',
+          'window',
+          'location',
+          'fetch',
+          'EventSource',
+          'FormData',
+          'URLSearchParams',
+          'Node',
+          'CSS',
+          'performance',
+          'console',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'write', 'writeln'].map((property) => ({
+          property,
+          message: 'the console builds elements with dom.js and sets text, never markup',
+        })),
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts', 'test-openclaw/**/*.ts'],
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',

@@ -19,8 +19,8 @@ export const FLOORS = [
   ['actions/', 'mappings/', 'failures/'],
   // 7. one hook request's phases; pausing a hook and its held actions
   ['request/', 'pauses/'],
-  // 8. a config file becomes a snapshot; the admin routes every host serves
-  ['config/', 'admin/'],
+  // 8. a config file becomes a snapshot; the admin routes every host serves; the owner's web page
+  ['config/', 'admin/', 'console/'],
   // 9. the live assembly; the dry assembly
   ['index.ts', 'dry-run.ts'],
   // 10. the doors hosts use

@@ -6,6 +6,7 @@ export type ErrorCode =
   | 'token_in_query'
   | 'method_not_allowed'
   | 'unauthorized'
+  | 'forbidden'
   | 'rate_limited'
   | 'source_not_allowed'
   | 'hook_rate_limited'
@@ -118,6 +119,8 @@ export const refuse = {
       : new HookError(405, 'method_not_allowed', what, { allow }),
   unauthorized: (what = UNAUTHORIZED.message): HookError =>
     what === UNAUTHORIZED.message ? UNAUTHORIZED : new HookError(401, 'unauthorized', what),
+  /** The console: a change without the session's anti-forgery token, or from another origin. */
+  forbidden: (what: string): HookError => new HookError(403, 'forbidden', what),
   rateLimited(seconds: number): HookError {
     let err = rateLimitedBySeconds.get(seconds);
     if (!err) {

@@ -75,6 +75,11 @@ export interface HooksPlugin {
     tookBack(runId: string): boolean;
   };
   readonly limiter: AuthFailureLimiter;
+  /**
+   * The lockout the hooks count failed authentications in (shared on Redis with hooks.sharedState):
+   * the console's login counts a wrong gateway token here, like a wrong hook token.
+   */
+  readonly lockout: { lockedFor(client: string): number; failed(client: string): void };
   /** The rate limits per hook: what each hook admitted in its window (with shared state, everyone's known). */
   readonly rateLimits: HookRateLimiter;
   /** This instance's metrics: /metrics shows them; hosts add their own events (their outbox, a watcher, shared state). */
@@ -343,6 +348,20 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     stopWaiting: () => waiters.stop(),
     runs,
     limiter,
+    lockout: {
+      lockedFor: (client) => requestLimiter.lockedFor(client),
+      failed(client) {
+        const lockSeconds = requestLimiter.recordFailure(client, current.authRateLimit);
+        metrics.authFailure();
+        if (lockSeconds > 0) {
+          metrics.addressLocked();
+          strangerWarnings.warn('client address locked after repeated authentication failures', {
+            client,
+            seconds: lockSeconds,
+          });
+        }
+      },
+    },
     rateLimits,
     metrics,
     requests,

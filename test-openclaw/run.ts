@@ -31,6 +31,8 @@ import './runtime.ts';
 import './after-the-200.ts';
 // Reply deliveries through OpenClaw's Telegram channel and a fake Bot API: retries and dead letters.
 import './channel-retries.ts';
+// The console (the owner's web page) at /hookgate/ui/ in a real Chromium.
+import './console.ts';
 import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';
 
 /** The whole run is bounded: first-time install, gateway start, checks and shutdown. */

@@ -48,6 +48,7 @@ interface CoreHooksBlock {
   maxHeld?: number;
   maxHeldBytes?: number;
   sessionRetention?: { seconds?: number };
+  console?: { enabled?: boolean; sessionHours?: number };
   requestLog?: { maxEntries?: number; retainDays?: number };
   sharedState?: { redis: string; keyPrefix?: string };
   /** What all hooks together may spend. */
@@ -186,6 +187,8 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     maxHeld: h.maxHeld ?? DEFAULTS.maxHeld,
     maxHeldBytes: h.maxHeldBytes ?? DEFAULTS.maxHeldBytes,
     sessionRetentionMs: Math.round((h.sessionRetention?.seconds ?? DEFAULTS.sessionRetentionSeconds) * 1000),
+    console: Object.freeze({ ...DEFAULTS.console, ...h.console }),
+    ownerToken: gatewayToken ? digestToken(selected.gatewayToken!) : undefined,
     requestLog: Object.freeze({
       maxEntries: h.requestLog?.maxEntries ?? DEFAULTS.requestLog.maxEntries,
       retainMs: Math.round((h.requestLog?.retainDays ?? DEFAULTS.requestLog.retainDays) * 86_400_000),

@@ -59,6 +59,10 @@ export interface HooksSnapshot extends RoutingPolicy, SessionRetentionSettings {
   readonly maxHeld: number;
   /** hooks.maxHeldBytes: bytes of actions held for paused hooks (their lines on disk), in all. */
   readonly maxHeldBytes: number;
+  /** gateway.auth.token (OpenClaw's own in OpenClaw), the owner's: the console's login; undefined when unset. */
+  readonly ownerToken: TokenDigest | undefined;
+  /** hooks.console: whether the owner's web page is served, and how long a login lasts. */
+  readonly console: { readonly enabled: boolean; readonly sessionHours: number };
   /** hooks.requestLog: the request log's bounds (entries, and age in ms), whichever is smaller. */
   readonly requestLog: RequestLogBounds;
   /** Each registered preset's own block (hooks.<preset name>), as configured: the preset reads it. */

@@ -20,6 +20,8 @@ export const DEFAULTS = Object.freeze({
   maxHeldBytes: 1_073_741_824,
   /** A week: a run's own hook session is kept that long after the run ended. */
   sessionRetentionSeconds: 604_800,
+  /** The owner's web page: on, a login lasting half a day. */
+  console: Object.freeze({ enabled: true, sessionHours: 12 }),
   requestLog: Object.freeze({ maxEntries: 100_000, retainDays: 7 }),
   /** agents.defaults.timeoutSeconds when the host has none. */
   runTimeoutSeconds: 600,

@@ -82,7 +82,14 @@ test('asking the assistant about a failure: one sanitized system event naming it
       assert.equal(gw.rec.events.length, events + 1, 'one event');
       const event = gw.rec.events.at(-1)!;
       assert.equal(event.sessionKey, 'agent:main:main');
-      for (const part of [failure.id, 'hook Nightly', 'agent run', run.body.runId, 'after 1 attempt', 'provider said no'])
+      for (const part of [
+        failure.id,
+        'hook Nightly',
+        'agent run',
+        run.body.runId,
+        'after 1 attempt',
+        'provider said no',
+      ])
         assert.ok(event.text.includes(part), `the event names ${part}: ${event.text}`);
       assert.ok(!event.text.includes('<<<END_EXTERNAL_UNTRUSTED_CONTENT>>>'), 'a forged marker is neutralised');
       assert.ok(!event.text.includes('do it'), 'never the payload');

@@ -66,14 +66,28 @@ export async function answerAdmin(
   logger: Logger,
 ): Promise<boolean> {
   const url = req.url ?? '/';
+  if (!url.startsWith(PREFIX)) {
+    writeError(res, refuse.notFound('no such admin endpoint'));
+    return true;
+  }
+  await answerAdminCall(ask, req, res, url.slice(PREFIX.length), logger);
+  return true;
+}
+
+/** Answers `rest` (the path and query after /hookgate/api/): the console's calls come here too. */
+export async function answerAdminCall(
+  ask: AdminAsk,
+  req: IncomingMessage,
+  res: ServerResponse,
+  rest: string,
+  logger: Logger,
+): Promise<void> {
   try {
-    if (!url.startsWith(PREFIX)) throw refuse.notFound('no such admin endpoint');
-    const { status, body } = await ask(adminCallOf(req, url.slice(PREFIX.length)));
+    const { status, body } = await ask(adminCallOf(req, rest));
     // A stream (the live tail) keeps the handler pending until its client goes.
     await writeAdminAnswer(res, status === 200 ? body : new AdminAnswer(status, body));
   } catch (err) {
     if (!(err instanceof HookError)) logger.error('an admin call failed', { reason: errorMessage(err) });
     writeError(res, err instanceof HookError ? err : refuse.internal());
   }
-  return true;
 }

@@ -12,3 +12,6 @@ export function routePath(pluginConfig: Record<string, unknown> | undefined): st
 
 /** Where the admin API answers in OpenClaw (the paths of the standalone's /api/, behind the gateway token). */
 export const ADMIN_PATH = '/hookgate/api';
+
+/** Where the console (the owner's web page) answers in OpenClaw, logged in with OpenClaw's gateway token. */
+export const CONSOLE_PATH = '/hookgate/ui';

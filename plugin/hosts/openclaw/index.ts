@@ -7,7 +7,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { definePluginEntry } from 'openclaw/plugin-sdk/plugin-entry';
 import type { OpenClawPluginApi } from './api.ts';
-import { ADMIN_PATH, HOOKS_KEY, PLUGIN_ID, routePath } from './identity.ts';
+import { ADMIN_PATH, CONSOLE_PATH, HOOKS_KEY, PLUGIN_ID, routePath } from './identity.ts';
 import type { RunningHookgate } from './service.ts';
 import { registerTools } from './tools.ts';
 
@@ -51,6 +51,14 @@ function register(api: OpenClawPluginApi): void {
     auth: 'gateway',
     match: 'prefix',
     handler: route((r, req, res) => r.adminHttp(req, res)),
+  });
+  // The console: its own login (OpenClaw's gateway token, through a form and a session cookie), so
+  // OpenClaw's auth is not asked; its data calls are the admin API's.
+  api.registerHttpRoute({
+    path: CONSOLE_PATH,
+    auth: 'plugin',
+    match: 'prefix',
+    handler: route((r, req, res) => r.console(req, res)),
   });
   registerTools(api, { running: () => running, failure: () => failure });
 

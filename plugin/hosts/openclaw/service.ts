@@ -19,12 +19,13 @@ import {
   type RequestsQuery,
 } from '../../host-kit.ts';
 import { AckJournal } from './ack-journal.ts';
-import { answerAdmin, openClawAdmin, type AdminAsk } from './admin-api.ts';
+import { answerAdmin, answerAdminCall, openClawAdmin, type AdminAsk } from './admin-api.ts';
+import { ConsoleDoor } from '../../kits/console.ts';
 import type { OpenClawPluginApi, ServiceContext } from './api.ts';
 import { EventHandover, type EventQueue } from './event-handover.ts';
 import { builtInHooksWarning } from './builtin-hooks.ts';
 import { createOpenClawHost } from './host.ts';
-import { routePath } from './identity.ts';
+import { CONSOLE_PATH, routePath } from './identity.ts';
 import { IdempotencyJournal } from './idempotency-journal.ts';
 import { RecentRuns } from './recent-runs.ts';
 import { ServiceQueue, type ContextRunner } from './run-queue.ts';
@@ -38,6 +39,8 @@ export interface RunningHookgate {
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   /** Everything under /hookgate/api/ (behind OpenClaw's gateway auth). */
   adminHttp(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** Everything under /hookgate/ui/: the console, logged in with OpenClaw's gateway token. */
+  console(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   /** One admin call, as the HTTP API makes it: what the agent tools ask. */
   admin: AdminAsk;
   /** GET /hookgate/metrics (behind OpenClaw's gateway auth). */
@@ -111,6 +114,16 @@ export async function startHookgate(
       interrupted: pending.interrupted.length,
     });
   const admin = openClawAdmin(plugin, recentRuns, dryRunRoute(plugin, host));
+  // The console's data calls are the admin API's own, behind its session instead of OpenClaw's auth.
+  const consoleDoor = new ConsoleDoor({
+    mount: `${CONSOLE_PATH}/`,
+    settings: () => plugin.snapshot().console,
+    ownerToken: () => plugin.snapshot().ownerToken,
+    trustedProxies: () => plugin.snapshot().trustedProxies,
+    lockout: plugin.lockout,
+    api: (req, res, rest) => answerAdminCall(admin, req, res, rest, host.logger),
+    logger: host.logger,
+  });
   const ready = setTimeout(() => {
     queue.attach(context);
     handover.open();
@@ -119,6 +132,11 @@ export async function startHookgate(
   return {
     handle: (req, res) => plugin.handle(req, res),
     adminHttp: (req, res) => answerAdmin(admin, req, res, host.logger),
+    async console(req, res) {
+      if (await consoleDoor.handle(req, res)) return true;
+      writeError(res, refuse.notFound('not found'));
+      return true;
+    },
     admin,
     async metrics(req, res) {
       if (req.method !== 'GET') {

@@ -104,6 +104,14 @@ export class AdminApi {
     return true;
   }
 
+  /**
+   * The console's data calls (/ui/api/<rest>): the same handlers as /api/<rest>, the caller already
+   * let in by the console's session, so no bearer token is asked for.
+   */
+  async handleForConsole(req: IncomingMessage, res: ServerResponse, rest: string): Promise<void> {
+    await this.answer(res, async () => writeAdminAnswer(res, await this.routed(req, PREFIX + rest)));
+  }
+
   private async answer(res: ServerResponse, write: () => Promise<void>): Promise<void> {
     try {
       await write();
@@ -137,6 +145,11 @@ export class AdminApi {
 
   private async route(req: IncomingMessage, url: string): Promise<unknown> {
     this.authorize(req);
+    return this.routed(req, url);
+  }
+
+  /** The answer for an admin URL (`/api/…`), its caller already authenticated. */
+  private async routed(req: IncomingMessage, url: string): Promise<unknown> {
     const pathname = url.split('?', 1)[0]!;
     const parts = pathname.slice(PREFIX.length).split('/');
     const call = adminCallOf(req, url.slice(PREFIX.length));

@@ -14,6 +14,7 @@ import { agentIdOfKey, Storage, type RunRegistry } from '../storage/index.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
 import { AdminApi } from './admin-api.ts';
+import { ConsoleDoor } from '../../../kits/console.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 import { planGatewayGmail, type GatewayGmail } from './gateway-gmail.ts';
 import { ChannelReplies } from './channel-replies.ts';
@@ -42,6 +43,8 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
+/** Where the console (the owner's web page) answers on the gateway's port. */
+const CONSOLE_MOUNT = '/ui/';
 const mainSessionKey = (agentId: string): string => `agent:${agentId}:main`;
 /** Pending system events that trigger a heartbeat before the periodic one. */
 const BACKLOG_EVENTS = 100;
@@ -194,6 +197,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     runSummary: (runId) => plugin.runSummary(runId),
     core: (call) => plugin.admin(call) ?? dryRuns(call),
   });
+  // The owner's web page at /ui/: its data calls are the admin API's, behind the console's session.
+  const consoleDoor = new ConsoleDoor({
+    mount: CONSOLE_MOUNT,
+    settings: () => plugin.snapshot().console,
+    ownerToken: () => plugin.snapshot().ownerToken,
+    trustedProxies: () => plugin.snapshot().trustedProxies,
+    lockout: plugin.lockout,
+    api: (req, res, rest) => admin.handleForConsole(req, res, rest),
+    logger,
+  });
   let gmail: GatewayGmail | undefined;
 
   // Timeouts are checked every second (Node's default is every 30 s, which lets slow headers linger).
@@ -231,6 +244,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     // The admin API decides nothing before a body: Node's own behaviour, the 100 at once.
     if (expectsContinue) res.writeContinue();
     if (await admin.handle(req, res)) return;
+    if (await consoleDoor.handle(req, res)) return;
     writeError(res, refuse.notFound('not found'));
   };
   // Slow clients: headers must arrive within 10 s; the hooks body reader has its own timeout.
