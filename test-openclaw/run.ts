@@ -35,8 +35,8 @@ import './channel-retries.ts';
 import './console.ts';
 import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';
 
-/** The whole run is bounded: first-time install, gateway start, checks and shutdown. */
-const WATCHDOG_MS = Number(process.env.HOOKGATE_OPENCLAW_TIMEOUT_MS ?? 15 * 60_000);
+/** The whole run is bounded (first-time install, gateway starts, checks and shutdowns), with room for a busy host. */
+const WATCHDOG_MS = Number(process.env.HOOKGATE_OPENCLAW_TIMEOUT_MS ?? 30 * 60_000);
 const nonce = Math.random().toString(36).slice(2, 8);
 const GITHUB_SECRET = `github-secret-${nonce}`;
 

@@ -72,7 +72,7 @@ test('a fan-out waits for every run: runs in order, one status for all', async (
   await withGateway(
     {
       turn: async (t): Promise<TurnResult> =>
-        t.prompt.includes('bad') ? { status: 'error', error: 'no' } : { status: 'ok', reply: 'fine' },
+        t.prompt.includes('alert bad') ? { status: 'error', error: 'no' } : { status: 'ok', reply: 'fine' },
       hooks: {
         mappings: [
           {
