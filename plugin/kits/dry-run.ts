@@ -34,7 +34,9 @@ export function dryRunRoute(plugin: Pick<HooksPlugin, 'snapshot' | 'admin'>, hos
       };
       const paused = new Set(hooks.hooks.filter((h) => h.paused).map((h) => h.name));
       // The budgets' windows as on disk (each run's count is there before its request is answered).
-      const budgetWindows = host.stateDir ? await readBudgetWindows(path.join(host.stateDir, 'budgets.jsonl')) : undefined;
+      const budgetWindows = host.stateDir
+        ? await readBudgetWindows(path.join(host.stateDir, 'budgets.jsonl'))
+        : undefined;
       // One worker, stopped when the call is done: the transform runs as it would for a request.
       const transforms = new TransformRunner({ timeoutMs: snapshot.transformTimeoutMs, workers: 1 });
       let result: DryRunResult;
