@@ -114,11 +114,26 @@ function describe(name: string, f: Combined): string {
   return `${name} ${String(f.reqPerSec).padStart(6)} req/s  p50 ${f.p50Ms.toFixed(2)} ms  p99 ${f.p99Ms} ms  CPU ${f.cpuUsPerReq} µs/req`;
 }
 
+/** Opens the request log's live tail as the console does and reads it until aborted. */
+async function openTail(url: string): Promise<AbortController> {
+  const stop = new AbortController();
+  const res = await fetch(`${url}/api/requests/live`, {
+    headers: { authorization: `Bearer ${GATEWAY_TOKEN}`, accept: 'text/event-stream' },
+    signal: stop.signal,
+  });
+  if (res.status !== 200 || !res.body) throw new Error(`the live tail answered ${res.status}`);
+  void (async () => {
+    for await (const _chunk of res.body!);
+  })().catch(() => {});
+  return stop;
+}
+
 async function main(): Promise<void> {
   await promisify(execFile)(process.execPath, [path.join(ROOT, 'build.mjs')], { cwd: ROOT });
   const scenarios = SCENARIOS.filter((s) => wanted(s.name));
   const bare = await startBare();
   const gateways = new Map<string, Side & { dir: string }>();
+  const tails: AbortController[] = [];
   const names = [...new Set(scenarios.flatMap((s) => [s.gateway, ...(s.variants ?? [])]).concat('main'))];
   const redis = names.some((name) => GATEWAYS[name]!.redis) ? await startRedis() : undefined;
   for (const name of names) {
@@ -132,6 +147,7 @@ async function main(): Promise<void> {
       });
       if (res.status !== 200) throw new Error(`pausing ${hook} answered ${res.status}`);
     }
+    if (spec.tail) tails.push(await openTail(gw.url));
     gateways.set(name, gw);
   }
   const locked = gateways.get('locked');
@@ -276,6 +292,7 @@ async function main(): Promise<void> {
   };
   await writeFile(path.join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
   console.log('\nwritten to bench/results/latest.json');
+  for (const tail of tails) tail.abort();
   for (const side of [bare, ...gateways.values(), ...(openclaw ? [openclaw] : [])]) await side.stop();
   await redis?.stop();
 }

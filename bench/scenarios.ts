@@ -80,6 +80,8 @@ export interface GatewaySpec {
   redis?: boolean;
   /** Hooks paused through the admin API once it is up. */
   paused?: string[];
+  /** A live tail of the request log (the console's) held open while it is driven. */
+  tail?: boolean;
 }
 
 // maxFailures is high so the 401 scenario stays 401.
@@ -97,6 +99,8 @@ export const GATEWAYS: Record<string, GatewaySpec> = {
   'metrics off': { hooks: MAIN_HOOKS, gateway: { metrics: { enabled: false } } },
   // The main gateway sharing lockouts and dedupe keys on Redis: what sharing costs.
   'redis on': { hooks: MAIN_HOOKS, redis: true },
+  // The main gateway with the console's live tail open: what watching costs.
+  'live tail open': { hooks: MAIN_HOOKS, tail: true },
   // The main gateway with /hooks/wake paused: every request held (room for a whole run of them).
   paused: { hooks: { ...MAIN_HOOKS, maxHeld: 2_000_000 }, paused: ['wake'] },
 };
@@ -135,7 +139,7 @@ const wake = (connections: number, goal?: number): Scenario => ({
   goal,
   expect: 200,
   peer: connections === 32 ? 'wake' : undefined,
-  variants: connections === 32 ? ['metrics off', 'redis on'] : undefined,
+  variants: connections === 32 ? ['metrics off', 'redis on', 'live tail open'] : undefined,
 });
 
 export const SCENARIOS: Scenario[] = [
