@@ -331,6 +331,10 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
       await assertShownAsText(page, PROBE, 'a recipient');
       await page.reload();
       await page.getByRole('heading', { level: 1, name: 'Failures' }).waitFor();
+      // The run's page lists its reply's deliveries (a fallback chain, in order), the recipient as text.
+      await visit(page, gw, `#/runs/${delivery.body.runId}`);
+      await page.getByRole('table', { name: 'Deliveries' }).locator('tbody tr', { hasText: 'telegram' }).waitFor();
+      await assertShownAsText(page, PROBE, 'a recipient on the run page');
       await view(page, 'Runs', 'Runs');
       // The failed runs of /hooks/agent, each with its status.
       await page.locator('tbody tr', { hasText: 'error' }).first().waitFor();

@@ -1,5 +1,6 @@
 // Runs: status, attempts, next attempt, reply disposition and delivery, newest first, paged; and a
-// run's page with its attempts' errors and the reply text where the host keeps it.
+// run's page with its attempts' errors, its reply's deliveries in order (a fallback names the one it
+// replaces) and the reply text where the host keeps it.
 import { h, fill, facts, field, table, when } from '../dom.js';
 import { get, pathOf } from '../api.js';
 
@@ -49,6 +50,23 @@ async function detail(main, id) {
               h('td', null, when(a.at ?? a.startedAt)),
               h('td', null, a.status ?? ''),
               h('td', null, a.error ?? ''),
+            ),
+          ),
+        )
+      : '',
+    Array.isArray(run.deliveries) && run.deliveries.length
+      ? table(
+          'Deliveries',
+          ['Channel', 'To', 'State', 'Instead of', 'Error'],
+          run.deliveries.map((d) =>
+            h(
+              'tr',
+              null,
+              h('td', null, d.channel ?? ''),
+              h('td', null, d.to ?? ''),
+              h('td', null, d.status ?? ''),
+              h('td', null, d.fallbackOf ?? ''),
+              h('td', null, d.error ?? ''),
             ),
           ),
         )
