@@ -287,3 +287,15 @@ export async function post(base: string, p: string, body?: unknown, o: PostOptio
   if ((res.headers.get('content-type') ?? '').startsWith('application/json')) parsed = JSON.parse(text);
   return { status: res.status, headers: res.headers, body: parsed };
 }
+
+/** A call to one of the core's admin routes (`method` and `path` as after `/api/`), without HTTP. */
+export function coreAdmin(gw: TestGateway, method: string, path: string): Promise<any> {
+  const answer = gw.plugin.admin({
+    method,
+    parts: path.split('/'),
+    query: new URLSearchParams(),
+    body: () => Promise.resolve(undefined),
+  });
+  if (!answer) throw new Error(`${path} is not a core route`);
+  return answer;
+}

@@ -4,23 +4,12 @@
 // Retry-After. Tokens reported by a run count; budgets, and digests waiting, outlive a restart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { post, startTestGateway, withGateway, type TestGateway } from '../helpers/recording-host.ts';
+import { post, startTestGateway, withGateway, type TestGateway, coreAdmin } from '../helpers/recording-host.ts';
 import { assertError, waitUntil } from '../helpers/common.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import { dryRun, loadForDryRun } from '../../plugin/kits/config.ts';
 
 const START = /<<<EXTERNAL_UNTRUSTED_CONTENT id="[0-9a-f]{24}">>>/g;
-
-function admin(gw: TestGateway, method: string, p: string): Promise<any> {
-  const answer = gw.plugin.admin({
-    method,
-    parts: p.split('/'),
-    query: new URLSearchParams(),
-    body: () => Promise.resolve(undefined),
-  });
-  assert.ok(answer, `${p} is a core route`);
-  return answer;
-}
 
 const digests = (gw: TestGateway) => gw.rec.events.filter((e) => e.text.includes('over its budget'));
 
@@ -153,7 +142,7 @@ test('hold: runs past the budget are held (counted in GET /api/hooks) and run in
         answers.push(await post(gw.url, '/hooks/agent', { message: `job ${i}`, deliver: false }));
       assert.equal(typeof answers[0]!.body.runId, 'string');
       for (const a of answers.slice(1)) assert.deepEqual(a.body, { ok: true, held: true, requestId: a.body.requestId });
-      const agent = (await admin(gw, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
+      const agent = (await coreAdmin(gw, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
       assert.equal(agent.held, 2);
       assert.equal(agent.paused, false);
       await gw.finalRuns(1);
@@ -177,7 +166,7 @@ test('tokens: a run that reported its usage spends the budget', async () => {
       assert.equal((await post(gw.url, '/hooks/agent', { message: 'one', deliver: false })).status, 202);
       await gw.finalRuns(1);
       await waitUntil(async () => {
-        const agent = (await admin(gw, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
+        const agent = (await coreAdmin(gw, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
         return agent.budgets?.[0]?.tokens === 500;
       }, 'the tokens counted');
       assertError(await post(gw.url, '/hooks/agent', { message: 'two', deliver: false }), 429, 'budget_exhausted');
@@ -293,7 +282,7 @@ test('runs held for a budget outlive a restart: the hook is not taken for paused
   }
   const second = await startTestGateway({ stateDir, hooks });
   try {
-    const agent = (await admin(second, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
+    const agent = (await coreAdmin(second, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
     assert.equal(agent.paused, false);
     await second.finalRuns(1, 30_000);
     assert.match(second.rec.turns[0]!.prompt, /job 1/);

@@ -4,7 +4,7 @@
 // counts as one run in budgets.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { post, withGateway, type TestGateway } from '../helpers/recording-host.ts';
+import { post, withGateway, coreAdmin } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
 
 const START = /<<<EXTERNAL_UNTRUSTED_CONTENT id="[0-9a-f]{24}">>>/g;
@@ -18,17 +18,6 @@ const ci = (coalesce: object, extra: object = {}) => ({
   coalesce,
   ...extra,
 });
-
-function admin(gw: TestGateway, method: string, p: string): Promise<any> {
-  const answer = gw.plugin.admin({
-    method,
-    parts: p.split('/'),
-    query: new URLSearchParams(),
-    body: () => Promise.resolve(undefined),
-  });
-  assert.ok(answer, `${p} is a core route`);
-  return answer;
-}
 
 test('a full batch: one run at once, every message in arrival order, each answered with its run id', async () => {
   await withGateway({ hooks: { mappings: [ci({ seconds: 600, maxItems: 3 })] } }, async (gw) => {
@@ -83,7 +72,7 @@ test('a batch counts as one run in budgets; a batch past the budget is digested,
       for (const job of [1, 2, 3, 4]) assert.equal((await post(gw.url, '/hooks/ci', { job })).body.coalesced, true);
       await gw.finalRuns(1);
       await waitUntil(() => gw.plugin.budgets.digestsWaiting === 2, 'the second batch digested');
-      const ci = (await admin(gw, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'ci');
+      const ci = (await coreAdmin(gw, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'ci');
       assert.equal(ci.budgets[0].runs, 1, 'the first batch counted as one run');
       assert.equal(gw.rec.turns.length, 1);
     },

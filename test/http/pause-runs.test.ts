@@ -4,19 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
-import { post, withGateway, type TestGateway } from '../helpers/recording-host.ts';
+import { post, withGateway, coreAdmin } from '../helpers/recording-host.ts';
 import { assertError, waitUntil } from '../helpers/common.ts';
-
-function admin(gw: TestGateway, method: string, path: string): Promise<unknown> {
-  const answer = gw.plugin.admin({
-    method,
-    parts: path.split('/'),
-    query: new URLSearchParams(),
-    body: () => Promise.resolve(undefined),
-  });
-  assert.ok(answer, `${path} is a core route`);
-  return answer;
-}
 
 test('held runs start in arrival order within maxConcurrentRuns, past maxQueuedRuns', async () => {
   let running = 0;
@@ -34,7 +23,7 @@ test('held runs start in arrival order within maxConcurrentRuns, past maxQueuedR
       },
     },
     async (gw) => {
-      await admin(gw, 'POST', 'hooks/agent/pause');
+      await coreAdmin(gw, 'POST', 'hooks/agent/pause');
       const n = 12;
       const answers = await Promise.all(
         Array.from({ length: n }, (_, i) => post(gw.url, '/hooks/agent', { message: `job ${i}`, deliver: false })),
@@ -49,7 +38,7 @@ test('held runs start in arrival order within maxConcurrentRuns, past maxQueuedR
       const arrival = (await gw.plugin.requests.page({ outcome: 'held' }, 1000)).requests.map((r) =>
         order.get(r.requestId),
       );
-      await admin(gw, 'POST', 'hooks/agent/resume');
+      await coreAdmin(gw, 'POST', 'hooks/agent/resume');
       // Let each run end only once the next ones had their chance to start beyond the limit.
       while (gw.rec.turns.length < n || releases.length) {
         await waitUntil(() => releases.length > 0, 'a run started');
@@ -59,7 +48,7 @@ test('held runs start in arrival order within maxConcurrentRuns, past maxQueuedR
       assert.equal(most, 2, 'never more than maxConcurrentRuns at once');
       const started = gw.rec.turns.map((t) => Number(/job (\d+)/.exec(t.prompt)![1]));
       assert.deepEqual(started, arrival);
-      assert.deepEqual(await admin(gw, 'GET', 'hooks'), {
+      assert.deepEqual(await coreAdmin(gw, 'GET', 'hooks'), {
         hooks: [
           { name: 'wake', paused: false, held: 0 },
           { name: 'agent', paused: false, held: 0 },
@@ -87,18 +76,18 @@ test('a paused mapping: its transform runs at the request (a failing one is 500)
       files: { 'hooks/transforms/built.ts': transform },
     },
     async (gw) => {
-      await admin(gw, 'POST', 'hooks/built/pause');
+      await coreAdmin(gw, 'POST', 'hooks/built/pause');
       assertError(await post(gw.url, '/hooks/built', { fail: true }), 500, 'mapping_failed');
       const held = await post(gw.url, '/hooks/built', { n: 7 });
       assert.equal(held.status, 202);
-      assert.deepEqual(await admin(gw, 'GET', 'hooks'), {
+      assert.deepEqual(await coreAdmin(gw, 'GET', 'hooks'), {
         hooks: [
           { name: 'wake', paused: false, held: 0 },
           { name: 'agent', paused: false, held: 0 },
           { name: 'built', paused: true, held: 1 },
         ],
       });
-      await admin(gw, 'POST', 'hooks/built/resume');
+      await coreAdmin(gw, 'POST', 'hooks/built/resume');
       await waitUntil(() => gw.rec.events.length === 1, 'the held event');
       assert.equal(gw.rec.events[0]!.text, 'built 7');
       assert.equal(gw.rec.events[0]!.meta.hook, 'built');
@@ -108,7 +97,7 @@ test('a paused mapping: its transform runs at the request (a failing one is 500)
 
 test('a held run refused by the policies in force at resume is dropped and logged, the rest go on', async () => {
   await withGateway({ hooks: { allowedAgentIds: ['main', 'ops'] }, models: ['m1'] }, async (gw) => {
-    await admin(gw, 'POST', 'hooks/agent/pause');
+    await coreAdmin(gw, 'POST', 'hooks/agent/pause');
     assertError(await post(gw.url, '/hooks/agent', { message: 'x', model: 'other' }), 400, 'model_not_allowed');
     assert.equal(
       (await post(gw.url, '/hooks/agent', { message: 'to ops', agentId: 'ops', deliver: false })).status,
@@ -119,7 +108,7 @@ test('a held run refused by the policies in force at resume is dropped and logge
     config.hooks.allowedAgentIds = ['main'];
     await writeFile(gw.configPath, JSON.stringify(config));
     assert.equal((await gw.plugin.reload()).ok, true);
-    await admin(gw, 'POST', 'hooks/agent/resume');
+    await coreAdmin(gw, 'POST', 'hooks/agent/resume');
     const [final] = await gw.finalRuns(1);
     assert.equal(final!.agentId, 'main');
     await waitUntil(
@@ -135,12 +124,12 @@ test('a held run refused by the policies in force at resume is dropped and logge
 
 test('a request that waits for its run while the hook is paused is answered held at once, its run later', async () => {
   await withGateway({ hooks: { maxWaitSeconds: 30 } }, async (gw) => {
-    await admin(gw, 'POST', 'hooks/agent/pause');
+    await coreAdmin(gw, 'POST', 'hooks/agent/pause');
     const held = await post(gw.url, '/hooks/agent', { message: 'wait for me', waitForCompletion: true });
     assert.equal(held.status, 202, JSON.stringify(held.body));
     assert.deepEqual(held.body, { ok: true, held: true, requestId: held.body.requestId });
     assert.equal(gw.rec.turns.length, 0);
-    await admin(gw, 'POST', 'hooks/agent/resume');
+    await coreAdmin(gw, 'POST', 'hooks/agent/resume');
     await gw.finalRuns(1);
     assert.deepEqual(
       gw.rec.turns.map((t) => t.prompt.includes('wait for me')),

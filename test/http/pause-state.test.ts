@@ -5,28 +5,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { post, startTestGateway, type TestGateway } from '../helpers/recording-host.ts';
+import { post, startTestGateway, type TestGateway, coreAdmin } from '../helpers/recording-host.ts';
 import { waitUntil } from '../helpers/common.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
-function admin(gw: TestGateway, method: string, p: string): Promise<any> {
-  const answer = gw.plugin.admin({
-    method,
-    parts: p.split('/'),
-    query: new URLSearchParams(),
-    body: () => Promise.resolve(undefined),
-  });
-  assert.ok(answer, `${p} is a core route`);
-  return answer;
-}
-
 const wakeState = async (gw: TestGateway): Promise<unknown> =>
-  (await admin(gw, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'wake');
+  (await coreAdmin(gw, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'wake');
 
 async function holdWakes(stateDir: string, texts: string[]): Promise<void> {
   const gw = await startTestGateway({ stateDir });
   try {
-    await admin(gw, 'POST', 'hooks/wake/pause');
+    await coreAdmin(gw, 'POST', 'hooks/wake/pause');
     for (const text of texts) {
       const r = await post(gw.url, '/hooks/wake', { text });
       assert.equal(r.status, 202, JSON.stringify(r.body));
@@ -56,7 +45,7 @@ test('an emptied pauses.jsonl: the hook holding actions stays paused, nothing ru
     assert.equal(gw.rec.events.length, 0, 'nothing held was carried out');
 
     // The owner decides: a resume carries them out in arrival order.
-    await admin(gw, 'POST', 'hooks/wake/resume');
+    await coreAdmin(gw, 'POST', 'hooks/wake/resume');
     await waitUntil(() => gw.rec.events.length === 4, 'the held wakes carried out');
     assert.deepEqual(
       gw.rec.events.map((e) => e.text.match(/held \w+/)?.[0]),
@@ -80,7 +69,7 @@ test('a resume cut short by a stop: what it left held is carried out at the next
   const stateDir = await tempDir('hookgate-pause-state-');
   const first = await startTestGateway({ stateDir });
   try {
-    await admin(first, 'POST', 'hooks/agent/pause');
+    await coreAdmin(first, 'POST', 'hooks/agent/pause');
     for (const message of ['run one', 'run two', 'run three']) {
       assert.equal((await post(first.url, '/hooks/agent', { message, deliver: false })).body.held, true);
     }
@@ -99,7 +88,7 @@ test('a resume cut short by a stop: what it left held is carried out at the next
     },
   });
   try {
-    await admin(cut, 'POST', 'hooks/agent/resume');
+    await coreAdmin(cut, 'POST', 'hooks/agent/resume');
     await waitUntil(() => cut.rec.turns.length === 1, 'the first held run started');
   } finally {
     const closed = cut.close();
@@ -113,7 +102,7 @@ test('a resume cut short by a stop: what it left held is carried out at the next
       next.rec.turns.map((t) => /run \w+/.exec(t.prompt)?.[0]),
       ['run two', 'run three'],
     );
-    const agent = (await admin(next, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
+    const agent = (await coreAdmin(next, 'GET', 'hooks')).hooks.find((h: { name: string }) => h.name === 'agent');
     assert.deepEqual(agent, { name: 'agent', paused: false, held: 0 });
     assert.equal(next.rec.logs.filter((l) => /pause state/.test(l.msg)).length, 0);
   } finally {
