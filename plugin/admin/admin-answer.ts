@@ -22,6 +22,13 @@ export function serveAdminStream(res: ServerResponse, stream: AdminStream): Prom
   res.write(': hookgate live\n\n');
   return new Promise((resolve) => {
     let open = true;
+    // The events of one turn of the loop go out in one write: a busy hook path makes many a turn.
+    let unsent: string[] = [];
+    const flush = (): void => {
+      const text = unsent.join('');
+      unsent = [];
+      if (open) res.write(text);
+    };
     const send = (event: string, data: unknown): boolean => {
       if (!open) return false;
       if (res.writableLength > MAX_UNSENT_BYTES) {
@@ -29,7 +36,7 @@ export function serveAdminStream(res: ServerResponse, stream: AdminStream): Prom
         return false;
       }
       // JSON.stringify escapes line breaks inside strings: the data is one line.
-      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      if (unsent.push(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`) === 1) setImmediate(flush);
       return true;
     };
     const stop = stream.open(send);
