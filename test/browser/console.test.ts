@@ -259,6 +259,7 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
       const answer = await hook(gw.url, '/hooks/wake', { text: 'tail me' }, { 'idempotency-key': PROBE });
       assert.equal(answer.status, 200);
       await page.locator('tbody tr', { hasText: PROBE }).first().waitFor();
+      assert.equal(await page.getByText('No requests match.').count(), 0, 'a tailed request ends "none match"');
       await assertShownAsText(page, PROBE, 'the idempotency key in the tail');
       // A name no mapping owns is kept as the hooks path and an ellipsis: none of it reaches the page.
       const unknown = await hook(gw.url, `/hooks/${PATH_PROBE}`, { text: 'nobody' });

@@ -133,6 +133,7 @@ export async function render(main, route) {
     [],
   );
   tableEl.querySelector('tbody').replaceWith(body);
+  const none = page.requests.length === 0 ? h('p', null, 'No requests match.') : '';
   fill(
     main,
     h('h1', null, 'Requests'),
@@ -141,12 +142,15 @@ export async function render(main, route) {
       ? h('p', { class: 'live' }, 'Live: new requests appear at the top as they arrive.')
       : h('p', null, h('a', { href: '#/requests' }, 'Newest')),
     tableEl,
-    page.requests.length === 0 ? h('p', null, 'No requests match.') : '',
+    none,
     page.before ? h('p', null, h('a', { href: `#/requests?${older}` }, 'Older')) : '',
   );
   // The tail only on the newest page: an older page stays as it was.
   if (before !== undefined) return undefined;
   return liveRequests(query, (entry) => {
-    if (!body.querySelector(`tr[data-request="${CSS.escape(entry.requestId)}"]`)) body.prepend(row(entry));
+    if (body.querySelector(`tr[data-request="${CSS.escape(entry.requestId)}"]`)) return;
+    body.prepend(row(entry));
+    // A request arrived: "none match" no longer holds.
+    if (none) none.remove();
   });
 }
