@@ -9,10 +9,9 @@
 // stay local, and what was not told is told when it is back.
 import type { SharedRedis } from '../redis/shared-redis.ts';
 import { script } from '../redis/redis-script.ts';
+import { PeriodicExchange } from '../redis/periodic-exchange.ts';
 import { BUCKETS, type HookRateLimit, type HookRateLimiter, type WindowCounts } from './hook-rate-limit.ts';
 
-/** At least once a second, as the design asks; twice, so a window of one second hears others in time. */
-const EXCHANGE_MS = 500;
 /** Keys per script call: a flood of clients with perClient is told in several calls. */
 const KEYS_PER_CALL = 500;
 
@@ -56,8 +55,7 @@ interface Told {
 }
 
 export class SharedRateLimits {
-  readonly #timer: NodeJS.Timeout;
-  #exchanging = false;
+  readonly #exchange: PeriodicExchange;
 
   constructor(
     private readonly local: HookRateLimiter,
@@ -65,36 +63,33 @@ export class SharedRateLimits {
     /** The limits of the config in force. */
     private readonly limits: () => Iterable<HookRateLimit>,
   ) {
-    this.#timer = setInterval(() => void this.exchange(), EXCHANGE_MS);
-    this.#timer.unref();
+    this.#exchange = new PeriodicExchange(redis, () => this.#exchangeAll());
   }
 
   /** One exchange of every key still in its window; skipped while Redis is down or one is under way. */
-  async exchange(): Promise<void> {
-    if (this.#exchanging || !this.redis.up) return;
-    this.#exchanging = true;
-    try {
-      let batch: Told[] = [];
-      const exchanged = new Set<WindowCounts>(this.local.live());
-      for (const limit of this.limits()) {
-        const counts = this.local.track(limit);
-        if (counts) exchanged.add(counts);
-      }
-      for (const counts of exchanged) {
-        batch.push(this.#tell(counts));
-        if (batch.length === KEYS_PER_CALL) {
-          await this.#send(batch);
-          batch = [];
-        }
-      }
-      if (batch.length) await this.#send(batch);
-    } finally {
-      this.#exchanging = false;
-    }
+  exchange(): Promise<void> {
+    return this.#exchange.run();
   }
 
   close(): void {
-    clearInterval(this.#timer);
+    this.#exchange.close();
+  }
+
+  async #exchangeAll(): Promise<void> {
+    let batch: Told[] = [];
+    const exchanged = new Set<WindowCounts>(this.local.live());
+    for (const limit of this.limits()) {
+      const counts = this.local.track(limit);
+      if (counts) exchanged.add(counts);
+    }
+    for (const counts of exchanged) {
+      batch.push(this.#tell(counts));
+      if (batch.length === KEYS_PER_CALL) {
+        await this.#send(batch);
+        batch = [];
+      }
+    }
+    if (batch.length) await this.#send(batch);
   }
 
   /** The buckets of `counts` in its window, and what of them Redis has not heard yet (marked as sent). */

@@ -7,10 +7,8 @@
 // is down the counts stay local, and what was not told is told when it is back.
 import type { SharedRedis } from '../redis/shared-redis.ts';
 import { script } from '../redis/redis-script.ts';
+import { PeriodicExchange } from '../redis/periodic-exchange.ts';
 import type { BudgetWindows, Untold } from './budget-windows.ts';
-
-/** At least once a second, as the design asks. */
-const EXCHANGE_MS = 500;
 
 /**
  * KEYS: one hash per budget. ARGV per key: now, window ms, the window start counted here (0: none),
@@ -51,8 +49,7 @@ return out
 `);
 
 export class SharedBudgets {
-  readonly #timer: NodeJS.Timeout;
-  #exchanging = false;
+  readonly #exchange: PeriodicExchange;
 
   constructor(
     private readonly windows: BudgetWindows,
@@ -61,50 +58,47 @@ export class SharedBudgets {
     private readonly budgets: () => Iterable<{ key: string; perSeconds: number }>,
   ) {
     windows.share();
-    this.#timer = setInterval(() => void this.exchange(), EXCHANGE_MS);
-    this.#timer.unref();
+    this.#exchange = new PeriodicExchange(redis, () => this.#exchangeAll());
   }
 
   /** One exchange of every budget; skipped while Redis is down or one is under way. */
-  async exchange(): Promise<void> {
-    if (this.#exchanging || !this.redis.up) return;
-    this.#exchanging = true;
-    try {
-      const now = Date.now();
-      const untold = this.windows.takeUntold();
-      const sent: { key: string; told: Untold | undefined }[] = [];
-      const keys: string[] = [];
-      const args: number[] = [];
-      for (const { key, perSeconds } of this.budgets()) {
-        const told = untold.get(key);
-        // The window counted here, told even when nothing new was counted (it may be the first).
-        const open = this.windows.open(key, perSeconds, now);
-        const start = told?.start ?? open?.start ?? 0;
-        sent.push({ key, told });
-        keys.push(this.redis.key(`budget:${key}`));
-        args.push(now, perSeconds * 1000, start, told?.runs ?? 0, told?.tokens ?? 0);
-      }
-      if (!keys.length) return;
-      let rows: unknown;
-      try {
-        rows = await this.redis.script(EXCHANGE, keys, args);
-      } catch {
-        for (const { key, told } of sent) if (told) this.windows.giveBack(key, told);
-        return;
-      }
-      if (!Array.isArray(rows)) return;
-      sent.forEach(({ key }, k) => {
-        const row: unknown = rows[k];
-        if (!Array.isArray(row)) return;
-        const [start, runs, tokens] = row.map(Number) as [number, number, number];
-        if ([start, runs, tokens].every(Number.isFinite)) this.windows.heard(key, start, runs, tokens);
-      });
-    } finally {
-      this.#exchanging = false;
-    }
+  exchange(): Promise<void> {
+    return this.#exchange.run();
   }
 
   close(): void {
-    clearInterval(this.#timer);
+    this.#exchange.close();
+  }
+
+  async #exchangeAll(): Promise<void> {
+    const now = Date.now();
+    const untold = this.windows.takeUntold();
+    const sent: { key: string; told: Untold | undefined }[] = [];
+    const keys: string[] = [];
+    const args: number[] = [];
+    for (const { key, perSeconds } of this.budgets()) {
+      const told = untold.get(key);
+      // The window counted here, told even when nothing new was counted (it may be the first).
+      const open = this.windows.open(key, perSeconds, now);
+      const start = told?.start ?? open?.start ?? 0;
+      sent.push({ key, told });
+      keys.push(this.redis.key(`budget:${key}`));
+      args.push(now, perSeconds * 1000, start, told?.runs ?? 0, told?.tokens ?? 0);
+    }
+    if (!keys.length) return;
+    let rows: unknown;
+    try {
+      rows = await this.redis.script(EXCHANGE, keys, args);
+    } catch {
+      for (const { key, told } of sent) if (told) this.windows.giveBack(key, told);
+      return;
+    }
+    if (!Array.isArray(rows)) return;
+    sent.forEach(({ key }, k) => {
+      const row: unknown = rows[k];
+      if (!Array.isArray(row)) return;
+      const [start, runs, tokens] = row.map(Number) as [number, number, number];
+      if ([start, runs, tokens].every(Number.isFinite)) this.windows.heard(key, start, runs, tokens);
+    });
   }
 }
