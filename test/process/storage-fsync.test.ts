@@ -1,6 +1,7 @@
 // storage.fsync on the real gateway, proved by the order of its system calls under strace rather
 // than by timing: "always" syncs the session log after writing a wake's line and before writing the
-// answer; "interval" answers first and syncs later in the background; "never" does not sync.
+// answer (and a run's 202 waits for its session's and the run index's syncs); "interval" answers
+// first and syncs later in the background; "never" does not sync.
 // (test/ensure-strace.sh, npm test's first step, installs strace where it is missing.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,7 +34,7 @@ async function tracedGateway(storage: Record<string, unknown>): Promise<Traced> 
   await writeConfig(stateDir, { storage });
   const traceFile = path.join(stateDir, 'strace.txt');
   // --seccomp-bpf: only the traced calls stop the gateway; -s: long enough to show a line's text.
-  const strace = ['strace', '-f', '-qq', '--seccomp-bpf', '-s', '256', '-e', TRACED, '-o', traceFile, '--'];
+  const strace = ['strace', '-f', '-qq', '--seccomp-bpf', '-s', '512', '-e', TRACED, '-o', traceFile, '--'];
   const gw = await spawnGateway(stateDir, [], SOURCE_CLI, undefined, START_BOUND_MS, strace);
   return {
     gw,
@@ -102,6 +103,43 @@ test('storage.fsync "always": the log is synced after the write of the line and 
     const first = syncs[0]!;
     assert.ok(first.start > line.end, 'the sync began after the line was written');
     assert.ok(first.end < answer.start, 'the sync finished before the answer was written');
+  } finally {
+    await traced.stop();
+  }
+});
+
+test('storage.fsync "always": a run\'s 202 is written after the syncs of its session line and its run-index line', async () => {
+  const traced = await tracedGateway({ fsync: 'always' });
+  try {
+    const accepted = await traced.gw.hook('/hooks/agent', { message: 'fsync run', deliver: false });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    // strace prints a string's quotes escaped.
+    const runId = `\\"runId\\":\\"${String(accepted.body.runId)}\\"`;
+    let found: { calls: SystemCall[]; session: SystemCall; index: SystemCall; answer: SystemCall } | undefined;
+    await waitUntil(
+      async () => {
+        const calls = await traced.calls();
+        const written = (c: SystemCall, also: string): boolean =>
+          isWrite(c) && c.end >= 0 && c.args.includes(runId) && c.args.includes(also);
+        const session = calls.find((c) => written(c, '\\"status\\":\\"queued\\"'));
+        const index = calls.find((c) => written(c, '\\"session\\":'));
+        const answer = calls.find((c) => isWrite(c) && c.args.includes('HTTP/1.1 202'));
+        if (session && index && answer) found = { calls, session, index, answer };
+        return found !== undefined;
+      },
+      "the writes of the run's lines and of its answer in the trace",
+      WAIT_MS,
+    );
+    const { calls, session, index, answer } = found!;
+    assert.notEqual(fdOf(session), fdOf(index), 'two files');
+    for (const [what, line] of [
+      ['session', session],
+      ['run index', index],
+    ] as const) {
+      const sync = syncsOfLog(calls, line)[0];
+      assert.ok(sync, `the ${what} log was synced`);
+      assert.ok(sync.end < answer.start, `the ${what} log's sync finished before the 202 was written`);
+    }
   } finally {
     await traced.stop();
   }
