@@ -18,7 +18,7 @@ import {
 import { waitUntil } from '../helpers/common.ts';
 import { fdOf, parseStraceCalls, type SystemCall } from '../helpers/strace-calls.ts';
 
-const TRACED = 'trace=write,writev,pwrite64,fdatasync,fsync,close';
+const TRACED = 'trace=write,writev,pwrite64,fdatasync,fsync,close,openat';
 /** Generous: the gateway runs traced on a busy machine. */
 const WAIT_MS = 60_000;
 
@@ -140,6 +140,14 @@ test('storage.fsync "always": a run\'s 202 is written after the syncs of its ses
       assert.ok(sync, `the ${what} log was synced`);
       assert.ok(sync.end < answer.start, `the ${what} log's sync finished before the 202 was written`);
     }
+    // The run's own session is a new file: its name is made durable too, by a sync of its directory.
+    const sessionsDir = calls.find(
+      (c) => c.name === 'openat' && c.start > session.end && /data\/sessions", O_RDONLY/.test(c.args),
+    );
+    assert.ok(sessionsDir, 'the sessions directory was opened after the line was written');
+    const dirSync = calls.find((c) => isSync(c) && fdOf(c) === Number(sessionsDir.result) && c.start > sessionsDir.end);
+    assert.ok(dirSync, 'the sessions directory was synced');
+    assert.ok(dirSync.end < answer.start, 'the directory was synced before the 202 was written');
   } finally {
     await traced.stop();
   }
