@@ -1,6 +1,7 @@
-// storage.fsync's background sync (log-sync.ts), on mocked timers: under "interval" every log written
-// since the first unsynced write is synced once, within the interval of that write; "never" and
-// "always" schedule nothing here ("always" syncs in the log's own round: test/process/storage-fsync).
+// storage.fsync's background sync (log-sync.ts), on mocked timers: under "interval" every log
+// written since the first unsynced write is synced once, an interval after that write; "never" and
+// "always" schedule nothing here ("always" syncs in the log's own round:
+// test/process/storage-fsync.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LogSync, type SyncTarget } from '../../../plugin/hosts/standalone/storage/log/log-sync.ts';
