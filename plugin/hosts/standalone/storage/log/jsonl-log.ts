@@ -202,6 +202,7 @@ export class JsonlLog<T extends object> implements SyncTarget {
   async close(): Promise<void> {
     await this.flush();
     await this.#exclusive(() => this.#release());
+    this.#res.sync.forget(this);
   }
 
   #exclusive<R>(fn: () => Promise<R>): Promise<R> {
@@ -409,11 +410,19 @@ export class JsonlLog<T extends object> implements SyncTarget {
     }
   }
 
-  /** The background sync (storage.fsync "interval"): a failure is logged, the lines stay owed. */
+  /**
+   * The background sync (storage.fsync "interval"): a failure is logged, and the lines stay owed to
+   * the next interval's sync.
+   */
   syncNow(): Promise<void> {
     return this.#syncData().catch((err: unknown) => {
-      this.#logger.error(`jsonl log: sync of ${this.file} failed`, { file: this.file, code: errnoCode(err) });
+      this.#syncFailed(err);
+      this.#res.sync.written(this);
     });
+  }
+
+  #syncFailed(err: unknown): void {
+    this.#logger.error(`jsonl log: sync of ${this.file} failed`, { file: this.file, code: errnoCode(err) });
   }
 
   /** Syncs what was written and the directory entries that changed; one sync at a time. */
@@ -449,8 +458,9 @@ export class JsonlLog<T extends object> implements SyncTarget {
   async #release(): Promise<void> {
     clearTimeout(this.#idle);
     this.#idle = undefined;
-    // A file is synced before its handle goes (a rotation renames it, an idle log closes it).
-    if (this.#unsynced || this.#syncing) await this.syncNow();
+    // A file is synced before its handle goes (a rotation renames it, an idle log closes it). A
+    // failure is logged; what is owed waits for the log's next write.
+    if (this.#unsynced || this.#syncing) await this.#syncData().catch((err: unknown) => this.#syncFailed(err));
     const handle = this.#handle;
     if (!handle) return;
     this.#handle = undefined;

@@ -37,6 +37,16 @@ export class LogSync {
     this.#timer.unref();
   }
 
+  /** A log that closed: it synced what it could itself, and is not tried again here. */
+  forget(log: SyncTarget): void {
+    this.#dirty.delete(log);
+  }
+
+  /** How many logs wait for the next background sync. */
+  get waiting(): number {
+    return this.#dirty.size;
+  }
+
   readonly #syncAll = (): void => {
     this.#timer = undefined;
     const logs = [...this.#dirty];
