@@ -139,7 +139,7 @@ async function main(): Promise<void> {
   for (const name of names) {
     const spec = GATEWAYS[name]!;
     const hooks = spec.redis ? { ...spec.hooks, sharedState: { redis: redis!.url } } : spec.hooks;
-    const gw = await startHookgate(hooks, spec.gateway);
+    const gw = await startHookgate(hooks, spec.gateway, spec.storage ? { storage: spec.storage } : {});
     for (const hook of spec.paused ?? []) {
       const res = await fetch(`${gw.url}/api/hooks/${hook}/pause`, {
         method: 'POST',

@@ -82,6 +82,8 @@ export interface GatewaySpec {
   paused?: string[];
   /** A live tail of the request log (the console's) held open while it is driven. */
   tail?: boolean;
+  /** Its `storage` block (storage.fsync). */
+  storage?: Record<string, unknown>;
 }
 
 // maxFailures is high so the 401 scenario stays 401.
@@ -101,6 +103,9 @@ export const GATEWAYS: Record<string, GatewaySpec> = {
   'redis on': { hooks: MAIN_HOOKS, redis: true },
   // The main gateway with the console's live tail open: what watching costs.
   'live tail open': { hooks: MAIN_HOOKS, tail: true },
+  // The main gateway (storage.fsync "interval", the default) syncing never, or before every answer.
+  'fsync never': { hooks: MAIN_HOOKS, storage: { fsync: 'never' } },
+  'fsync always': { hooks: MAIN_HOOKS, storage: { fsync: 'always' } },
   // The main gateway with /hooks/wake paused: every request held (room for a whole run of them).
   paused: { hooks: { ...MAIN_HOOKS, maxHeld: 2_000_000 }, paused: ['wake'] },
 };
@@ -139,7 +144,8 @@ const wake = (connections: number, goal?: number): Scenario => ({
   goal,
   expect: 200,
   peer: connections === 32 ? 'wake' : undefined,
-  variants: connections === 32 ? ['metrics off', 'redis on', 'live tail open'] : undefined,
+  variants:
+    connections === 32 ? ['metrics off', 'redis on', 'live tail open', 'fsync never', 'fsync always'] : undefined,
 });
 
 export const SCENARIOS: Scenario[] = [

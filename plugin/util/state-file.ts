@@ -300,9 +300,10 @@ export class StateFile<T, S = T> {
   }
 
   /**
-   * Writes what is batched in one write; then the next batch, if one gathered meanwhile. No fsync: the
-   * promise is the storage's (plugin/hosts/standalone/storage/README.md), surviving a killed process,
-   * not power loss; a sync per batch bounded how fast a paused hook holds (docs/performance.md).
+   * Writes what is batched in one write; then the next batch, if one gathered meanwhile. No fsync:
+   * the promise is surviving a killed process, not power loss (storage.fsync covers the standalone's
+   * logs only: docs/reference/security.md); a sync per batch bounded how fast a paused hook holds
+   * (docs/performance.md).
    */
   #flush(): Promise<void> {
     if (this.#writing || this.#batch.length === 0) return this.#writing ?? Promise.resolve();

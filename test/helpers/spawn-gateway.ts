@@ -54,7 +54,8 @@ export async function writeConfig(stateDir: string, extra: Record<string, unknow
 
 /**
  * openFiles: run the gateway under that limit on open descriptors (prlimit, util-linux). startBoundMs:
- * a gateway not listening by then is killed and the promise rejects.
+ * a gateway not listening by then is killed and the promise rejects. runUnder: a command the gateway
+ * runs under (strace and its options); `child` is then that command's process.
  */
 export async function spawnGateway(
   stateDir: string,
@@ -62,10 +63,12 @@ export async function spawnGateway(
   cli: string[] = SOURCE_CLI,
   openFiles?: number,
   startBoundMs = START_BOUND_MS,
+  runUnder: string[] = [],
 ): Promise<SpawnedGateway> {
   const configPath = path.join(stateDir, 'gateway.json5');
   const command = [process.execPath, ...cli, 'gateway', '--state-dir', stateDir, '--port', '0', ...args];
   if (openFiles !== undefined) command.unshift('prlimit', `--nofile=${openFiles}:${openFiles}`, '--');
+  command.unshift(...runUnder);
   const { child, output, exited } = spawnCapturing(command[0]!, command.slice(1));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -12,7 +12,7 @@ import {
 } from '../../../plugin/hosts/standalone/storage/run-registry.ts';
 import { SessionStore, sessionFileName } from '../../../plugin/hosts/standalone/storage/session-store.ts';
 import { Storage } from '../../../plugin/hosts/standalone/storage/storage.ts';
-import { DEFAULT_STORAGE_LIMITS } from '../../../plugin/hosts/standalone/storage/storage-limits.ts';
+import { DEFAULT_STORAGE_SETTINGS } from '../../../plugin/hosts/standalone/storage/storage-settings.ts';
 import { tempDir } from '../../helpers/temp-dir.ts';
 import { recordingLogger, withTempDir, quiet } from '../../helpers/storage-fixtures.ts';
 import type { RunRecord } from '../../../plugin/host.ts';
@@ -201,7 +201,7 @@ test('run registry: replies kept in memory are bounded by bytes; older ones are 
 test('runs: a run gone from memory (past the 10,000 kept) is read back from its session file, before and after a restart', async () => {
   const dir = await tempDir('hookgate-bounds-');
   const open = async () => {
-    const storage = new Storage(dir, DEFAULT_STORAGE_LIMITS, quiet);
+    const storage = new Storage(dir, DEFAULT_STORAGE_SETTINGS, quiet);
     const unfinished = await storage.open();
     return { storage, unfinished };
   };

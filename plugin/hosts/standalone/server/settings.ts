@@ -10,7 +10,7 @@ import { ConfigError } from '../../../host-kit.ts';
 import { resolveChannels, type ResolvedChannels } from '../../../../channels/index.ts';
 import type { ProviderConfig } from './agent-runner.ts';
 import { defaultMaxConnections, defaultShare, type ConnectionLimits } from './connection-limit.ts';
-import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from '../storage/index.ts';
+import { DEFAULT_STORAGE_SETTINGS, type StorageSettings } from '../storage/index.ts';
 
 const DEFAULT_PORT = 18789;
 const DEFAULT_BIND = '127.0.0.1';
@@ -37,7 +37,7 @@ export interface GatewaySettings {
   channelsText: string;
   heartbeatSeconds: number;
   shutdownGraceMs: number;
-  storage: StorageLimits;
+  storage: StorageSettings;
   /** gateway.metrics: counting on (enabled), and /metrics open without the gateway token (public). */
   metrics: { enabled: boolean; public: boolean };
 }
@@ -56,7 +56,7 @@ export interface GatewayFile {
   models?: { providers?: Record<string, ProviderConfig> };
   channels?: Partial<Record<ChannelName, { defaultTo?: string } & Record<string, unknown>>>;
   heartbeat?: { everySeconds?: number };
-  storage?: Partial<StorageLimits>;
+  storage?: Partial<StorageSettings>;
 }
 
 const validate = compileSchema<GatewayFile>(gatewayConfigSchema);
@@ -124,7 +124,7 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
   for (const [name, c] of Object.entries(f.channels ?? {})) {
     if (c?.defaultTo) channelDefaults[name as ChannelName] = c.defaultTo;
   }
-  const storage: StorageLimits = { ...DEFAULT_STORAGE_LIMITS, ...f.storage };
+  const storage: StorageSettings = { ...DEFAULT_STORAGE_SETTINGS, ...f.storage };
   for (const key of ['sessionRetainBytes', 'outboxRetainBytes', 'runIndexRetainBytes'] as const) {
     // A log keeps its newest full segment and the one being written whatever the limit.
     if (storage[key] < 2 * storage.segmentBytes)

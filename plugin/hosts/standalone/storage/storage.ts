@@ -1,17 +1,18 @@
 // Everything the standalone gateway keeps on disk, under <stateDir>/data: the session files, the
 // outbox and the run index, with their bounds, and the run registry rebuilt from them. One instance
-// per gateway owns the commit rounds, write buffers and file handles its logs share.
+// per gateway owns the commit rounds, write buffers, file handles and syncs its logs share.
 import path from 'node:path';
 import type { IdempotencyRecord, Logger, RunRecord } from '../../../host.ts';
 import { LogResources } from './log/jsonl-log.ts';
+import { LogSync } from './log/log-sync.ts';
 import { Outbox } from './outbox.ts';
 import { RunIndex } from './run-index.ts';
 import { readRun, RunRegistry, type RunLine } from './run-registry.ts';
 import { SessionStore } from './session-store.ts';
-import type { StorageLimits } from './storage-limits.ts';
+import type { StorageSettings } from './storage-settings.ts';
 import { assertFileOrAbsent } from '../../../util/state-file-error.ts';
 
-export { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './storage-limits.ts';
+export { DEFAULT_STORAGE_SETTINGS, type StorageSettings } from './storage-settings.ts';
 
 export class Storage {
   readonly store: SessionStore;
@@ -23,8 +24,10 @@ export class Storage {
   /** Keys met while opening: a request with several runs has its key on each. */
   readonly #keys = new Map<string, IdempotencyRecord>();
 
-  constructor(dataDir: string, limits: StorageLimits, logger: Logger) {
-    const resources = new LogResources();
+  constructor(dataDir: string, limits: StorageSettings, logger: Logger) {
+    // Every log follows storage.fsync: the sessions (events, run acceptances, idempotency keys), the
+    // run index (a 202 waits for it) and the outbox.
+    const resources = new LogResources(undefined, new LogSync(limits.fsync, limits.fsyncIntervalMs));
     this.#files = ['run-index.jsonl', 'outbox.jsonl'].map((name) => path.join(dataDir, name));
     const segmentBytes = limits.segmentBytes;
     this.#index = new RunIndex(path.join(dataDir, 'run-index.jsonl'), logger, {

@@ -1,6 +1,7 @@
 // Durable append-only JSON Lines log with group commit: the writer. Its segments and retention are
 // segments.ts, its readers and cursors log-reader.ts, its tail repair tail-repair.ts; one lock here
-// serialises them all. The durability contract is in ../README.md.
+// serialises them all. The durability contract is in ../README.md; when lines are synced,
+// log-sync.ts.
 import { appendFile, mkdir, open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,6 +13,8 @@ import { jsonLineBytes, toJsonLine, writeJsonLine, type JsonLine } from './json-
 import { isRecord, LogReader, type Page, type Position } from './log-reader.ts';
 import { Segments, type Segment } from './segments.ts';
 import { repairTail } from './tail-repair.ts';
+import type { SyncTarget } from './log-sync.ts';
+import { syncDirectory, syncFileData } from './sync-paths.ts';
 
 export { segmentSeq } from './segments.ts';
 export { LogResources } from './log-resources.ts';
@@ -53,7 +56,7 @@ function encodeLine(line: JsonLine): Buffer {
   return data;
 }
 
-export class JsonlLog<T extends object> {
+export class JsonlLog<T extends object> implements SyncTarget {
   readonly file: string;
   readonly #logger: Logger;
   readonly #res: LogResources;
@@ -71,6 +74,12 @@ export class JsonlLog<T extends object> {
   #appends = 0;
   #handle: FileHandle | undefined;
   #idle: NodeJS.Timeout | undefined;
+  /** Bytes written to the active segment and not yet synced (tracked unless storage.fsync is never). */
+  #unsynced = false;
+  /** Directories whose entries changed since the last sync: a new segment's, ones made for the log. */
+  #unsyncedDirs = new Set<string>();
+  /** The sync under way: one at a time, and a handle is closed only after it. */
+  #syncing: Promise<void> | undefined;
 
   constructor(file: string, logger: Logger, options: LogOptions = {}) {
     this.file = file;
@@ -193,6 +202,7 @@ export class JsonlLog<T extends object> {
   async close(): Promise<void> {
     await this.flush();
     await this.#exclusive(() => this.#release());
+    this.#res.sync.forget(this);
   }
 
   #exclusive<R>(fn: () => Promise<R>): Promise<R> {
@@ -279,7 +289,7 @@ export class JsonlLog<T extends object> {
         const size = jsonLineBytes(line) + 1;
         if (this.#segments.activeHasRecords && this.#segments.activeBytes + used + size > this.#segments.segmentBytes) {
           if (used > 0) await this.#appendData(buffer.subarray(0, used));
-          done = this.#settle(batch, done, i);
+          done = await this.#durable(batch, done, i);
           used = 0;
           await this.#release();
           await this.#segments.rotate();
@@ -292,19 +302,19 @@ export class JsonlLog<T extends object> {
         this.#segments.activeHasRecords = true;
         if (used + size > buffer.length && used > 0) {
           await this.#appendData(buffer.subarray(0, used));
-          done = this.#settle(batch, done, i);
+          done = await this.#durable(batch, done, i);
           used = 0;
         }
         if (size > buffer.length) {
           await this.#appendData(encodeLine(line));
-          done = this.#settle(batch, done, i + 1);
+          done = await this.#durable(batch, done, i + 1);
           continue;
         }
         used = writeJsonLine(line, buffer, used);
         buffer[used++] = NEWLINE;
       }
       if (used > 0) await this.#appendData(buffer.subarray(0, used));
-      this.#settle(batch, done, batch.length);
+      await this.#durable(batch, done, batch.length);
     } catch (err) {
       const lost = batch.slice(done).filter((p) => p.line !== BARRIER).length;
       this.#logger.error(`jsonl log: write to ${this.file} failed`, {
@@ -318,6 +328,15 @@ export class JsonlLog<T extends object> {
     }
   }
 
+  /**
+   * Settles the appends of lines [from, to), now written, once synced under storage.fsync "always"
+   * (one sync for the whole batch); returns `to`.
+   */
+  async #durable(batch: readonly Pending[], from: number, to: number): Promise<number> {
+    if (this.#res.sync.mode === 'always') await this.#syncData();
+    return this.#settle(batch, from, to);
+  }
+
   /** Settles the appends of lines [from, to), now written; returns `to`. */
   #settle(batch: readonly Pending[], from: number, to: number): number {
     for (let i = from; i < to; i++) batch[i]!.resolve?.();
@@ -326,9 +345,11 @@ export class JsonlLog<T extends object> {
 
   async #appendData(data: Buffer): Promise<void> {
     if (!this.#dirReady) {
-      await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+      this.#madeDirs(await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 }));
       this.#dirReady = true;
     }
+    // A segment's first bytes create its file (or follow a rotation's rename): its name needs a sync.
+    if (this.#segments.activeBytes === 0 && this.#res.sync.tracks) this.#unsyncedDirs.add(path.dirname(this.file));
     this.#writes++;
     // One write per batch on a kept handle, instead of open, write and close.
     if (!this.#handle && this.#res.keptHandles < this.#res.maxKeptHandles) {
@@ -351,6 +372,7 @@ export class JsonlLog<T extends object> {
           });
       } else await new Promise<void>((resolve, reject) => writeAll(fd, data, (err) => (err ? reject(err) : resolve())));
       this.#segments.activeBytes += data.length;
+      this.#wrote();
       if (this.#idle) this.#idle.refresh();
       else {
         this.#idle = setTimeout(() => void this.#exclusive(() => this.#release()), IDLE_CLOSE_MS);
@@ -363,16 +385,82 @@ export class JsonlLog<T extends object> {
     } catch (err) {
       if (errnoCode(err) !== 'ENOENT') throw err;
       // The directory vanished under us; recreate it once and retry.
-      await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+      this.#madeDirs(await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 }));
+      if (this.#res.sync.tracks) this.#unsyncedDirs.add(path.dirname(this.file));
       this.#writes++;
       await appendFile(this.file, data, { mode: 0o600 });
     }
     this.#segments.activeBytes += data.length;
+    this.#wrote();
+  }
+
+  /** Lines reached the file: under storage.fsync they are owed a sync. */
+  #wrote(): void {
+    if (!this.#res.sync.tracks) return;
+    this.#unsynced = true;
+    this.#res.sync.written(this);
+  }
+
+  /** mkdir made `first` and the directories below it down to the log's: each parent's entry changed. */
+  #madeDirs(first: string | undefined): void {
+    if (first === undefined || !this.#res.sync.tracks) return;
+    for (let dir = path.dirname(this.file); ; dir = path.dirname(dir)) {
+      this.#unsyncedDirs.add(path.dirname(dir));
+      if (dir === first || path.dirname(dir) === dir) break;
+    }
+  }
+
+  /**
+   * The background sync (storage.fsync "interval"): a failure is logged, and the lines stay owed to
+   * the next interval's sync.
+   */
+  syncNow(): Promise<void> {
+    return this.#syncData().catch((err: unknown) => {
+      this.#syncFailed(err);
+      this.#res.sync.written(this);
+    });
+  }
+
+  #syncFailed(err: unknown): void {
+    this.#logger.error(`jsonl log: sync of ${this.file} failed`, { file: this.file, code: errnoCode(err) });
+  }
+
+  /** Syncs what was written and the directory entries that changed; one sync at a time. */
+  async #syncData(): Promise<void> {
+    // Another caller's failure is theirs to report; this one syncs what is still owed.
+    while (this.#syncing) await this.#syncing.catch(() => undefined);
+    if (!this.#unsynced && this.#unsyncedDirs.size === 0) return;
+    const syncing = this.#syncOnce();
+    this.#syncing = syncing;
+    try {
+      await syncing;
+    } finally {
+      this.#syncing = undefined;
+    }
+  }
+
+  async #syncOnce(): Promise<void> {
+    const data = this.#unsynced;
+    const dirs = [...this.#unsyncedDirs];
+    this.#unsynced = false;
+    this.#unsyncedDirs.clear();
+    try {
+      if (data) await (this.#handle ? this.#handle.datasync() : syncFileData(this.file));
+      for (const dir of dirs) await syncDirectory(dir);
+    } catch (err) {
+      // Still owed: the next sync tries again.
+      if (data) this.#unsynced = true;
+      for (const dir of dirs) this.#unsyncedDirs.add(dir);
+      throw err;
+    }
   }
 
   async #release(): Promise<void> {
     clearTimeout(this.#idle);
     this.#idle = undefined;
+    // A file is synced before its handle goes (a rotation renames it, an idle log closes it). A
+    // failure is logged; what is owed waits for the log's next write.
+    if (this.#unsynced || this.#syncing) await this.#syncData().catch((err: unknown) => this.#syncFailed(err));
     const handle = this.#handle;
     if (!handle) return;
     this.#handle = undefined;

@@ -1,10 +1,12 @@
-// The state the logs of one storage share (a pooled write buffer, the kept-handle budget, the rounds).
+// The state the logs of one storage share (a pooled write buffer, the kept-handle budget, the rounds,
+// how they sync).
 import { CommitRounds } from './commit-rounds.ts';
+import { LogSync } from './log-sync.ts';
 import { LoopWrites } from './loop-writes.ts';
 
 /**
- * What the logs of one storage share: the commit rounds, where batches are written, the write
- * buffers and the budget of kept file handles. One per gateway, so two gateways in one process do not share them.
+ * What the logs of one storage share: the commit rounds, where batches are written, how they sync,
+ * the write buffers and the budget of kept file handles. One per gateway, so two gateways in one process do not share them.
  *
  * Batches are encoded into buffers taken from a small pool and handed back after the write: a fresh
  * buffer per batch is fresh memory for every write (page faults, and memory held until a garbage
@@ -18,5 +20,9 @@ export class LogResources {
   readonly buffers: Buffer[] = [];
   /** Append handles kept open between batches; past the cap a batch opens and closes. */
   keptHandles = 0;
-  constructor(readonly maxKeptHandles = 256) {}
+  constructor(
+    readonly maxKeptHandles = 256,
+    /** When written lines are synced to disk (storage.fsync); none by default. */
+    readonly sync = new LogSync(),
+  ) {}
 }
