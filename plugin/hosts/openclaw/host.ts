@@ -4,13 +4,7 @@
 // adapters (reply-sends.ts; the core queues and retries), agents/models/channels read from OpenClaw's live config.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import {
-  CHANNEL_ORDER,
-  type ChannelName,
-  type GatewayHost,
-  type HostAgents,
-  type Route,
-} from '../../host.ts';
+import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type HostAgents, type Route } from '../../host.ts';
 import type { AckJournal, JournaledEvent, Pending } from './ack-journal.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawPluginApi } from './api.ts';
