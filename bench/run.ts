@@ -158,7 +158,8 @@ async function insideFigures([plugin, builtIn]: OpenClawDriven[]) {
     plugin: { ...p, statusSeen: await status(plugin!.side.url, plugin!.load) },
     builtIn: { ...b, statusSeen: await status(builtIn!.side.url, builtIn!.load) },
     timesBuiltIn: round1(p.reqPerSec / Math.max(1, b.reqPerSec)),
-    cpuOfBuiltIn: ratio(p.cpuUsPerReq, b.cpuUsPerReq),
+    // Undefined when the built-in hooks answered nothing in the time (a saturated OpenClaw).
+    cpuOfBuiltIn: b.cpuUsPerReq ? ratio(p.cpuUsPerReq, b.cpuUsPerReq) : undefined,
   };
 }
 
@@ -313,7 +314,7 @@ async function main(): Promise<void> {
       console.log(
         `    ${describe('built-in', io.builtIn)} | status ${io.builtIn.statusSeen}, ${io.builtIn.ok} of ${io.builtIn.total} 2xx`,
       );
-      console.log(`    hookgate ${io.timesBuiltIn}x the built-in hooks' req/s, CPU ${io.cpuOfBuiltIn}x theirs`);
+      console.log(`    hookgate ${io.timesBuiltIn}x the built-in hooks' req/s, CPU ${io.cpuOfBuiltIn ?? '-'}x theirs`);
     }
     console.log(
       `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}, p99 ${g.p99Ms} ms against bare's ${b.p99Ms}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}${row.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${row.stealPct}% of the CPU meanwhile` : ''}`,

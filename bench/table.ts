@@ -27,7 +27,7 @@ interface Row {
     plugin: SideFigures & { ok: number; total: number };
     builtIn: SideFigures & { ok: number; total: number };
     timesBuiltIn: number;
-    cpuOfBuiltIn: number;
+    cpuOfBuiltIn?: number;
   };
   stealPct?: number;
 }
@@ -96,7 +96,7 @@ if (inside.length) {
   for (const r of inside) {
     const { plugin: p, builtIn: b, timesBuiltIn, cpuOfBuiltIn } = r.insideOpenclaw!;
     lines.push(
-      `| ${r.scenario} | ${n(p.reqPerSec)} | ${ms(p)} | ${n(p.cpuUsPerReq)} | ${share(p)} | ${n(b.reqPerSec)} | ${ms(b)} | ${n(b.cpuUsPerReq)} | ${share(b)} | ${timesBuiltIn}x | ${cpuOfBuiltIn.toFixed(2)}x |`,
+      `| ${r.scenario} | ${n(p.reqPerSec)} | ${ms(p)} | ${n(p.cpuUsPerReq)} | ${share(p)} | ${n(b.reqPerSec)} | ${ms(b)} | ${n(b.cpuUsPerReq)} | ${share(b)} | ${timesBuiltIn}x | ${cpuOfBuiltIn === undefined ? '-' : `${cpuOfBuiltIn.toFixed(2)}x`} |`,
     );
   }
   const o = m.openclaw;
