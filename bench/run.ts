@@ -151,16 +151,25 @@ async function openTail(url: string): Promise<AbortController> {
 }
 
 /** The inside-OpenClaw figures of a row: the plugin's [0] and the built-in hooks' [1]. */
-async function insideFigures([plugin, builtIn]: OpenClawDriven[]) {
+async function insideFigures(s: Scenario, [plugin, builtIn]: OpenClawDriven[]) {
   const p = combine(plugin!.runs);
   const b = combine(builtIn!.runs);
   return {
-    plugin: { ...p, statusSeen: await status(plugin!.side.url, plugin!.load) },
-    builtIn: { ...b, statusSeen: await status(builtIn!.side.url, builtIn!.load) },
+    plugin: { ...p, statusSeen: await statusAfterLock(s, plugin!) },
+    builtIn: { ...b, statusSeen: await statusAfterLock(s, builtIn!) },
     timesBuiltIn: round1(p.reqPerSec / Math.max(1, b.reqPerSec)),
     // Undefined when the built-in hooks answered nothing in the time (a saturated OpenClaw).
     cpuOfBuiltIn: b.cpuUsPerReq ? ratio(p.cpuUsPerReq, b.cpuUsPerReq) : undefined,
   };
+}
+
+/**
+ * The status an OpenClaw side answers the row's request with; a 429 row's address is locked again
+ * first (the lock lasts a minute, and a busy OpenClaw's quiet wait after a round can outlast it).
+ */
+async function statusAfterLock(s: Scenario, o: { side: Side; hooksPath: string; load: Load }): Promise<number> {
+  if (s.peer === '429') await lockAddress(o.side.url, o.hooksPath, LOCKED_ADDRESS);
+  return status(o.side.url, o.load);
 }
 
 async function main(): Promise<void> {
@@ -275,7 +284,11 @@ async function main(): Promise<void> {
       cpuRatio: ratio(g.cpuUsPerReq, b.cpuUsPerReq),
       rssMb: await rssMb(gw.pid),
       peakRssMb,
-      openclaw: o && { ...o, statusSeen: await status(peer!.url, peerLoad(s)), ratio: ratio(o.reqPerSec, b.reqPerSec) },
+      openclaw: o && {
+        ...o,
+        statusSeen: await statusAfterLock(s, { side: peer!, hooksPath: '/hooks', load: peerLoad(s) }),
+        ratio: ratio(o.reqPerSec, b.reqPerSec),
+      },
       /** The same load on other gateways: req/s and CPU per request against the main figure. */
       variants: variants.map((v) => {
         const f = combine(v.runs);
@@ -291,7 +304,7 @@ async function main(): Promise<void> {
       /** hookgate's req/s over OpenClaw's. */
       timesOpenclaw: o ? round1(g.reqPerSec / Math.max(1, o.reqPerSec)) : undefined,
       /** The plugin and the built-in hooks inside one OpenClaw (CPU: the OpenClaw process's). */
-      insideOpenclaw: inside.length ? await insideFigures(inside) : undefined,
+      insideOpenclaw: inside.length ? await insideFigures(s, inside) : undefined,
     };
     rows.push(row);
     if (statusSeen !== s.expect) console.warn(`  ! ${s.name}: expected ${s.expect}, saw ${statusSeen}`);
