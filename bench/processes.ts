@@ -102,11 +102,15 @@ export function gatewayConfig(
   };
 }
 
-/** The compiled standalone gateway, as `npm start` runs it, on a fresh state dir. */
+/**
+ * The compiled standalone gateway, as `npm start` runs it, on a fresh state dir. `root`: the checkout
+ * whose bin/hookgate runs (another build of it, for bench/ab.ts).
+ */
 export async function startHookgate(
   hooks: Record<string, unknown>,
   gateway: Record<string, unknown> = {},
   top: Record<string, unknown> = {},
+  root = ROOT,
 ): Promise<Side & { dir: string }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'hookgate-bench-'));
   await writeFile(path.join(dir, 'gateway.json5'), JSON.stringify(gatewayConfig(hooks, gateway, top)));
@@ -115,7 +119,7 @@ export async function startHookgate(
   // The log goes beside the state dir, not into it: the config dir is watched for changes.
   // The launcher `npm start` runs (its Node flags; it execs, so the pid is the gateway's).
   const { url, child } = await startProcess(
-    path.join(ROOT, 'bin', 'hookgate'),
+    path.join(root, 'bin', 'hookgate'),
     ['gateway', '--state-dir', dir, '--port', '0'],
     `${dir}.log`,
   );

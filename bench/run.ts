@@ -1,7 +1,9 @@
 // `npm run bench`: the standalone gateway against a bare node:http server in the same run, each in
 // its own process, driven alternately (autocannon; one connection: a sequential sender timed here).
 // Per scenario and side: req/s, p50/p99 latency and the server's CPU time per request; the ratios to
-// bare; hookgate's RSS. BENCH_PEERS=openclaw adds OpenClaw's built-in hooks as a third side.
+// bare; hookgate's RSS. BENCH_PEERS=openclaw adds two OpenClaw gateways on the same config: one with
+// the hookgate plugin enabled, whose plugin and built-in hooks are both driven (inside OpenClaw, side
+// by side), and one with it disabled (OpenClaw's built-in hooks alone, and the RSS without the plugin).
 // Every figure goes to bench/results/latest.json.
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -11,9 +13,10 @@ import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { AGENT_RUNS_ROW, agentRunsAgainstModel, type BackHalfRow } from './back-half.ts';
 import { drive, quietCpu, type Figures, type Load } from './drive.ts';
-import { lockOnOpenClaw, startOpenClaw } from './openclaw-peer.ts';
+import { PLUGIN_PATH, lockAddress, startOpenClaw, type OpenClawSide } from './openclaw-peer.ts';
 import {
   GATEWAY_TOKEN,
+  HOOK_TOKEN,
   ROOT,
   gatewayConfig,
   rssMb,
@@ -61,9 +64,11 @@ function combine(runs: Figures[]) {
 }
 type Combined = ReturnType<typeof combine>;
 
-/** How the OpenClaw peer is sent a scenario: the same request, except where its lockout differs. */
+/** How OpenClaw's built-in hooks are sent a scenario: the same request, except where they differ. */
 let peerSeq = 0;
 function peerLoad(s: Scenario): Load {
+  // They verify no signature: the signed row's mapping is reached with the token.
+  if (s.peer === 'github') return { ...s.load, headers: { ...s.load.headers, authorization: `Bearer ${HOOK_TOKEN}` } };
   // OpenClaw locks an address after 20 failures, so wrong tokens come from ever new addresses.
   if (s.peer === '401')
     return {
@@ -77,6 +82,23 @@ function peerLoad(s: Scenario): Load {
   // so its 429s are wrong tokens from the locked address.
   if (s.peer === '429') return { ...s.load, headers: { ...s.load.headers, authorization: 'Bearer wrong' } };
   return s.load;
+}
+
+/**
+ * How the plugin inside OpenClaw is sent a scenario: what the built-in hooks are sent (its lockout is
+ * set as theirs), at its own path; the signed row signed, as the standalone gateway is sent it.
+ */
+function pluginLoad(s: Scenario): Load {
+  const load = s.peer === 'github' ? s.load : peerLoad(s);
+  return { ...load, path: load.path.replace(/^\/hooks\//, `${PLUGIN_PATH}/`) };
+}
+
+/** One OpenClaw side of a row: a gateway, the hooks path it is driven at, and the load it is sent. */
+interface OpenClawDriven {
+  side: OpenClawSide;
+  hooksPath: string;
+  load: Load;
+  runs: Figures[];
 }
 
 async function status(url: string, load: Load): Promise<number> {
@@ -128,6 +150,28 @@ async function openTail(url: string): Promise<AbortController> {
   return stop;
 }
 
+/** The inside-OpenClaw figures of a row: the plugin's [0] and the built-in hooks' [1]. */
+async function insideFigures(s: Scenario, [plugin, builtIn]: OpenClawDriven[]) {
+  const p = combine(plugin!.runs);
+  const b = combine(builtIn!.runs);
+  return {
+    plugin: { ...p, statusSeen: await statusAfterLock(s, plugin!) },
+    builtIn: { ...b, statusSeen: await statusAfterLock(s, builtIn!) },
+    timesBuiltIn: round1(p.reqPerSec / Math.max(1, b.reqPerSec)),
+    // Undefined when the built-in hooks answered nothing in the time (a saturated OpenClaw).
+    cpuOfBuiltIn: b.cpuUsPerReq ? ratio(p.cpuUsPerReq, b.cpuUsPerReq) : undefined,
+  };
+}
+
+/**
+ * The status an OpenClaw side answers the row's request with; a 429 row's address is locked again
+ * first (the lock lasts a minute, and a busy OpenClaw's quiet wait after a round can outlast it).
+ */
+async function statusAfterLock(s: Scenario, o: { side: Side; hooksPath: string; load: Load }): Promise<number> {
+  if (s.peer === '429') await lockAddress(o.side.url, o.hooksPath, LOCKED_ADDRESS);
+  return status(o.side.url, o.load);
+}
+
 async function main(): Promise<void> {
   await promisify(execFile)(process.execPath, [path.join(ROOT, 'build.mjs')], { cwd: ROOT });
   const scenarios = SCENARIOS.filter((s) => wanted(s.name));
@@ -158,8 +202,17 @@ async function main(): Promise<void> {
       headers: { authorization: 'Bearer wrong', 'x-forwarded-for': LOCKED_ADDRESS },
     });
   }
-  const openclaw = PEERS.includes('openclaw') ? await startOpenClaw() : undefined;
+  // BENCH_OPENCLAW_PROFILE=<dir>: the OpenClaw with the plugin runs with --cpu-prof into that folder.
+  const cpuProfileDir = process.env.BENCH_OPENCLAW_PROFILE;
+  const withPlugin = PEERS.includes('openclaw') ? await startOpenClaw({ plugin: true, cpuProfileDir }) : undefined;
+  const openclaw = withPlugin ? await startOpenClaw({ plugin: false }) : undefined;
+  // Both idle since their start: the RSS the plugin adds before any load.
+  const openclawStartRss = openclaw && {
+    withPluginMb: await rssMb(withPlugin!.pid),
+    withoutPluginMb: await rssMb(openclaw.pid),
+  };
   const peaks = new Map([...gateways].map(([name, gw]) => [name, watchRss(gw.pid)]));
+  const openclawPeaks = openclaw && { withPlugin: watchRss(withPlugin!.pid), withoutPlugin: watchRss(openclaw.pid) };
 
   console.log(
     `hookgate benchmark: ${ROUNDS} x ${SECONDS} s per side and scenario (alternating), no pipelining${openclaw ? ', OpenClaw built-in hooks beside' : ''}`,
@@ -172,19 +225,30 @@ async function main(): Promise<void> {
     const gw = gateways.get(s.gateway)!;
     const peer = s.peer && openclaw ? openclaw : undefined;
     const variants = (s.variants ?? []).map((name) => ({ name, side: gateways.get(name)!, runs: [] as Figures[] }));
+    // Inside OpenClaw: the plugin's hooks and the built-in ones of the same gateway.
+    const inside: OpenClawDriven[] =
+      s.peer && withPlugin
+        ? [
+            { side: withPlugin, hooksPath: PLUGIN_PATH, load: pluginLoad(s), runs: [] },
+            { side: withPlugin, hooksPath: '/hooks', load: peerLoad(s), runs: [] },
+          ]
+        : [];
     // Warm up every side briefly, then measure them alternately, from quiet.
-    const sides = [gw, bare, ...variants.map((v) => v.side), ...(peer ? [peer] : [])];
-    for (const side of sides) {
+    const sides = [gw, bare, ...variants.map((v) => v.side)];
+    const warm = [...sides.map((side) => ({ side, load: s.load })), ...inside];
+    if (peer) warm.push({ side: peer, load: peerLoad(s) });
+    for (const { side, load } of warm) {
       await autocannon({
-        url: side.url + s.load.path,
+        url: side.url + load.path,
         method: 'POST',
-        headers: s.load.headers,
-        body: s.load.body,
+        headers: load.headers,
+        body: load.body,
         connections: s.connections,
         duration: 1,
       });
     }
-    for (const side of sides) await quietCpu(side.pid);
+    for (const side of [...sides, ...(peer ? [peer] : []), ...(withPlugin && s.peer ? [withPlugin] : [])])
+      await quietCpu(side.pid);
     const runs: { bare: Figures[]; hookgate: Figures[]; openclaw: Figures[] } = {
       bare: [],
       hookgate: [],
@@ -196,8 +260,12 @@ async function main(): Promise<void> {
       runs.hookgate.push(await drive(gw.url, gw.pid, s.load, s.connections, SECONDS));
       for (const v of variants) v.runs.push(await drive(v.side.url, v.side.pid, s.load, s.connections, SECONDS));
       if (peer) {
-        if (s.peer === '429') await lockOnOpenClaw(peer.url, LOCKED_ADDRESS);
+        if (s.peer === '429') await lockAddress(peer.url, '/hooks', LOCKED_ADDRESS);
         runs.openclaw.push(await drive(peer.url, peer.pid, peerLoad(s), s.connections, SECONDS));
+      }
+      for (const o of inside) {
+        if (s.peer === '429') await lockAddress(o.side.url, o.hooksPath, LOCKED_ADDRESS);
+        o.runs.push(await drive(o.side.url, o.side.pid, o.load, s.connections, SECONDS));
       }
     }
     const peakRssMb = await rowPeak.stop();
@@ -216,7 +284,11 @@ async function main(): Promise<void> {
       cpuRatio: ratio(g.cpuUsPerReq, b.cpuUsPerReq),
       rssMb: await rssMb(gw.pid),
       peakRssMb,
-      openclaw: o && { ...o, statusSeen: await status(peer!.url, peerLoad(s)), ratio: ratio(o.reqPerSec, b.reqPerSec) },
+      openclaw: o && {
+        ...o,
+        statusSeen: await statusAfterLock(s, { side: peer!, hooksPath: '/hooks', load: peerLoad(s) }),
+        ratio: ratio(o.reqPerSec, b.reqPerSec),
+      },
       /** The same load on other gateways: req/s and CPU per request against the main figure. */
       variants: variants.map((v) => {
         const f = combine(v.runs);
@@ -231,6 +303,8 @@ async function main(): Promise<void> {
       stealPct: Math.max(b.stealPct, g.stealPct),
       /** hookgate's req/s over OpenClaw's. */
       timesOpenclaw: o ? round1(g.reqPerSec / Math.max(1, o.reqPerSec)) : undefined,
+      /** The plugin and the built-in hooks inside one OpenClaw (CPU: the OpenClaw process's). */
+      insideOpenclaw: inside.length ? await insideFigures(s, inside) : undefined,
     };
     rows.push(row);
     if (statusSeen !== s.expect) console.warn(`  ! ${s.name}: expected ${s.expect}, saw ${statusSeen}`);
@@ -244,6 +318,17 @@ async function main(): Promise<void> {
         `  ${describe(v.gateway.padEnd(8), v)} | ${v.ofHookgate.toFixed(2)} of hookgate's req/s, CPU ${v.cpuOfHookgate.toFixed(2)}x`,
       );
     if (o) console.log(`  ${describe('openclaw', o)} | status ${row.openclaw!.statusSeen}`);
+    const io = row.insideOpenclaw;
+    if (io) {
+      console.log(`  inside OpenClaw (plugin enabled):`);
+      console.log(
+        `    ${describe('hookgate', io.plugin)} | status ${io.plugin.statusSeen}, ${io.plugin.ok} of ${io.plugin.total} 2xx`,
+      );
+      console.log(
+        `    ${describe('built-in', io.builtIn)} | status ${io.builtIn.statusSeen}, ${io.builtIn.ok} of ${io.builtIn.total} 2xx`,
+      );
+      console.log(`    hookgate ${io.timesBuiltIn}x the built-in hooks' req/s, CPU ${io.cpuOfBuiltIn ?? '-'}x theirs`);
+    }
     console.log(
       `  ratio ${row.ratio.toFixed(2)}${s.goal ? ` (goal ${s.goal})` : ''}, CPU ${row.cpuRatio.toFixed(2)}x bare's${s.goal ? ` (goal <= ${(1 / s.goal).toFixed(2)})` : ''}, p99 ${g.p99Ms} ms against bare's ${b.p99Ms}${o ? `, ${row.timesOpenclaw}x OpenClaw` : ''}${row.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${row.stealPct}% of the CPU meanwhile` : ''}`,
     );
@@ -272,6 +357,21 @@ async function main(): Promise<void> {
   console.log(
     `memory: peak RSS through the bench ${peakRss.main} MB (main gateway), ${settledRssMb} MB after ${SETTLE_MS / 1000} s idle${openclawRssMb ? `; OpenClaw ${openclawRssMb} MB` : ''}`,
   );
+  const openclawMemory = openclawPeaks && {
+    start: openclawStartRss!,
+    peak: {
+      withPluginMb: await openclawPeaks.withPlugin.stop(),
+      withoutPluginMb: await openclawPeaks.withoutPlugin.stop(),
+    },
+    settled: { withPluginMb: await rssMb(withPlugin!.pid), withoutPluginMb: openclawRssMb! },
+  };
+  if (openclawMemory) {
+    const added = (m: { withPluginMb: number; withoutPluginMb: number }): string =>
+      `${m.withPluginMb} MB with the plugin, ${m.withoutPluginMb} without (+${round1(m.withPluginMb - m.withoutPluginMb)} MB)`;
+    console.log(
+      `OpenClaw RSS: after start ${added(openclawMemory.start)}; peak ${added(openclawMemory.peak)}; after ${SETTLE_MS / 1000} s idle ${added(openclawMemory.settled)}`,
+    );
+  }
 
   const result = {
     date: new Date().toISOString(),
@@ -288,12 +388,12 @@ async function main(): Promise<void> {
     deliveries,
     backHalf,
     reloadApplyMs: reload,
-    memory: { peakRssMb: peakRss, settledRssMb, openclawRssMb },
+    memory: { peakRssMb: peakRss, settledRssMb, openclawRssMb, openclaw: openclawMemory },
   };
   await writeFile(path.join(ROOT, 'bench', 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
   console.log('\nwritten to bench/results/latest.json');
   for (const tail of tails) tail.abort();
-  for (const side of [bare, ...gateways.values(), ...(openclaw ? [openclaw] : [])]) await side.stop();
+  for (const side of [bare, ...gateways.values(), ...(openclaw ? [openclaw, withPlugin!] : [])]) await side.stop();
   await redis?.stop();
 }
 

@@ -23,6 +23,18 @@ const githubHeaders = {
   'x-hub-signature-256': `sha256=${createHmac('sha256', GITHUB_SECRET).update(githubBody).digest('hex')}`,
 };
 
+export const GITHUB_TEMPLATE =
+  '{{repository.full_name}}: {{workflow_run.name}} on {{workflow_run.head_branch}} {{workflow_run.conclusion}} ({{headers.x-github-event}})';
+/** The signed row's mapping (also the plugin's inside OpenClaw, bench/openclaw-peer.ts). */
+export const GITHUB_MAPPING = {
+  id: 'github',
+  match: { path: 'github' },
+  action: 'wake',
+  wakeMode: 'next-heartbeat',
+  textTemplate: GITHUB_TEMPLATE,
+  verify: { scheme: 'github', secret: GITHUB_SECRET },
+};
+
 const MAPPINGS = [
   {
     id: 'tpl',
@@ -61,15 +73,7 @@ const MAPPINGS = [
     budget: { runs: 1, perSeconds: 86400, overflow: 'digest' },
   },
   { id: 'tr', match: { path: 'tr' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'bench.ts' } },
-  {
-    id: 'github',
-    match: { path: 'github' },
-    action: 'wake',
-    wakeMode: 'next-heartbeat',
-    textTemplate:
-      '{{repository.full_name}}: {{workflow_run.name}} on {{workflow_run.head_branch}} {{workflow_run.conclusion}} ({{headers.x-github-event}})',
-    verify: { scheme: 'github', secret: GITHUB_SECRET },
-  },
+  GITHUB_MAPPING,
 ];
 
 /** A gateway the bench starts: its `hooks` block and its `gateway` keys. */
@@ -114,7 +118,7 @@ export const GATEWAYS: Record<string, GatewaySpec> = {
 export const LOCKED_ADDRESS = '203.0.113.9';
 
 /** Which of OpenClaw's built-in hook rows a scenario is compared with. */
-export type PeerRow = 'wake' | 'agent' | '401' | '429';
+export type PeerRow = 'wake' | 'agent' | '401' | '429' | 'github';
 
 export interface Scenario {
   name: string;
@@ -208,6 +212,7 @@ export const SCENARIOS: Scenario[] = [
     connections: 32,
     goal: 0.6,
     expect: 200,
+    peer: 'github',
   },
   {
     name: 'mapped hook + transform',

@@ -23,6 +23,12 @@ interface Row {
   variants: (SideFigures & { gateway: string; ofHookgate: number; cpuOfHookgate: number })[];
   openclaw?: SideFigures & { statusSeen: number };
   timesOpenclaw?: number;
+  insideOpenclaw?: {
+    plugin: SideFigures & { ok: number; total: number };
+    builtIn: SideFigures & { ok: number; total: number };
+    timesBuiltIn: number;
+    cpuOfBuiltIn?: number;
+  };
   stealPct?: number;
 }
 
@@ -34,7 +40,12 @@ const result = JSON.parse(await readFile(path.join(ROOT, 'bench', 'results', 'la
   rows: Row[];
   backHalf?: BackHalfRow[];
   reloadApplyMs: { medianMs: number };
-  memory: { peakRssMb: Record<string, number>; settledRssMb: number; openclawRssMb?: number };
+  memory: {
+    peakRssMb: Record<string, number>;
+    settledRssMb: number;
+    openclawRssMb?: number;
+    openclaw?: Record<'start' | 'peak' | 'settled', { withPluginMb: number; withoutPluginMb: number }>;
+  };
 };
 const n = (x: number): string => x.toLocaleString('en-US');
 const ms = (f: SideFigures): string => `${f.p50Ms < 10 ? f.p50Ms.toFixed(2) : Math.round(f.p50Ms)} / ${f.p99Ms} ms`;
@@ -73,4 +84,29 @@ lines.push(
   '',
   `Memory (main gateway): peak RSS through the bench ${m.peakRssMb.main} MB, ${m.settledRssMb} MB once idle${m.openclawRssMb ? `; OpenClaw ${m.openclawRssMb} MB` : ''}. Hot reload applies in ${result.reloadApplyMs.medianMs} ms (median of 5).`,
 );
+const inside = result.rows.filter((r) => r.insideOpenclaw);
+if (inside.length) {
+  // What an OpenClaw user compares: the plugin against the built-in hooks of the same OpenClaw.
+  lines.push(
+    '',
+    '| Inside one OpenClaw | hookgate req/s | p50 / p99 | CPU µs/req | 2xx | built-in req/s | p50 / p99 | CPU µs/req | 2xx | hookgate ÷ built-in | CPU vs built-in |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  const share = (f: { ok: number; total: number }): string => `${Math.round((f.ok / Math.max(1, f.total)) * 100)}%`;
+  for (const r of inside) {
+    const { plugin: p, builtIn: b, timesBuiltIn, cpuOfBuiltIn } = r.insideOpenclaw!;
+    lines.push(
+      `| ${r.scenario} | ${n(p.reqPerSec)} | ${ms(p)} | ${n(p.cpuUsPerReq)} | ${share(p)} | ${n(b.reqPerSec)} | ${ms(b)} | ${n(b.cpuUsPerReq)} | ${share(b)} | ${timesBuiltIn}x | ${cpuOfBuiltIn === undefined ? '-' : `${cpuOfBuiltIn.toFixed(2)}x`} |`,
+    );
+  }
+  const o = m.openclaw;
+  if (o) {
+    const added = (k: 'start' | 'peak' | 'settled'): string =>
+      `${o[k].withPluginMb} MB with the plugin, ${o[k].withoutPluginMb} MB without (+${Math.round((o[k].withPluginMb - o[k].withoutPluginMb) * 10) / 10} MB)`;
+    lines.push(
+      '',
+      `OpenClaw's RSS (same config, the plugin enabled or not): after start ${added('start')}; peak ${added('peak')}; once idle ${added('settled')}.`,
+    );
+  }
+}
 console.log(lines.join('\n'));

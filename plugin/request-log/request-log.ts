@@ -18,6 +18,8 @@ export const MEMORY_ONLY_ENTRIES = 10_000;
 const DUPLICATE = 1;
 const HELD = 2;
 const IGNORED = 4;
+/** Client addresses kept as one shared string each, up to this many (most requests come from few senders). */
+const SHARED_CLIENTS = 4096;
 
 /** What the index keeps of an entry: enough to filter and to find its line. */
 interface Indexed extends Stored {
@@ -98,6 +100,11 @@ export class RequestLog {
   #nextSeq = 1;
   /** Hook names and codes come from a small set: one string each, shared by every record. */
   readonly #names = new Map<string, string>();
+  /**
+   * Client addresses, likewise: each entry read back from disk (or parsed from a header) brings its own
+   * copy of the text, some 30 bytes of the index's ~220 an entry (docs/performance.md).
+   */
+  readonly #clients = new Map<string, string>();
   readonly #listeners = new Set<(entry: RequestEntry) => void>();
 
   private constructor(files: RequestLogFiles | undefined, bounds: () => RequestLogBounds) {
@@ -134,7 +141,7 @@ export class RequestLog {
       hook: this.#name(logged.hook),
       status: logged.status,
       code: logged.code === undefined ? undefined : this.#name(logged.code),
-      client: logged.client,
+      client: this.#client(logged.client),
       flags: flagsOf(logged),
       entry: segment ? undefined : logged,
       segment,
@@ -149,6 +156,13 @@ export class RequestLog {
     if (known !== undefined) return known;
     // Names no mapping owns are logged as one prefix, so the set stays small; bounded all the same.
     if (this.#names.size < 10_000) this.#names.set(text, text);
+    return text;
+  }
+
+  #client(text: string): string {
+    const known = this.#clients.get(text);
+    if (known !== undefined) return known;
+    if (this.#clients.size < SHARED_CLIENTS) this.#clients.set(text, text);
     return text;
   }
 

@@ -1,6 +1,6 @@
 // The request log's files: append-only JSON lines in segments under <stateDir>/requests/, one file per
-// run of entries (requests-<first seq>.jsonl). Entries are appended in batches gathered over a turn
-// of the event loop, off the answer's path; a segment whose entries have all left the log is deleted
+// run of entries (requests-<first seq>.jsonl). Entries are appended in batches gathered over
+// WRITE_EVERY_MS, off the answer's path (until written, the index holds them whole); a segment whose entries have all left the log is deleted
 // whole, so dropping the oldest never rewrites anything. A failed write is logged once; its entries
 // stay in memory and the next write, a while later, starts a new segment (a torn line is never
 // appended to). Read back at start as a stream (util/state-lines.ts), and a page at a time by offset.
@@ -17,6 +17,12 @@ const MAX_ENTRY_LINE_BYTES = 64 * 1024;
 const MAX_READ_SPAN = 1024 * 1024;
 /** After a failed write, the next is tried this much later; entries wait in memory meanwhile. */
 const RETRY_AFTER_FAILURE_MS = 10_000;
+/**
+ * Entries are gathered this long before their batch is written: one write a turn cost the wake row a
+ * write call and a promise per turn (docs/performance.md); a page reads entries not yet written from
+ * memory, so only a crash loses them, and the log is not the durable record.
+ */
+const WRITE_EVERY_MS = 100;
 const SEGMENT_NAME = /^requests-(\d{1,15})\.jsonl$/;
 
 export class Segment {
@@ -54,7 +60,7 @@ export class RequestLogFiles {
   readonly #segments: Segment[] = [];
   #current: Writing | undefined;
   #pending: Stored[] = [];
-  #scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  #scheduled: NodeJS.Timeout | undefined;
   #writing: Promise<void> | undefined;
   #failing = false;
   #retryAt = 0;
@@ -116,7 +122,7 @@ export class RequestLogFiles {
     }
   }
 
-  /** Queues an entry for the next batch; it is written in a later turn, never in the caller's. */
+  /** Queues an entry for the next batch; it is written within WRITE_EVERY_MS, never in the caller's turn. */
   write(stored: Stored): void {
     if (this.#closed) return;
     this.#pending.push(stored);
@@ -125,8 +131,8 @@ export class RequestLogFiles {
 
   #schedule(): void {
     if (this.#scheduled || this.#writing) return;
-    const wait = this.#retryAt - Date.now();
-    this.#scheduled = wait > 0 ? setTimeout(() => this.#run(), wait).unref() : setImmediate(() => this.#run());
+    const wait = Math.max(this.#retryAt - Date.now(), WRITE_EVERY_MS);
+    this.#scheduled = setTimeout(() => this.#run(), wait).unref();
   }
 
   #run(): void {
@@ -266,8 +272,7 @@ export class RequestLogFiles {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#scheduled) {
-      clearTimeout(this.#scheduled as NodeJS.Timeout);
-      clearImmediate(this.#scheduled as NodeJS.Immediate);
+      clearTimeout(this.#scheduled);
       this.#scheduled = undefined;
     }
     await this.#writing;

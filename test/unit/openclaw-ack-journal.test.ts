@@ -1,6 +1,7 @@
 // The OpenClaw host's journal of acknowledged events and runs: what a restart hands back, once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { appendFile, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
@@ -148,4 +149,22 @@ test('the journal is private to the gateway user', async () => {
   await journal.event(event('e1'));
   assert.equal((await stat(fileOf(dir))).mode & 0o777, 0o600);
   assert.equal((await stat(path.dirname(fileOf(dir)))).mode & 0o777, 0o700);
+});
+
+test('lines that come while a write is under way go out together in the next write', async () => {
+  const dir = await tempDir('ack-journal-');
+  const journal = new AckJournal();
+  await journal.open(dir);
+  // 200 wakes acknowledged in one turn go out in one write: all are on disk when the second one's
+  // promise resolves (one append each, one after another, had two there).
+  const written = Array.from({ length: 200 }, (_, i) => journal.event(event(`e${i}`)));
+  const onDiskWhenSecondResolved = await written[1]!.then(
+    () => readFileSync(fileOf(dir), 'utf8').split('\n').filter(Boolean).length,
+  );
+  assert.equal(onDiskWhenSecondResolved, 200);
+  await Promise.all(written);
+  assert.deepEqual(
+    (await new AckJournal().open(dir)).events.map((e) => e.id),
+    written.map((_, i) => `e${i}`),
+  );
 });

@@ -3,7 +3,7 @@
 // logged once with nothing lost from memory, and what of a sender's key it keeps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFile, readdir, rm } from 'node:fs/promises';
+import { appendFile, open, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { LOGGED_KEY_MAX, loggableKey, type LoggedRequest } from '../../plugin/request-log/entry.ts';
 import { RequestLog, type RequestLogBounds } from '../../plugin/request-log/request-log.ts';
@@ -153,6 +153,50 @@ test('a write that fails is logged once; its entries stay readable from memory a
   log.add(entry(3));
   assert.deepEqual(ids(await log.page({}, 10)), ['r1', 'r2', 'r3']);
   assert.equal(logger.lines.filter((l) => l.level === 'error').length, 1);
+});
+
+test('entries added turn after turn are written in batches, not one write a turn', async () => {
+  const dir = path.join(await tempDir('request-log-'), 'requests');
+  // Segments of 1,250 entries: the whole test's in one file.
+  const log = await RequestLog.open(dir, recorder(), bounds(10_000));
+  // Every write on a file handle in this process, counted (only the log writes here).
+  const probe = await open(path.join(dir, 'probe'), 'w');
+  const handles = Object.getPrototypeOf(probe) as { write: (...args: unknown[]) => Promise<unknown> };
+  await probe.close();
+  const write = handles.write;
+  let writes = 0;
+  handles.write = function (this: unknown, ...args: unknown[]) {
+    writes++;
+    return write.apply(this, args);
+  };
+  try {
+    const started = performance.now();
+    for (let n = 1; n <= 200; n++) {
+      log.add(entry(n));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const elapsedMs = performance.now() - started;
+    await log.close();
+    const lines = (
+      await readFile(
+        path.join(
+          dir,
+          (await readdir(dir)).find((f) => f.endsWith('.jsonl'))!,
+        ),
+        'utf8',
+      )
+    )
+      .trim()
+      .split('\n');
+    assert.equal(lines.length, 200, 'every entry written');
+    // One batch per 100 ms at most, and the one close() writes: 200 turns are far fewer batches.
+    assert.ok(
+      writes <= Math.ceil(elapsedMs / 100) + 2,
+      `${writes} writes for 200 turns in ${Math.round(elapsedMs)} ms`,
+    );
+  } finally {
+    handles.write = write;
+  }
 });
 
 test('a sender-chosen key loses its control characters and is capped', () => {

@@ -3,6 +3,8 @@
 // just before OpenClaw stops would otherwise be lost with it. Every acknowledged event and run is a
 // line here before its answer; a later line says OpenClaw took it in (the event left OpenClaw's queue,
 // the run was accepted by OpenClaw) or the run finished. At start, what is left is handed back once.
+// Lines that come while a write is under way go out together in the next one: one append per line,
+// one after another, held every wake inside OpenClaw behind the ones before it (docs/performance.md).
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AcceptedRun } from '../../host.ts';
@@ -43,6 +45,8 @@ export class AckJournal {
   readonly #open = new Map<string, Line[]>();
   /** Appends and rewrites, one after another in order. */
   #tail: Promise<void> = Promise.resolve();
+  /** Lines waiting for the next append, with what to tell each one's caller. */
+  #batch: { line: Line; resolve: () => void; reject: (err: unknown) => void }[] = [];
 
   /** Reads what the last process left, keeps only that, and returns it. */
   async open(stateDir: string): Promise<Pending> {
@@ -90,16 +94,29 @@ export class AckJournal {
     return this.#append({ k: 'done', id: runId });
   }
 
+  /** Resolves once the line is on disk, written with the others that came before its batch's turn. */
   #append(line: Line): Promise<void> {
-    const written = this.#serial(async () => {
+    const written = new Promise<void>((resolve, reject) => this.#batch.push({ line, resolve, reject }));
+    // The first line of a batch books its turn; the ones after it join until that turn comes.
+    if (this.#batch.length === 1) void this.#serial(() => this.#writeBatch()).catch(() => {});
+    return written;
+  }
+
+  async #writeBatch(): Promise<void> {
+    const batch = this.#batch;
+    this.#batch = [];
+    try {
       const file = this.#file;
       if (!file) throw new Error('the acknowledgement journal is not open');
-      await appendFile(file, `${JSON.stringify(line)}\n`, { mode: 0o600 });
-      this.#lines++;
-      this.#track(line);
+      await appendFile(file, batch.map((b) => `${JSON.stringify(b.line)}\n`).join(''), { mode: 0o600 });
+      this.#lines += batch.length;
+      for (const b of batch) this.#track(b.line);
       if (this.#lines > this.#open.size * 2 + COMPACT_SLACK) await this.#rewrite();
-    });
-    return written;
+    } catch (err) {
+      for (const b of batch) b.reject(err);
+      return;
+    }
+    for (const b of batch) b.resolve();
   }
 
   #serial(step: () => Promise<void>): Promise<void> {

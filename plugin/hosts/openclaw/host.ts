@@ -4,18 +4,11 @@
 // adapters (reply-sends.ts; the core queues and retries), agents/models/channels read from OpenClaw's live config.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import {
-  CHANNEL_ORDER,
-  type ChannelName,
-  type GatewayHost,
-  type HostAgents,
-  type LogFields,
-  type Logger,
-  type Route,
-} from '../../host.ts';
+import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type HostAgents, type Route } from '../../host.ts';
 import type { AckJournal, JournaledEvent, Pending } from './ack-journal.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
-import type { OpenClawLogger, OpenClawPluginApi } from './api.ts';
+import type { OpenClawPluginApi } from './api.ts';
+import { lineLogger } from './line-logger.ts';
 import { openClawAgents, openClawChannels, openClawSecrets, selectOpenClawConfig } from './config.ts';
 import type { RecentRuns } from './recent-runs.ts';
 import type { ServiceQueue } from './run-queue.ts';
@@ -23,22 +16,6 @@ import { runTurn } from './turns.ts';
 import { openClawReplies } from './reply-sends.ts';
 
 export const mainSessionKey = (agentId: string): string => `agent:${agentId}:main`;
-
-/** OpenClaw's logger takes one line: the message, then key=value fields. */
-function lineLogger(log: OpenClawLogger): Logger {
-  const line = (msg: string, fields?: LogFields): string => {
-    if (!fields) return msg;
-    const parts = Object.entries(fields)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${k}=${typeof v === 'string' && /\s/.test(v) ? JSON.stringify(v) : String(v)}`);
-    return parts.length ? `${msg} ${parts.join(' ')}` : msg;
-  };
-  return {
-    info: (msg, fields) => log.info(line(msg, fields)),
-    warn: (msg, fields) => log.warn(line(msg, fields)),
-    error: (msg, fields) => log.error(line(msg, fields)),
-  };
-}
 
 /** The gateway's current config: the live runtime snapshot when there is one, else the one at registration. */
 function liveConfig(api: OpenClawPluginApi): unknown {
