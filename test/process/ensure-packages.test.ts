@@ -1,7 +1,7 @@
-// The set-up scripts npm test and CI run first (test/ensure-*.sh, over test/apt-install.sh): the
-// program found, installed through apt-get when that needs no question, or a stop at once with the
-// command to run. The system's commands (apt-get, sudo, id) are stand-ins on a PATH of their own
-// that log what they were asked.
+// The set-up scripts npm test and CI run first (ensure-redis-server.sh, ensure-strace.sh and
+// ensure-chromium.sh in test/, over its apt-install.sh): the program found, installed through
+// apt-get when that needs no question, or a stop at once with the command to run. The system's
+// commands (apt-get, sudo, id) are stand-ins on a PATH of their own that log what they were asked.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
