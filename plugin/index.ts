@@ -113,6 +113,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     host.logger,
     () => current.requestLog,
   );
+  metrics.observeGauge('request_log_loading', () => (requests.loading ? 1 : 0));
   const limiter = new AuthFailureLimiter();
   const replies = await ReplyQueue.open({
     host,

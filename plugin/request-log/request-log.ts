@@ -1,12 +1,15 @@
 // The hook requests this gateway answered, for `GET /api/requests`, the console and `hookgate
 // requests`: kept on disk under <stateDir>/requests/ (segments.ts), bounded by hooks.requestLog
-// (entries and days, whichever is smaller), read back at start. Memory holds an index of small
-// records (time, hook, status, code, client, flags, where the line is): filters and `before` paging
-// walk the index, and only the page's entries are read from disk. Adding is a push and a queued
-// write: nothing on the answer's path waits for the disk. Without a state dir it lives in memory.
+// (entries and days, whichever is smaller), read back after start while the gateway already answers
+// (100,000 entries take seconds): requests answered meanwhile are kept aside and join the log, after
+// the old entries, once it is read; pages and lookups wait for the read. Memory holds an index of
+// small records (time, hook, status, code, client, flags, where the line is): filters and `before`
+// paging walk the index, and only the page's entries are read from disk. Adding is a push and a
+// queued write: nothing on the answer's path waits for the disk. Without a state dir it lives in memory.
 import type { Logger } from '../host.ts';
 import { entryOf, type LoggedRequest, type Outcome, type RequestEntry } from './entry.ts';
 import { RequestLogFiles, type Segment, type Stored } from './segments.ts';
+import { errorMessage } from '../util/errors.ts';
 
 export interface RequestLogBounds {
   maxEntries: number;
@@ -99,31 +102,63 @@ export class RequestLog {
   /** Hook names and codes come from a small set: one string each, shared by every record. */
   readonly #names = new Map<string, string>();
   readonly #listeners = new Set<(entry: RequestEntry) => void>();
+  /** While the files are read back: settles once they are (never rejects). */
+  #loading: Promise<void> | undefined;
+  /** Requests answered while the files were read back, in order: added once they are. */
+  #early: LoggedRequest[] = [];
 
   private constructor(files: RequestLogFiles | undefined, bounds: () => RequestLogBounds) {
     this.#files = files;
     this.#bounds = bounds;
   }
 
-  /** `dir` undefined: memory only, at most MEMORY_ONLY_ENTRIES. */
+  /**
+   * `dir` undefined: memory only, at most MEMORY_ONLY_ENTRIES. Resolves once the folder is listed (a
+   * folder that cannot be used fails the start); its entries are read after, see `loaded`.
+   */
   static async open(dir: string | undefined, logger: Logger, bounds: () => RequestLogBounds): Promise<RequestLog> {
     if (dir === undefined) return new RequestLog(undefined, () => memoryOnly(bounds()));
-    const loaded: Indexed[] = [];
     // Segments of about an eighth of the log: dropping the oldest frees disk in steps of that.
     const segmentEntries = Math.min(10_000, Math.max(64, Math.ceil(bounds().maxEntries / 8)));
     const log = new RequestLog(undefined, bounds);
-    const files = await RequestLogFiles.open(dir, logger, segmentEntries, (logged, seq, segment, at, bytes) => {
-      loaded.push(log.#indexed(logged, seq, segment, at, bytes));
-    });
-    log.#files = files;
+    const files = await RequestLogFiles.open(dir, logger, segmentEntries);
+    log.#loading = log.#load(files, logger);
+    return log;
+  }
+
+  /** Reads the entries on disk into the index, then adds the requests answered meanwhile. */
+  async #load(files: RequestLogFiles, logger: Logger): Promise<void> {
+    const loaded: Indexed[] = [];
+    try {
+      await files.load((logged, seq, segment, at, bytes) => {
+        loaded.push(this.#indexed(logged, seq, segment, at, bytes));
+      });
+    } catch (err) {
+      // What was read is kept; the log goes on with it (a later page simply lacks the rest).
+      logger.error('request log not read back whole', { reason: errorMessage(err) });
+    }
     // The segments were read in order of their first entry: the index is in order of seq.
     loaded.sort((a, b) => a.seq - b.seq);
-    log.#index = loaded;
-    log.#nextSeq = (loaded.at(-1)?.seq ?? 0) + 1;
+    this.#index = loaded;
+    this.#nextSeq = (loaded.at(-1)?.seq ?? 0) + 1;
     for (const r of loaded) r.segment!.live++;
-    log.#trim(Date.now());
+    this.#files = files;
+    this.#loading = undefined;
+    const early = this.#early;
+    this.#early = [];
+    for (const logged of early) this.#keep(logged);
+    this.#trim(Date.now());
     files.sweep();
-    return log;
+  }
+
+  /** Settles once the entries on disk are read back (at once without a state dir). */
+  loaded(): Promise<void> {
+    return this.#loading ?? Promise.resolve();
+  }
+
+  /** True while the entries on disk are read back: pages wait, requests are kept aside. */
+  get loading(): boolean {
+    return this.#loading !== undefined;
   }
 
   #indexed(logged: LoggedRequest, seq: number, segment: Segment | undefined, at: number, bytes: number): Indexed {
@@ -158,13 +193,20 @@ export class RequestLog {
 
   /** Records a request once it is answered; written later, in a batch. */
   add(logged: LoggedRequest): void {
+    // Numbered after the entries on disk, so kept aside until they are read (bounded by the log's own).
+    if (this.#loading) {
+      if (this.#early.length < this.#bounds().maxEntries) this.#early.push(logged);
+    } else this.#keep(logged);
+    if (this.#listeners.size === 0) return;
+    const entry = entryOf(logged);
+    for (const listener of this.#listeners) listener(entry);
+  }
+
+  #keep(logged: LoggedRequest): void {
     const record = this.#indexed(logged, this.#nextSeq++, undefined, 0, 0);
     this.#index.push(record);
     this.#files?.write(record);
     this.#trim(logged.atMs);
-    if (this.#listeners.size === 0) return;
-    const entry = entryOf(logged);
-    for (const listener of this.#listeners) listener(entry);
   }
 
   /** Drops the oldest entries beyond the bounds (count, then age). */
@@ -206,6 +248,7 @@ export class RequestLog {
    * first; `before` in the answer when older matching ones remain. Reads only those entries.
    */
   async page(filter: RequestFilter, limit: number, before?: number): Promise<RequestPage> {
+    await this.#loading;
     this.#trim(Date.now());
     const found: Indexed[] = [];
     let i = (before === undefined ? this.#index.length : this.#positionOf(before)) - 1;
@@ -227,6 +270,7 @@ export class RequestLog {
 
   /** One entry by its request id, newest first. */
   async find(requestId: string): Promise<RequestEntry | undefined> {
+    await this.#loading;
     for (let i = this.#index.length - 1; i >= this.#start; i--) {
       const r = this.#index[i]!;
       if (r.requestId === requestId) return (await this.#entries([r]))[0];
@@ -280,9 +324,11 @@ export class RequestLog {
   }
 
   /** Writes what is queued and closes the file. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.#listeners.clear();
-    return this.#files?.close() ?? Promise.resolve();
+    // The requests kept aside during the read are written with the rest.
+    await this.#loading;
+    await this.#files?.close();
   }
 }
 

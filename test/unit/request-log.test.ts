@@ -97,6 +97,7 @@ test('on disk: a new instance reads the entries back, in order, with their curso
   for (let n = 1; n <= 300; n++) first.add(entry(n, { runIds: [`run-${n}`], dedupeKey: `k${n}` }));
   await first.close();
   const again = await RequestLog.open(dir, recorder(), bounds(1000));
+  await again.loaded();
   assert.equal(again.size, 300);
   const page = await again.page({}, 3);
   assert.deepEqual(ids(page), ['r298', 'r299', 'r300']);
@@ -109,6 +110,26 @@ test('on disk: a new instance reads the entries back, in order, with their curso
   await third.close();
 });
 
+test('on disk: entries added while the files are read back are kept after them, pages waiting for the read', async () => {
+  const dir = path.join(await tempDir('request-log-'), 'requests');
+  const first = await RequestLog.open(dir, recorder(), bounds(1000));
+  for (let n = 1; n <= 300; n++) first.add(entry(n));
+  await first.close();
+  const again = await RequestLog.open(dir, recorder(), bounds(1000));
+  assert.equal(again.loading, true, 'open resolves before the entries are read');
+  const seen: string[] = [];
+  again.subscribe((e) => seen.push(e.requestId));
+  again.add(entry(301));
+  assert.deepEqual(seen, ['r301'], 'the live tail has it at once');
+  const page = await again.page({}, 3);
+  assert.equal(again.loading, false);
+  assert.deepEqual(ids(page), ['r299', 'r300', 'r301']);
+  await again.close();
+  const third = await RequestLog.open(dir, recorder(), bounds(1000));
+  assert.deepEqual(ids(await third.page({}, 2)), ['r300', 'r301'], 'written to disk after the read');
+  await third.close();
+});
+
 test('on disk: the bound holds across a restart, and segments whose entries all left are deleted', async () => {
   const dir = path.join(await tempDir('request-log-'), 'requests');
   // maxEntries 100: segments of 64 entries.
@@ -118,6 +139,7 @@ test('on disk: the bound holds across a restart, and segments whose entries all 
   const files = (await readdir(dir)).filter((f) => f.endsWith('.jsonl'));
   assert.ok(files.length <= 3, `old segments deleted: ${files.join(', ')}`);
   const smaller = await RequestLog.open(dir, recorder(), bounds(10));
+  await smaller.loaded();
   assert.equal(smaller.size, 10, 'a smaller bound at start trims what was kept');
   assert.deepEqual(ids(await smaller.page({}, 1)), ['r1000']);
   await smaller.close();
