@@ -54,8 +54,8 @@ function overview(p: OverviewParts): unknown {
   const now = Date.now();
   const status = hooksStatus({ snapshot: p.snapshot, requests: p.requests, runs: p.runs });
   const byHook = p.requests.recentByHook(now - HOUR_MS);
-  const open = new Map<string, number>();
-  for (const f of p.failures.openSince(0)) open.set(f.hook, (open.get(f.hook) ?? 0) + 1);
+  // Under the hook that accepted the run: an /agent run named "Nightly" counts under `agent`.
+  const open = p.failures.openByHook();
   const configured = new Map(status.hooks.map((h) => [h.id, h]));
   const hooks: HookOverview[] = p.pauses.list().map(({ name, paused, held }) => {
     const hook = configured.get(name);
