@@ -42,6 +42,15 @@ export interface RequestFilter {
   untilMs?: number;
 }
 
+/**
+ * A new entry as the live tail gets it: as recorded (to filter without reformatting it), and its
+ * JSON as the admin API shows it, made once (the disk line is made from the same text).
+ */
+export interface LiveEntry {
+  logged: LoggedRequest;
+  json: string;
+}
+
 export interface RequestPage {
   /** The newest matching entries older than the cursor, oldest first. */
   requests: RequestEntry[];
@@ -87,9 +96,32 @@ function matches(
   );
 }
 
-/** Whether a new entry (as the live tail hands it over) passes the filter. */
-export function entryMatches(entry: RequestEntry, f: RequestFilter): boolean {
-  return matches({ ...entry, atMs: Date.parse(entry.at), flags: flagsOf(entry) }, f);
+/** Whether a new entry (as the live tail hands it over) passes the filter; no filter passes all. */
+export function liveMatches(logged: LoggedRequest, f: RequestFilter): boolean {
+  if (
+    f.hook === undefined &&
+    f.outcome === undefined &&
+    f.code === undefined &&
+    f.client === undefined &&
+    f.sinceMs === undefined &&
+    f.untilMs === undefined
+  )
+    return true;
+  const { atMs, hook, status, code, client } = logged;
+  return matches({ atMs, hook, status, code, client, flags: flagsOf(logged) }, f);
+}
+
+/** `{"at":"<24 characters of ISO time>",`: what an entry's JSON starts with (entryOf puts it first). */
+const AT_FIELD = 33;
+
+/**
+ * The disk line of an entry from its JSON as the API shows it: the time as a number and the seq in
+ * place of the ISO time, the rest as it is (the same fields as a line serialized on its own).
+ */
+function diskLine(seq: number, atMs: number, json: string): string | undefined {
+  if (!json.startsWith('{"at":"') || json.charCodeAt(AT_FIELD - 2) !== 34 || json.charCodeAt(AT_FIELD - 1) !== 44)
+    return undefined;
+  return `{"seq":${seq},"atMs":${atMs},${json.slice(AT_FIELD)}\n`;
 }
 
 export class RequestLog {
@@ -101,7 +133,7 @@ export class RequestLog {
   #nextSeq = 1;
   /** Hook names and codes come from a small set: one string each, shared by every record. */
   readonly #names = new Map<string, string>();
-  readonly #listeners = new Set<(entry: RequestEntry) => void>();
+  readonly #listeners = new Set<(entry: LiveEntry) => void>();
   /** While the files are read back: settles once they are (never rejects). */
   #loading: Promise<void> | undefined;
   /** Requests answered while the files were read back, in order: added once they are. */
@@ -193,17 +225,23 @@ export class RequestLog {
 
   /** Records a request once it is answered; written later, in a batch. */
   add(logged: LoggedRequest): void {
+    // With a tail open the entry is serialized once, for the tail and for its disk line.
+    const json = this.#listeners.size ? JSON.stringify(entryOf(logged)) : undefined;
     // Numbered after the entries on disk, so kept aside until they are read (bounded by the log's own).
     if (this.#loading) {
       if (this.#early.length < this.#bounds().maxEntries) this.#early.push(logged);
-    } else this.#keep(logged);
-    if (this.#listeners.size === 0) return;
-    const entry = entryOf(logged);
-    for (const listener of this.#listeners) listener(entry);
+    } else this.#keep(logged, json);
+    if (json === undefined) return;
+    const live: LiveEntry = { logged, json };
+    for (const listener of this.#listeners) listener(live);
   }
 
-  #keep(logged: LoggedRequest): void {
+  #keep(logged: LoggedRequest, json?: string): void {
     const record = this.#indexed(logged, this.#nextSeq++, undefined, 0, 0);
+    if (json !== undefined && this.#files) {
+      const line = diskLine(record.seq, logged.atMs, json);
+      if (line !== undefined) record.line = line;
+    }
     this.#index.push(record);
     this.#files?.write(record);
     this.#trim(logged.atMs);
@@ -314,7 +352,7 @@ export class RequestLog {
   }
 
   /** Calls `listener` with each entry added from now on, until the returned function is called. */
-  subscribe(listener: (entry: RequestEntry) => void): () => void {
+  subscribe(listener: (entry: LiveEntry) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }

@@ -33,6 +33,8 @@ export class Segment {
 export interface Stored {
   readonly seq: number;
   entry: LoggedRequest | undefined;
+  /** Its line, when it was already made (from the JSON the live tail sent); gone once written. */
+  line?: string | undefined;
   segment: Segment | undefined;
   at: number;
   bytes: number;
@@ -151,7 +153,7 @@ export class RequestLogFiles {
       }
       const slice = batch.slice(from, from + (this.#segmentEntries - current.lines));
       from += slice.length;
-      const lines = slice.map((s) => `${JSON.stringify({ seq: s.seq, ...s.entry })}\n`);
+      const lines = slice.map((s) => s.line ?? `${JSON.stringify({ seq: s.seq, ...s.entry })}\n`);
       const text = lines.join('');
       try {
         await current.handle.write(text);
@@ -170,6 +172,7 @@ export class RequestLogFiles {
           stored.at = at;
           stored.bytes = bytes;
           stored.entry = undefined;
+          stored.line = undefined;
           current.segment.live++;
         }
         at += bytes;
