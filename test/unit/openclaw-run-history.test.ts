@@ -39,6 +39,9 @@ test('the runs an OpenClaw process saw end are listed by the next one, with hook
   const a = accepted('run-a', 'agent', 'req-a');
   const b = accepted('run-b', 'github', 'req-b');
   first.note(a);
+  // Accepted in a later millisecond than a (ends are written in the other order below).
+  const acceptedA = Date.now();
+  while (Date.now() === acceptedA) await new Promise((resolve) => setImmediate(resolve));
   first.note(b);
   first.note({ ...ended(a, 'ok'), status: 'running' });
   first.note(ended(b, 'error', 'model refused'));
