@@ -1,20 +1,28 @@
 // A start does not wait for the request log on disk: with 100,000 entries written beforehand, the
-// real gateway answers /hooks/wake while its gauge hookgate_request_log_loading still says 1 (the
-// load is proven under way by state, not by timing); GET /api/requests asked during the load waits
-// for it; afterwards the log holds the old entries and the requests answered meanwhile, numbered
-// after them.
+// real gateway answers /hooks/wake while its gauge hookgate_request_log_loading still says 1. The load
+// is held under way by state, not by timing: the oldest segment is a named pipe (mkfifo) that the
+// test fills only after the wake was answered, so the read cannot end before. GET /api/requests asked
+// during the load waits for it; afterwards the log holds the old entries and the requests answered
+// meanwhile, numbered after them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { eventually, GATEWAY_TOKEN, spawnGateway, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 
 const OLD_ENTRIES = 100_000;
 const PER_SEGMENT = 10_000;
 
-/** Segments as the gateway writes them: requests-<first seq>.jsonl, one entry a line. */
-async function writeOldLog(dir: string): Promise<void> {
+/**
+ * Segments as the gateway writes them: requests-<first seq>.jsonl, one entry a line; the oldest (read
+ * first, and never by the pages asked here) is a named pipe, and its text is returned for the test to
+ * write into it when it chooses.
+ */
+async function writeOldLog(dir: string): Promise<{ fifo: string; text: string }> {
   await mkdir(dir, { recursive: true });
+  let oldest = { fifo: '', text: '' };
   const start = Date.now() - 3_600_000;
   for (let first = 1; first <= OLD_ENTRIES; first += PER_SEGMENT) {
     let text = '';
@@ -32,8 +40,12 @@ async function writeOldLog(dir: string): Promise<void> {
         phases: [{ name: 'auth', ms: 0.1 }],
       })}\n`;
     }
-    await writeFile(path.join(dir, `requests-${String(first).padStart(12, '0')}.jsonl`), text);
+    const file = path.join(dir, `requests-${String(first).padStart(12, '0')}.jsonl`);
+    if (first === 1) oldest = { fifo: file, text };
+    else await writeFile(file, text);
   }
+  await promisify(execFile)('mkfifo', [oldest.fifo]);
+  return oldest;
 }
 
 async function loadingGauge(url: string): Promise<number> {
@@ -46,15 +58,17 @@ async function loadingGauge(url: string): Promise<number> {
 test('the gateway answers while its request log is still read back; both old and new entries are kept', async () => {
   const stateDir = await tempStateDir();
   await writeConfig(stateDir, { hooks: { requestLog: { maxEntries: 1_000_000, retainDays: 7 } } });
-  await writeOldLog(path.join(stateDir, 'data', 'after', 'requests'));
+  const oldest = await writeOldLog(path.join(stateDir, 'data', 'after', 'requests'));
   const gw = await spawnGateway(stateDir);
   try {
-    // Answered, and only then the gauge read: still loading, so the wake did not wait for the load.
+    // Answered while the read waits on the pipe: the wake did not wait for the load.
     const wake = await gw.hook('/hooks/wake', { text: 'during the load', mode: 'next-heartbeat' });
     assert.equal(wake.status, 200);
     assert.equal(await loadingGauge(gw.url), 1, 'the load is still under way after the wake was answered');
     // Asked during the load, the list waits for it: the old entries are all there, and the wake.
-    const page = await gw.admin('/api/requests?limit=3');
+    const asked = gw.admin('/api/requests?limit=3');
+    await writeFile(oldest.fifo, oldest.text);
+    const page = await asked;
     assert.equal(await loadingGauge(gw.url), 0);
     assert.deepEqual(page.requests.map((r: { requestId: string }) => r.requestId).slice(0, 2), [
       `old-${OLD_ENTRIES - 1}`,
@@ -79,6 +93,7 @@ test('the gateway answers while its request log is still read back; both old and
   // The wake answered during the load was written to disk too: a restart lists it.
   const again = await spawnGateway(stateDir);
   try {
+    await writeFile(oldest.fifo, oldest.text);
     const page = await again.admin('/api/requests?limit=2');
     assert.equal(page.requests.length, 2);
     assert.ok(page.requests.every((r: { requestId: string }) => !r.requestId.startsWith('old-')));
