@@ -178,6 +178,29 @@ export interface HostRuns {
    * gateway never started run now (same runId), `interrupted` ones end as errors with their summary.
    */
   restore?(): Promise<{ rerun: readonly AcceptedRun[]; interrupted: readonly AcceptedRun[] }>;
+  /**
+   * The runs an earlier process kept a record of, oldest accepted first, handed over once at start:
+   * the run book lists them again after a restart. A host without it starts with an empty book.
+   */
+  history?(): Promise<readonly PastRun[]>;
+}
+
+/** A run as an earlier process left it on disk: enough for the runs list, never its prompt or reply. */
+export interface PastRun {
+  runId: string;
+  name: string;
+  /** wake, agent or the mapping's id; absent on records kept before it was recorded. */
+  hookId?: string;
+  status: RunStatus;
+  agentId: string;
+  sessionKey: string;
+  requestId?: string;
+  /** When it was accepted, and when its record last changed (ISO times). */
+  at: string;
+  updatedAt: string;
+  attempts?: readonly RunAttempt[];
+  nextAttemptAt?: string;
+  error?: string;
 }
 
 export interface Delivery {

@@ -113,6 +113,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     host.logger,
     () => current.requestLog,
   );
+  metrics.observeGauge('request_log_loading', () => (requests.loading ? 1 : 0));
   const limiter = new AuthFailureLimiter();
   const replies = await ReplyQueue.open({
     host,
@@ -123,6 +124,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
   // Before anything can start a run: the book sees every run from its acceptance.
   const runBook = new RunBook();
+  // The runs the last process left (a host that keeps them): the list survives a restart.
+  runBook.restore((await host.runs.history?.()) ?? []);
   runs.onUpdate((job, status, update) => runBook.note(job, status, update));
   runs.onFinal((final) => runBook.final(final));
   metrics.observeGauge('run_queue_depth', () => runs.queued);

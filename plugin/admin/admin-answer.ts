@@ -4,7 +4,7 @@
 // client that stops reading is dropped once its unsent events pass a bound, so it never holds memory.
 import type { ServerResponse } from 'node:http';
 import { writeJson } from '../http/answers.ts';
-import { AdminAnswer, AdminStream } from './admin-call.ts';
+import { AdminAnswer, AdminStream, JsonText } from './admin-call.ts';
 
 export const KEEPALIVE_MS = 15_000;
 /** Bytes waiting for a slow client before it is dropped. */
@@ -36,7 +36,8 @@ export function serveAdminStream(res: ServerResponse, stream: AdminStream): Prom
         return false;
       }
       // JSON.stringify escapes line breaks inside strings: the data is one line.
-      if (unsent.push(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`) === 1) setImmediate(flush);
+      const json = data instanceof JsonText ? data.text : JSON.stringify(data);
+      if (unsent.push(`event: ${event}\ndata: ${json}\n\n`) === 1) setImmediate(flush);
       return true;
     };
     const stop = stream.open(send);

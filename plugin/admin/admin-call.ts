@@ -21,7 +21,15 @@ export class AdminAnswer {
   ) {}
 }
 
-/** Sends one server-sent event; false when the client is too far behind and was dropped. */
+/** Data already serialized as one line of JSON: sent as it is. */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * Sends one server-sent event (data serialized as JSON, or a JsonText as it is); false when the
+ * client is too far behind and was dropped.
+ */
 export type SendEvent = (event: string, data: unknown) => boolean;
 
 /**

@@ -45,7 +45,8 @@ export function overviewRoute(parts: OverviewParts): AdminRoute {
   return (call: AdminCall) => {
     if (call.parts.length !== 1 || call.parts[0] !== 'overview') return undefined;
     if (call.method !== 'GET') return Promise.reject(refuse.methodNotAllowed('GET', 'the overview is read with GET'));
-    return Promise.resolve().then(() => overview(parts));
+    // Counted once the request log on disk is read back after a start.
+    return parts.requests.loaded().then(() => overview(parts));
   };
 }
 
@@ -53,8 +54,8 @@ function overview(p: OverviewParts): unknown {
   const now = Date.now();
   const status = hooksStatus({ snapshot: p.snapshot, requests: p.requests, runs: p.runs });
   const byHook = p.requests.recentByHook(now - HOUR_MS);
-  const open = new Map<string, number>();
-  for (const f of p.failures.openSince(0)) open.set(f.hook, (open.get(f.hook) ?? 0) + 1);
+  // Under the hook that accepted the run: an /agent run named "Nightly" counts under `agent`.
+  const open = p.failures.openByHook();
   const configured = new Map(status.hooks.map((h) => [h.id, h]));
   const hooks: HookOverview[] = p.pauses.list().map(({ name, paused, held }) => {
     const hook = configured.get(name);

@@ -4,8 +4,8 @@
 // the parameter. The filters read the log's index in memory; only a page's entries come off the disk.
 import { refuse } from '../errors.ts';
 import { OUTCOMES, REQUESTS_PAGE_MAX, type Outcome } from '../request-log/entry.ts';
-import { entryMatches, type RequestFilter, type RequestLog } from '../request-log/request-log.ts';
-import { AdminStream, type AdminCall, type AdminRoute } from './admin-call.ts';
+import { liveMatches, type RequestFilter, type RequestLog } from '../request-log/request-log.ts';
+import { AdminStream, JsonText, type AdminCall, type AdminRoute } from './admin-call.ts';
 
 /** Requests a page holds when the caller names no limit. */
 export const DEFAULT_REQUESTS_LIMIT = 100;
@@ -100,8 +100,9 @@ export function requestsRoute(log: RequestLog): AdminRoute {
 /** New entries that pass the filter, as they are added, while the client stays. */
 function liveTail(log: RequestLog, { limit: _limit, before: _before, ...filter }: RequestsQuery): AdminStream {
   return new AdminStream((send) =>
-    log.subscribe((entry) => {
-      if (entryMatches(entry, filter)) send('request', entry);
+    log.subscribe((live) => {
+      // Sent as serialized once by the log (which writes its disk line from the same text).
+      if (liveMatches(live.logged, filter)) send('request', new JsonText(live.json));
     }),
   );
 }

@@ -272,6 +272,20 @@ export class FailureBook {
     return out;
   }
 
+  /**
+   * Open failures by the hook that accepted their run (`wake`, `agent`, a mapping's id), never by the
+   * `name` a sender gave the run; a record older than the hook id counts under its name.
+   */
+  openByHook(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const f of this.#file.records.values()) {
+      if (f.state !== 'open') continue;
+      const hook = shareOf(f);
+      out.set(hook, (out.get(hook) ?? 0) + 1);
+    }
+    return out;
+  }
+
   /** Throws 404 for an unknown id; a failure already closed stays as it is. */
   async dismiss(id: string): Promise<Failure> {
     const f = this.#file.get(id);

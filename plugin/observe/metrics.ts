@@ -333,6 +333,7 @@ const GAUGE_HELP = {
   requests_waiting: 'Hook requests waiting for their runs to end (waitForCompletion).',
   budget_digests_waiting: 'Requests past their budget kept for digests not yet posted.',
   batched_requests_waiting: 'Requests in coalesced batches whose run has not started.',
+  request_log_loading: '1 while the request log on disk is read back after a start, else 0.',
 } as const;
 
 const nothing = (): void => {};

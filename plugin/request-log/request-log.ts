@@ -1,12 +1,15 @@
 // The hook requests this gateway answered, for `GET /api/requests`, the console and `hookgate
 // requests`: kept on disk under <stateDir>/requests/ (segments.ts), bounded by hooks.requestLog
-// (entries and days, whichever is smaller), read back at start. Memory holds an index of small
-// records (time, hook, status, code, client, flags, where the line is): filters and `before` paging
-// walk the index, and only the page's entries are read from disk. Adding is a push and a queued
-// write: nothing on the answer's path waits for the disk. Without a state dir it lives in memory.
+// (entries and days, whichever is smaller), read back after start while the gateway already answers
+// (100,000 entries take seconds): requests answered meanwhile are kept aside and join the log, after
+// the old entries, once it is read; pages and lookups wait for the read. Memory holds an index of
+// small records (time, hook, status, code, client, flags, where the line is): filters and `before`
+// paging walk the index, and only the page's entries are read from disk. Adding is a push and a
+// queued write: nothing on the answer's path waits for the disk. Without a state dir it lives in memory.
 import type { Logger } from '../host.ts';
 import { entryOf, type LoggedRequest, type Outcome, type RequestEntry } from './entry.ts';
 import { RequestLogFiles, type Segment, type Stored } from './segments.ts';
+import { errorMessage } from '../util/errors.ts';
 
 export interface RequestLogBounds {
   maxEntries: number;
@@ -39,6 +42,15 @@ export interface RequestFilter {
   client?: string;
   sinceMs?: number;
   untilMs?: number;
+}
+
+/**
+ * A new entry as the live tail gets it: as recorded (to filter without reformatting it), and its
+ * JSON as the admin API shows it, made once (the disk line is made from the same text).
+ */
+export interface LiveEntry {
+  logged: LoggedRequest;
+  json: string;
 }
 
 export interface RequestPage {
@@ -86,9 +98,32 @@ function matches(
   );
 }
 
-/** Whether a new entry (as the live tail hands it over) passes the filter. */
-export function entryMatches(entry: RequestEntry, f: RequestFilter): boolean {
-  return matches({ ...entry, atMs: Date.parse(entry.at), flags: flagsOf(entry) }, f);
+/** Whether a new entry (as the live tail hands it over) passes the filter; no filter passes all. */
+export function liveMatches(logged: LoggedRequest, f: RequestFilter): boolean {
+  if (
+    f.hook === undefined &&
+    f.outcome === undefined &&
+    f.code === undefined &&
+    f.client === undefined &&
+    f.sinceMs === undefined &&
+    f.untilMs === undefined
+  )
+    return true;
+  const { atMs, hook, status, code, client } = logged;
+  return matches({ atMs, hook, status, code, client, flags: flagsOf(logged) }, f);
+}
+
+/** `{"at":"<24 characters of ISO time>",`: what an entry's JSON starts with (entryOf puts it first). */
+const AT_FIELD = 33;
+
+/**
+ * The disk line of an entry from its JSON as the API shows it: the time as a number and the seq in
+ * place of the ISO time, the rest as it is (the same fields as a line serialized on its own).
+ */
+function diskLine(seq: number, atMs: number, json: string): string | undefined {
+  if (!json.startsWith('{"at":"') || json.charCodeAt(AT_FIELD - 2) !== 34 || json.charCodeAt(AT_FIELD - 1) !== 44)
+    return undefined;
+  return `{"seq":${seq},"atMs":${atMs},${json.slice(AT_FIELD)}\n`;
 }
 
 export class RequestLog {
@@ -105,32 +140,64 @@ export class RequestLog {
    * copy of the text, some 30 bytes of the index's ~220 an entry (docs/performance.md).
    */
   readonly #clients = new Map<string, string>();
-  readonly #listeners = new Set<(entry: RequestEntry) => void>();
+  readonly #listeners = new Set<(entry: LiveEntry) => void>();
+  /** While the files are read back: settles once they are (never rejects). */
+  #loading: Promise<void> | undefined;
+  /** Requests answered while the files were read back, in order: added once they are. */
+  #early: LoggedRequest[] = [];
 
   private constructor(files: RequestLogFiles | undefined, bounds: () => RequestLogBounds) {
     this.#files = files;
     this.#bounds = bounds;
   }
 
-  /** `dir` undefined: memory only, at most MEMORY_ONLY_ENTRIES. */
+  /**
+   * `dir` undefined: memory only, at most MEMORY_ONLY_ENTRIES. Resolves once the folder is listed (a
+   * folder that cannot be used fails the start); its entries are read after, see `loaded`.
+   */
   static async open(dir: string | undefined, logger: Logger, bounds: () => RequestLogBounds): Promise<RequestLog> {
     if (dir === undefined) return new RequestLog(undefined, () => memoryOnly(bounds()));
-    const loaded: Indexed[] = [];
     // Segments of about an eighth of the log: dropping the oldest frees disk in steps of that.
     const segmentEntries = Math.min(10_000, Math.max(64, Math.ceil(bounds().maxEntries / 8)));
     const log = new RequestLog(undefined, bounds);
-    const files = await RequestLogFiles.open(dir, logger, segmentEntries, (logged, seq, segment, at, bytes) => {
-      loaded.push(log.#indexed(logged, seq, segment, at, bytes));
-    });
-    log.#files = files;
+    const files = await RequestLogFiles.open(dir, logger, segmentEntries);
+    log.#loading = log.#load(files, logger);
+    return log;
+  }
+
+  /** Reads the entries on disk into the index, then adds the requests answered meanwhile. */
+  async #load(files: RequestLogFiles, logger: Logger): Promise<void> {
+    const loaded: Indexed[] = [];
+    try {
+      await files.load((logged, seq, segment, at, bytes) => {
+        loaded.push(this.#indexed(logged, seq, segment, at, bytes));
+      });
+    } catch (err) {
+      // What was read is kept; the log goes on with it (a later page simply lacks the rest).
+      logger.error('request log not read back whole', { reason: errorMessage(err) });
+    }
     // The segments were read in order of their first entry: the index is in order of seq.
     loaded.sort((a, b) => a.seq - b.seq);
-    log.#index = loaded;
-    log.#nextSeq = (loaded.at(-1)?.seq ?? 0) + 1;
+    this.#index = loaded;
+    this.#nextSeq = (loaded.at(-1)?.seq ?? 0) + 1;
     for (const r of loaded) r.segment!.live++;
-    log.#trim(Date.now());
+    this.#files = files;
+    this.#loading = undefined;
+    const early = this.#early;
+    this.#early = [];
+    for (const logged of early) this.#keep(logged);
+    this.#trim(Date.now());
     files.sweep();
-    return log;
+  }
+
+  /** Settles once the entries on disk are read back (at once without a state dir). */
+  loaded(): Promise<void> {
+    return this.#loading ?? Promise.resolve();
+  }
+
+  /** True while the entries on disk are read back: pages wait, requests are kept aside. */
+  get loading(): boolean {
+    return this.#loading !== undefined;
   }
 
   #indexed(logged: LoggedRequest, seq: number, segment: Segment | undefined, at: number, bytes: number): Indexed {
@@ -172,13 +239,26 @@ export class RequestLog {
 
   /** Records a request once it is answered; written later, in a batch. */
   add(logged: LoggedRequest): void {
+    // With a tail open the entry is serialized once, for the tail and for its disk line.
+    const json = this.#listeners.size ? JSON.stringify(entryOf(logged)) : undefined;
+    // Numbered after the entries on disk, so kept aside until they are read (bounded by the log's own).
+    if (this.#loading) {
+      if (this.#early.length < this.#bounds().maxEntries) this.#early.push(logged);
+    } else this.#keep(logged, json);
+    if (json === undefined) return;
+    const live: LiveEntry = { logged, json };
+    for (const listener of this.#listeners) listener(live);
+  }
+
+  #keep(logged: LoggedRequest, json?: string): void {
     const record = this.#indexed(logged, this.#nextSeq++, undefined, 0, 0);
+    if (json !== undefined && this.#files) {
+      const line = diskLine(record.seq, logged.atMs, json);
+      if (line !== undefined) record.line = line;
+    }
     this.#index.push(record);
     this.#files?.write(record);
     this.#trim(logged.atMs);
-    if (this.#listeners.size === 0) return;
-    const entry = entryOf(logged);
-    for (const listener of this.#listeners) listener(entry);
   }
 
   /** Drops the oldest entries beyond the bounds (count, then age). */
@@ -220,6 +300,7 @@ export class RequestLog {
    * first; `before` in the answer when older matching ones remain. Reads only those entries.
    */
   async page(filter: RequestFilter, limit: number, before?: number): Promise<RequestPage> {
+    await this.#loading;
     this.#trim(Date.now());
     const found: Indexed[] = [];
     let i = (before === undefined ? this.#index.length : this.#positionOf(before)) - 1;
@@ -241,6 +322,7 @@ export class RequestLog {
 
   /** One entry by its request id, newest first. */
   async find(requestId: string): Promise<RequestEntry | undefined> {
+    await this.#loading;
     for (let i = this.#index.length - 1; i >= this.#start; i--) {
       const r = this.#index[i]!;
       if (r.requestId === requestId) return (await this.#entries([r]))[0];
@@ -284,7 +366,7 @@ export class RequestLog {
   }
 
   /** Calls `listener` with each entry added from now on, until the returned function is called. */
-  subscribe(listener: (entry: RequestEntry) => void): () => void {
+  subscribe(listener: (entry: LiveEntry) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
@@ -294,9 +376,11 @@ export class RequestLog {
   }
 
   /** Writes what is queued and closes the file. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.#listeners.clear();
-    return this.#files?.close() ?? Promise.resolve();
+    // The requests kept aside during the read are written with the rest.
+    await this.#loading;
+    await this.#files?.close();
   }
 }
 

@@ -3,7 +3,8 @@
 // WRITE_EVERY_MS, off the answer's path (until written, the index holds them whole); a segment whose entries have all left the log is deleted
 // whole, so dropping the oldest never rewrites anything. A failed write is logged once; its entries
 // stay in memory and the next write, a while later, starts a new segment (a torn line is never
-// appended to). Read back at start as a stream (util/state-lines.ts), and a page at a time by offset.
+// appended to). Listed at start, read back after it as a stream (util/state-lines.ts) while the
+// gateway already answers, and a page at a time by offset.
 import { open, readdir, unlink, mkdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../host.ts';
@@ -38,6 +39,8 @@ export class Segment {
 export interface Stored {
   readonly seq: number;
   entry: LoggedRequest | undefined;
+  /** Its line, when it was already made (from the JSON the live tail sent); gone once written. */
+  line?: string | undefined;
   segment: Segment | undefined;
   at: number;
   bytes: number;
@@ -72,16 +75,8 @@ export class RequestLogFiles {
     this.#segmentEntries = segmentEntries;
   }
 
-  /**
-   * Reads every segment, oldest first, handing each entry to `onEntry` with where it is; lines that
-   * are not entries (a torn tail, a foreign line) are counted in one warning and skipped.
-   */
-  static async open(
-    dir: string,
-    logger: Logger,
-    segmentEntries: number,
-    onEntry: (logged: LoggedRequest, seq: number, segment: Segment, at: number, bytes: number) => void,
-  ): Promise<RequestLogFiles> {
+  /** Makes the folder and lists its segments, oldest first; a folder that cannot be used throws. */
+  static async open(dir: string, logger: Logger, segmentEntries: number): Promise<RequestLogFiles> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const files = new RequestLogFiles(dir, logger, segmentEntries);
     const names = (await readdir(dir))
@@ -89,10 +84,20 @@ export class RequestLogFiles {
       .filter((n) => n.match !== null)
       .map((n) => ({ name: n.name, first: Number(n.match![1]) }))
       .sort((a, b) => a.first - b.first);
+    for (const { name, first } of names) files.#segments.push(new Segment(first, path.join(dir, name)));
+    return files;
+  }
+
+  /**
+   * Reads every segment listed at open, oldest first, handing each entry to `onEntry` with where it
+   * is; lines that are not entries (a torn tail, a foreign line) are counted in one warning and skipped.
+   * Nothing is written before it ends (the log queues its writes until then).
+   */
+  async load(
+    onEntry: (logged: LoggedRequest, seq: number, segment: Segment, at: number, bytes: number) => void,
+  ): Promise<void> {
     let unreadable = 0;
-    for (const { name, first } of names) {
-      const segment = new Segment(first, path.join(dir, name));
-      files.#segments.push(segment);
+    for (const segment of [...this.#segments]) {
       const read = await readStateLines(
         segment.file,
         (text, at, bytes) => {
@@ -107,8 +112,7 @@ export class RequestLogFiles {
       );
       unreadable += read.tooLong + (read.torn ? 1 : 0);
     }
-    if (unreadable) logger.warn('request log lines unreadable, skipped', { dir, count: unreadable });
-    return files;
+    if (unreadable) this.#logger.warn('request log lines unreadable, skipped', { dir: this.#dir, count: unreadable });
   }
 
   /** Deletes the segments no entry of the index is on any more (but the one being written). */
@@ -155,7 +159,7 @@ export class RequestLogFiles {
       }
       const slice = batch.slice(from, from + (this.#segmentEntries - current.lines));
       from += slice.length;
-      const lines = slice.map((s) => `${JSON.stringify({ seq: s.seq, ...s.entry })}\n`);
+      const lines = slice.map((s) => s.line ?? `${JSON.stringify({ seq: s.seq, ...s.entry })}\n`);
       const text = lines.join('');
       try {
         await current.handle.write(text);
@@ -174,6 +178,7 @@ export class RequestLogFiles {
           stored.at = at;
           stored.bytes = bytes;
           stored.entry = undefined;
+          stored.line = undefined;
           current.segment.live++;
         }
         at += bytes;

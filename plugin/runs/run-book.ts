@@ -2,9 +2,11 @@
 // runs view, `hookgate runs`): status, hook, the request that started it, tries and the next one,
 // what became of its reply and its delivery. The same in every host, from the run service's own
 // updates; never the prompt or the reply's text (a host shows those on a run's own page, where it
-// keeps them). Bounded: the oldest run is forgotten first.
-import type { AcceptedRun, DeliveryFact, RunAttempt, RunStatus } from '../host.ts';
-import type { ReplyKind, RunFinal } from './run-final.ts';
+// keeps them). Bounded: the oldest run is forgotten first. At start it takes the runs the host kept
+// on disk (HostRuns.history), so a restart does not empty the list; their reply and delivery are not
+// kept there and stay unknown.
+import type { AcceptedRun, DeliveryFact, PastRun, RunAttempt, RunStatus } from '../host.ts';
+import { runFailureId, type ReplyKind, type RunFinal } from './run-final.ts';
 
 /** Runs remembered. */
 export const RUN_BOOK_SIZE = 10_000;
@@ -49,6 +51,32 @@ export class RunBook {
   #seq = 0;
 
   constructor(readonly size = RUN_BOOK_SIZE) {}
+
+  /** The runs an earlier process left, oldest first, before any of this one's: the newest `size` are kept. */
+  restore(past: readonly PastRun[]): void {
+    for (const p of past.slice(Math.max(0, past.length - this.size))) {
+      if (this.#runs.has(p.runId)) continue;
+      const run: Booked = {
+        seq: ++this.#seq,
+        runId: p.runId,
+        hook: p.hookId ?? p.name,
+        name: p.name,
+        status: p.status,
+        agentId: p.agentId,
+        sessionKey: p.sessionKey,
+        at: p.at,
+        updatedAt: p.updatedAt,
+      };
+      if (p.requestId !== undefined) run.requestId = p.requestId;
+      if (p.attempts !== undefined) run.attempts = p.attempts;
+      if (p.status === 'retrying' && p.nextAttemptAt !== undefined) run.nextAttemptAt = p.nextAttemptAt;
+      if (p.error !== undefined) run.error = p.error;
+      // A failed run's failure id is derived from its run id: the failure book keeps it under that.
+      if (p.status === 'error' || p.status === 'timeout') run.failureId = runFailureId(p.runId);
+      this.#runs.set(p.runId, run);
+    }
+    while (this.#runs.size > this.size) this.#runs.delete(this.#runs.keys().next().value!);
+  }
 
   /** A status the run service reported. */
   note(

@@ -65,6 +65,25 @@ test('the overview: each hook and the instance', async () => {
   );
 });
 
+test("the overview counts an /agent run's failure under agent, whatever the run's name", async () => {
+  await withGateway(
+    { hooks: HOOKS, turn: async () => ({ status: 'error', error: 'provider said no' }) },
+    async (gw) => {
+      const named = await post(gw.url, '/hooks/agent', { message: 'do it', name: 'Nightly' });
+      const unnamed = await post(gw.url, '/hooks/agent', { message: 'do it too' });
+      await gw.finalRun(named.body.runId);
+      await gw.finalRun(unnamed.body.runId);
+      await waitUntil(async () => (await call(gw, 'GET', 'failures')).body.failures.length === 2, 'the failures');
+      const { body } = await call(gw, 'GET', 'overview');
+      const byName = new Map(body.hooks.map((h: any) => [h.name, h]));
+      assert.equal((byName.get('agent') as any).openFailures, 2);
+      assert.equal(byName.has('Nightly'), false);
+      assert.equal((byName.get('wake') as any).openFailures, 0);
+      assert.equal((byName.get('github') as any).openFailures, 0);
+    },
+  );
+});
+
 test('asking the assistant about a failure: one sanitized system event naming it, and a heartbeat', async () => {
   await withGateway(
     { hooks: HOOKS, turn: async () => ({ status: 'error', error: `provider said no ${FORGED}` }) },

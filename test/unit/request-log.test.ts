@@ -1,12 +1,13 @@
 // The request log on its own: bounds (entries and age), filters and `before` paging over the index,
 // entries on disk read back by a new instance, segments deleted as their entries leave, a failed write
-// logged once with nothing lost from memory, and what of a sender's key it keeps.
+// logged once with nothing lost from memory, what of a sender's key it keeps, and the live tail's
+// entries (serialized once, their disk lines made from the same text) and filter.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFile, open, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { LOGGED_KEY_MAX, loggableKey, type LoggedRequest } from '../../plugin/request-log/entry.ts';
-import { RequestLog, type RequestLogBounds } from '../../plugin/request-log/request-log.ts';
+import { entryOf, LOGGED_KEY_MAX, loggableKey, type LoggedRequest } from '../../plugin/request-log/entry.ts';
+import { liveMatches, RequestLog, type RequestLogBounds } from '../../plugin/request-log/request-log.ts';
 import { waitUntil } from '../helpers/common.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import type { Logger } from '../../plugin/host.ts';
@@ -97,6 +98,7 @@ test('on disk: a new instance reads the entries back, in order, with their curso
   for (let n = 1; n <= 300; n++) first.add(entry(n, { runIds: [`run-${n}`], dedupeKey: `k${n}` }));
   await first.close();
   const again = await RequestLog.open(dir, recorder(), bounds(1000));
+  await again.loaded();
   assert.equal(again.size, 300);
   const page = await again.page({}, 3);
   assert.deepEqual(ids(page), ['r298', 'r299', 'r300']);
@@ -109,6 +111,65 @@ test('on disk: a new instance reads the entries back, in order, with their curso
   await third.close();
 });
 
+test('on disk: entries added while the files are read back are kept after them, pages waiting for the read', async () => {
+  const dir = path.join(await tempDir('request-log-'), 'requests');
+  const first = await RequestLog.open(dir, recorder(), bounds(1000));
+  for (let n = 1; n <= 300; n++) first.add(entry(n));
+  await first.close();
+  const again = await RequestLog.open(dir, recorder(), bounds(1000));
+  assert.equal(again.loading, true, 'open resolves before the entries are read');
+  const seen: string[] = [];
+  again.subscribe((e) => seen.push(e.logged.requestId));
+  again.add(entry(301));
+  assert.deepEqual(seen, ['r301'], 'the live tail has it at once');
+  const page = await again.page({}, 3);
+  assert.equal(again.loading, false);
+  assert.deepEqual(ids(page), ['r299', 'r300', 'r301']);
+  await again.close();
+  const third = await RequestLog.open(dir, recorder(), bounds(1000));
+  assert.deepEqual(ids(await third.page({}, 2)), ['r300', 'r301'], 'written to disk after the read');
+  await third.close();
+});
+
+test('with a live tail open each entry is serialized once: the tail gets it, and its disk line reads back the same', async () => {
+  const dir = path.join(await tempDir('request-log-'), 'requests');
+  const log = await RequestLog.open(dir, recorder(), bounds(1000));
+  await log.loaded();
+  const sent: string[] = [];
+  const stop = log.subscribe((live) => sent.push(live.json));
+  const odd = {
+    reason: 'a "quoted" \u2028 line\nbreak and ünïcode ✓',
+    runIds: ['run-1'],
+    phases: [{ name: 'check', ms: 0.1 }],
+  };
+  log.add(entry(1, odd));
+  log.add(entry(2, { status: 401, code: 'unauthorized' }));
+  stop();
+  log.add(entry(3));
+  assert.equal(sent.length, 2);
+  assert.deepEqual(JSON.parse(sent[0]!), { ...entryOf(entry(1, odd)) });
+  await log.close();
+  const again = await RequestLog.open(dir, recorder(), bounds(1000));
+  const page = await again.page({}, 10);
+  assert.deepEqual(page.requests, [
+    entryOf(entry(1, odd)),
+    entryOf(entry(2, { status: 401, code: 'unauthorized' })),
+    entryOf(entry(3)),
+  ]);
+  assert.deepEqual(ids(await again.page({ outcome: '4xx' }, 10)), ['r2']);
+  await again.close();
+});
+
+test('the live tail filters new entries as the pages do; no filter passes all', () => {
+  const refused = entry(1, { status: 401, code: 'unauthorized', hook: 'github' });
+  assert.equal(liveMatches(refused, {}), true);
+  assert.equal(liveMatches(refused, { outcome: '4xx', hook: 'github' }), true);
+  assert.equal(liveMatches(refused, { outcome: '2xx' }), false);
+  assert.equal(liveMatches(refused, { code: 'unauthorized', client: '127.0.0.1' }), true);
+  assert.equal(liveMatches(refused, { sinceMs: refused.atMs + 1 }), false);
+  assert.equal(liveMatches(entry(2, { duplicate: true }), { outcome: 'duplicate' }), true);
+});
+
 test('on disk: the bound holds across a restart, and segments whose entries all left are deleted', async () => {
   const dir = path.join(await tempDir('request-log-'), 'requests');
   // maxEntries 100: segments of 64 entries.
@@ -118,6 +179,7 @@ test('on disk: the bound holds across a restart, and segments whose entries all 
   const files = (await readdir(dir)).filter((f) => f.endsWith('.jsonl'));
   assert.ok(files.length <= 3, `old segments deleted: ${files.join(', ')}`);
   const smaller = await RequestLog.open(dir, recorder(), bounds(10));
+  await smaller.loaded();
   assert.equal(smaller.size, 10, 'a smaller bound at start trims what was kept');
   assert.deepEqual(ids(await smaller.page({}, 1)), ['r1000']);
   await smaller.close();

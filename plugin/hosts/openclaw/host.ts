@@ -11,6 +11,7 @@ import type { OpenClawPluginApi } from './api.ts';
 import { lineLogger } from './line-logger.ts';
 import { openClawAgents, openClawChannels, openClawSecrets, selectOpenClawConfig } from './config.ts';
 import type { RecentRuns } from './recent-runs.ts';
+import type { RunHistory } from './run-history.ts';
 import type { ServiceQueue } from './run-queue.ts';
 import { runTurn } from './turns.ts';
 import { openClawReplies } from './reply-sends.ts';
@@ -41,12 +42,14 @@ export interface OpenClawHostOptions {
   stateDir: string;
   /** What GET /hookgate/api/runs/<id> shows. */
   recentRuns: RecentRuns;
+  /** The runs seen ending, kept on disk for the runs list after a restart. */
+  runHistory: RunHistory;
 }
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
 
 export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
-  const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns } = options;
+  const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns, runHistory } = options;
   const { runtime } = api;
   // Mapped once per config object: OpenClaw replaces the object when its config changes.
   let seen: unknown;
@@ -144,6 +147,7 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       // An accepted run and its key are on disk before its 202; its end is noted when it comes.
       onRunUpdate(record) {
         recentRuns.note(record);
+        runHistory.note(record);
         if (record.attempts) triesSoFar.set(record.runId, record.attempts.length);
         if (FINAL.has(record.status)) triesSoFar.delete(record.runId);
         if (record.status === 'queued') {
@@ -155,6 +159,7 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
         return FINAL.has(record.status) ? acks.done(record.runId) : undefined;
       },
       restore: () => Promise.resolve({ rerun: pending.runs, interrupted: pending.interrupted }),
+      history: () => Promise.resolve(runHistory.take()),
     },
     idempotency: { restore: (limits) => journal.restore(limits) },
     replies: openClawReplies(api, queue, () => liveConfig(api)),

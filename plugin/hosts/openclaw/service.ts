@@ -28,6 +28,7 @@ import { createOpenClawHost } from './host.ts';
 import { CONSOLE_PATH, routePath } from './identity.ts';
 import { IdempotencyJournal } from './idempotency-journal.ts';
 import { RecentRuns } from './recent-runs.ts';
+import { RunHistory } from './run-history.ts';
 import { ServiceQueue, type ContextRunner } from './run-queue.ts';
 
 /** OpenClaw gives a plugin service this long to stop when it replaces or disables the plugin. */
@@ -86,6 +87,7 @@ export async function startHookgate(
   const pending = await acks.open(ctx.stateDir);
   let handover: EventHandover | undefined;
   const recentRuns = new RecentRuns();
+  const runHistory = new RunHistory();
   const stateDir = path.join(ctx.stateDir, 'hookgate', 'after');
   const host = createOpenClawHost({
     api,
@@ -97,7 +99,10 @@ export async function startHookgate(
     pending,
     stateDir,
     recentRuns,
+    runHistory,
   });
+  // Before the plugin starts: its run book takes the runs the last process saw end.
+  await runHistory.open(path.join(ctx.stateDir, 'hookgate', 'runs.jsonl'), host.logger);
   handover = new EventHandover(acks, openClawEvents(api), host.logger);
   const clash = builtInHooksWarning(api.config, routePath(api.pluginConfig));
   if (clash) host.logger.warn(clash);
@@ -158,6 +163,7 @@ export async function startHookgate(
       clearTimeout(ready);
       try {
         await plugin.close(STOP_GRACE_MS);
+        await runHistory.close();
       } finally {
         queue.detach();
         queue.clear('the hookgate service stopped');

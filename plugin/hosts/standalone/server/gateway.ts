@@ -70,6 +70,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const storage = new Storage(dataDir, settings.storage, logger);
   const { store, outbox, runs: registry } = storage;
   const interrupted = await storage.open();
+  const cutOff = new Set(interrupted.map((run) => run.runId));
   await moveUnsettledReplies(dataDir, logger);
 
   const runner = new AgentRunner(() => ({ defaultModel: settings.defaultModel, providers: settings.providers }));
@@ -142,6 +143,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         return outcome;
       },
       onRunUpdate: (record) => registry.update(record),
+      // The runs the session files still hold: the runs list survives a restart. One the last stop
+      // cut off is listed as the error reportInterrupted records for it below; one waiting for a
+      // retry is the core's, which lists it as it goes on.
+      history: async () =>
+        registry
+          .history()
+          .map((run) =>
+            cutOff.has(run.runId) && run.status !== 'retrying' ? { ...run, status: 'error', error: INTERRUPTED } : run,
+          ),
     },
     idempotency: { restore: async () => storage.takeIdempotencyRecords() },
     replies,
@@ -311,8 +321,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 }
 
 /** Runs the previous process accepted but never finished: record them and tell the main session. */
+const INTERRUPTED = 'interrupted: the gateway stopped before the run finished';
+
 async function reportInterrupted(runs: RunRecord[], host: GatewayHost, registry: RunRegistry): Promise<void> {
-  const error = 'interrupted: the gateway stopped before the run finished';
+  const error = INTERRUPTED;
   for (const run of runs) {
     void registry.update({ ...run, status: 'error', error });
     await host.sessions.enqueueSystemEvent(

@@ -5,8 +5,9 @@
 // finished are found. A run no longer in memory is read back from its session file (found through
 // the run index, run-index.ts) for as long as the file still holds it. Replies are what can be large:
 // memory keeps the newest up to REPLY_BYTES_IN_MEMORY, and an older reply (or one restored on start)
-// is read back from its session file when the run is asked for.
-import type { IdempotencyRecord, RunAttempt, RunRecord, RunStatus } from '../../../host.ts';
+// is read back from its session file when the run is asked for. The runs restored on start are also
+// handed to the core once (history()), so the admin API's runs list survives a restart.
+import type { IdempotencyRecord, PastRun, RunAttempt, RunRecord, RunStatus } from '../../../host.ts';
 import { isoNow } from '../io/iso-now.ts';
 
 /** A run's status line in its session file. */
@@ -24,6 +25,9 @@ export interface RunLine {
   attempts?: RunAttempt[];
   /** With status "retrying": when the next try is due (ISO time). */
   next?: string;
+  /** On an acceptance: the hook that accepted it and the request that started it (the runs list). */
+  hook?: string;
+  req?: string;
 }
 
 /** Adds a line to a session's file: `record` settles once it is written; `queue` has nobody waiting. */
@@ -41,6 +45,10 @@ const STATUSES: ReadonlySet<string> = new Set(['queued', 'running', 'retrying', 
 interface RestoredRun extends RunRecord {
   /** When it was accepted, to keep the most recent runs across session files. */
   acceptedAt: string;
+  /** When its newest line was written. */
+  updatedAt: string;
+  hookId?: string;
+  requestId?: string;
   /** Its session file holds a reply, read back when the run is asked for. */
   replied?: boolean;
 }
@@ -95,6 +103,30 @@ export async function readRun(scan: SessionScan, sessionKey: string, runId: stri
   return run;
 }
 
+function pastRun(
+  run: RunRecord,
+  at: string,
+  updatedAt: string,
+  hookId: string | undefined,
+  requestId: string | undefined,
+): PastRun {
+  const past: PastRun = {
+    runId: run.runId,
+    name: run.name,
+    status: run.status,
+    agentId: run.agentId,
+    sessionKey: run.sessionKey,
+    at,
+    updatedAt,
+  };
+  if (hookId !== undefined) past.hookId = hookId;
+  if (requestId !== undefined) past.requestId = requestId;
+  if (run.attempts !== undefined) past.attempts = run.attempts;
+  if (run.nextAttemptAt !== undefined) past.nextAttemptAt = run.nextAttemptAt;
+  if (run.error !== undefined) past.error = run.error;
+  return past;
+}
+
 export class RunRegistry {
   private readonly runs = new Map<string, Readonly<RunRecord>>();
   /**
@@ -106,6 +138,8 @@ export class RunRegistry {
   private next = 0;
   /** Runs read from the session files on start, until restored() sorts them. */
   private restoring = new Map<string, RestoredRun>();
+  /** The runs restored on start, oldest accepted first, until the core takes them (history()). */
+  private past: PastRun[] = [];
   /** Sizes of the replies kept in memory, and their run ids oldest first (with a moving head). */
   private readonly replyBytesOf = new Map<string, number>();
   private replyOrder: string[] = [];
@@ -124,8 +158,16 @@ export class RunRegistry {
     for (const record of records) {
       if (isRunLine(record)) {
         const before = this.restoring.get(record.runId);
-        const run: RestoredRun = { ...runOf(record, sessionKey), acceptedAt: before?.acceptedAt ?? record.at };
+        const run: RestoredRun = {
+          ...runOf(record, sessionKey),
+          acceptedAt: before?.acceptedAt ?? record.at,
+          updatedAt: record.at,
+        };
         if (before?.replied) run.replied = true;
+        const hookId = before?.hookId ?? (typeof record.hook === 'string' ? record.hook : undefined);
+        if (hookId !== undefined) run.hookId = hookId;
+        const requestId = before?.requestId ?? (typeof record.req === 'string' ? record.req : undefined);
+        if (requestId !== undefined) run.requestId = requestId;
         this.restoring.set(record.runId, run);
         continue;
       }
@@ -143,13 +185,22 @@ export class RunRegistry {
   restored(): RunRecord[] {
     this.keepMostRecent();
     const unfinished: RunRecord[] = [];
-    for (const { acceptedAt: _at, replied, ...run } of this.restoring.values()) {
+    this.past = [];
+    for (const { acceptedAt, updatedAt, hookId, requestId, replied, ...run } of this.restoring.values()) {
+      this.past.push(pastRun(run, acceptedAt, updatedAt, hookId, requestId));
       this.remember(run);
       if (replied) this.replyOnDisk.add(run.runId);
       if (!FINAL.has(run.status)) unfinished.push(run);
     }
     this.restoring = new Map();
     return unfinished;
+  }
+
+  /** The runs restored on start, oldest accepted first; handed over once. */
+  history(): PastRun[] {
+    const past = this.past;
+    this.past = [];
+    return past;
   }
 
   /**
@@ -175,6 +226,8 @@ export class RunRegistry {
     };
     if (record.error !== undefined) line.error = record.error;
     if (record.idempotency !== undefined) line.idem = record.idempotency;
+    if (record.run?.hookId !== undefined) line.hook = record.run.hookId;
+    if (record.run?.requestId !== undefined) line.req = record.run.requestId;
     if (record.attempts !== undefined) line.attempts = [...record.attempts];
     if (record.nextAttemptAt !== undefined) line.next = record.nextAttemptAt;
     // A lost final line is not worth failing a finished run for; the session log logs write failures.
