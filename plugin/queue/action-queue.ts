@@ -180,9 +180,8 @@ export class ActionQueue {
       try {
         const args: (string | number)[] = ['GROUP', GROUP, consumer, 'COUNT', BATCH];
         if (!own) args.push('BLOCK', BLOCK_MS);
-        const reply = (await reader.call('XREADGROUP', ...args, 'STREAMS', this.#stream, own ? ownFrom : '>')) as
-          [string, [string, string[] | null][]][] | null;
-        entries = parseEntries(reply?.[0]?.[1] ?? []);
+        const reply = await reader.call('XREADGROUP', ...args, 'STREAMS', this.#stream, own ? ownFrom : '>');
+        entries = parseEntries(streamEntries(reply));
       } catch (err) {
         if (this.#closed) return;
         if (errorMessage(err).startsWith('NOGROUP')) await this.#ensureGroup().catch(() => {});
@@ -278,6 +277,14 @@ export class ActionQueue {
       // Left pending: taken again after the lease, and found done by the taker's durable dedupe.
     }
   }
+}
+
+/** XREADGROUP's entries of the one stream asked for; none when a blocked read ended empty. */
+function streamEntries(reply: unknown): [string, string[] | null][] {
+  if (!Array.isArray(reply) || reply.length === 0) return [];
+  // [[stream, entries]] as Redis sends it; [stream, entries] as ioredis's call() gives one stream.
+  const pair = (typeof reply[0] === 'string' ? reply : reply[0]) as [string, [string, string[] | null][]];
+  return Array.isArray(pair[1]) ? pair[1] : [];
 }
 
 function parseEntries(raw: [string, string[] | null][]): TakenEntry[] {
