@@ -5,7 +5,7 @@
 // that comes back to it. Redis runs with AOF off here: the rows measure hookgate, not the disk.
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/helpers/redis-server.ts';
-import { hostTimes, quietCpu } from './drive.ts';
+import { drive, hostTimes, quietCpu, type Load } from './drive.ts';
 import { HOOK_TOKEN, cpuMicros, startHookgate } from './processes.ts';
 import type { BackHalfRow } from './back-half.ts';
 
@@ -15,27 +15,13 @@ export const BACKLOG_ROW = 'queue backlog drained by an assistant coming back';
 const SENDERS = 32;
 const BACKLOG = 100_000;
 const STREAM = 'hookgate:queue:bench';
-const WAKE = JSON.stringify({ text: 'bench wake', mode: 'next-heartbeat' });
+/** The bench's wake (autocannon, as every other row): the same load on both sides. */
+const WAKE: Load = {
+  path: '/hooks/wake',
+  body: JSON.stringify({ text: 'bench wake', mode: 'next-heartbeat' }),
+  headers: { authorization: `Bearer ${HOOK_TOKEN}`, 'content-type': 'application/json' },
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Wakes sent to `url` by SENDERS senders for `seconds`; the count answered 200. */
-async function flood(url: string, seconds: number): Promise<number> {
-  let ok = 0;
-  const end = performance.now() + seconds * 1000;
-  const sender = async (): Promise<void> => {
-    while (performance.now() < end) {
-      const res = await fetch(`${url}/hooks/wake`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${HOOK_TOKEN}`, 'content-type': 'application/json' },
-        body: WAKE,
-      });
-      await res.arrayBuffer();
-      if (res.status === 200) ok++;
-    }
-  };
-  await Promise.all(Array.from({ length: SENDERS }, sender));
-  return ok;
-}
 
 /** Resolves once the queue holds nothing, taken or not (every action confirmed). */
 async function drained(redis: Redis, timeoutMs: number): Promise<void> {
@@ -58,37 +44,31 @@ export async function queueRows(seconds: number): Promise<BackHalfRow[]> {
   let assistant = await startHookgate({ queue });
   const rows: BackHalfRow[] = [];
   try {
-    // The local wake, in the same run: its CPU per wake and rate.
-    let cpu0 = await cpuMicros(local.pid);
-    let steal0 = await hostTimes();
-    let t0 = performance.now();
-    const localWakes = await flood(local.url, seconds);
-    const localSeconds = (performance.now() - t0) / 1000;
-    const localCpu = (await quietCpu(local.pid)) - cpu0;
+    // The local wake, in the same run: its rate and CPU per wake.
+    const localRow = await drive(local.url, local.pid, WAKE, SENDERS, seconds);
     rows.push({
       name: 'wakes acted on at once (no queue), the same senders',
       unit: 'wakes/s',
-      perSecond: Math.round(localWakes / localSeconds),
-      cpuUsPerItem: Math.round(localCpu / Math.max(1, localWakes)),
-      items: localWakes,
-      stealPct: steal(steal0, await hostTimes()),
+      perSecond: localRow.reqPerSec,
+      cpuUsPerItem: Math.round(localRow.cpuUsPerReq),
+      items: localRow.ok,
+      stealPct: localRow.stealPct,
     });
 
-    // Through the queue: counted once the assistant confirmed the last one.
-    const pids = [door.pid, assistant.pid];
-    cpu0 = (await Promise.all(pids.map(cpuMicros))).reduce((a, b) => a + b, 0);
-    steal0 = await hostTimes();
-    t0 = performance.now();
-    const queued = await flood(door.url, seconds);
+    // Through the queue: the door's figures, and the assistant's CPU until it confirmed the last one.
+    const assistantBefore = await cpuMicros(assistant.pid);
+    const steal0 = await hostTimes();
+    const t0 = performance.now();
+    const doorRow = await drive(door.url, door.pid, WAKE, SENDERS, seconds);
     await drained(redis, 300_000);
     const queueSeconds = (performance.now() - t0) / 1000;
-    const queueCpu = (await Promise.all(pids.map(quietCpu))).reduce((a, b) => a + b, 0) - cpu0;
+    const assistantCpu = (await quietCpu(assistant.pid)) - assistantBefore;
     rows.push({
-      name: `${QUEUE_ROW} (one of each)`,
+      name: `${QUEUE_ROW} (one of each; carried out per second until the last was confirmed)`,
       unit: 'wakes/s',
-      perSecond: Math.round(queued / queueSeconds),
-      cpuUsPerItem: Math.round(queueCpu / Math.max(1, queued)),
-      items: queued,
+      perSecond: Math.round(doorRow.ok / queueSeconds),
+      cpuUsPerItem: Math.round(doorRow.cpuUsPerReq + assistantCpu / Math.max(1, doorRow.ok)),
+      items: doorRow.ok,
       stealPct: steal(steal0, await hostTimes()),
     });
 
@@ -107,10 +87,10 @@ export async function queueRows(seconds: number): Promise<BackHalfRow[]> {
       for (let j = i; j < i + 1000; j++) pipe.xadd(STREAM, '*', 'a', entry(j));
       await pipe.exec();
     }
-    steal0 = await hostTimes();
+    const backlogSteal = await hostTimes();
     assistant = await startHookgate({ queue });
     const startedAt = performance.now();
-    cpu0 = await cpuMicros(assistant.pid);
+    const cpu0 = await cpuMicros(assistant.pid);
     await drained(redis, 1_800_000);
     const drainSeconds = (performance.now() - startedAt) / 1000;
     rows.push({
@@ -119,7 +99,7 @@ export async function queueRows(seconds: number): Promise<BackHalfRow[]> {
       perSecond: Math.round(BACKLOG / drainSeconds),
       cpuUsPerItem: Math.round(((await quietCpu(assistant.pid)) - cpu0) / BACKLOG),
       items: BACKLOG,
-      stealPct: steal(steal0, await hostTimes()),
+      stealPct: steal(backlogSteal, await hostTimes()),
     });
   } finally {
     redis.disconnect();

@@ -13,6 +13,7 @@ import {
   writeConfig,
   type SpawnedGateway,
 } from '../helpers/spawn-gateway.ts';
+import { Redis } from 'ioredis';
 import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
 
 /** Generous: the machine is shared, and gateways start through tsx. */
@@ -194,6 +195,25 @@ test('Redis killed: the door answers 503 queue_unavailable, acknowledges nothing
   } finally {
     await own.stop();
   }
+});
+
+test('Redis hung (it answers nothing): the door answers 503 queue_unavailable, then 200 once Redis answers', async () => {
+  const queue = { redis: redis.url, name: 'hung', timeoutMs: 300 };
+  const door = await gateway('ingress', queue);
+  assert.equal((await wake(door, 'hung before')).status, 200);
+  const sleeper = new Redis(redis.url);
+  try {
+    await sleeper.ping();
+    // The server answers nobody while it sleeps; the door's add times out rather than waits.
+    const sleeping = sleeper.call('DEBUG', 'SLEEP', '3');
+    const r = await wake(door, 'hung during');
+    assert.equal(r.status, 503);
+    assert.equal((r.body as { code: string }).code, 'queue_unavailable');
+    await sleeping;
+  } finally {
+    sleeper.disconnect();
+  }
+  await eventually(async () => (await wake(door, 'hung after')).status === 200, LONG_MS);
 });
 
 test('redis-server restarted with AOF on: every acknowledged action survives it and is carried out', async () => {
