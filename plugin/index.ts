@@ -177,8 +177,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   // The Redis client is loaded only when configured: it is a large part of the gateway's memory.
   const shared =
     sharedState &&
-    new (await import('./redis/shared-redis.ts')).SharedRedis(sharedState, host.logger, (up) =>
-      metrics.sharedStateUp(up),
+    new (await import('./redis/shared-redis.ts')).SharedRedis(
+      sharedState,
+      host.logger,
+      (up) => metrics.sharedStateUp(up),
+      // On the queue's own Redis, the queue says each outage (once for both).
+      sharedState.url !== current.queue?.url,
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
   const rateLimits = new HookRateLimiter();
