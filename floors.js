@@ -9,8 +9,8 @@ export const FLOORS = [
   // 2. the core's vocabulary (Action, AgentSpec, Outcome), leaf helpers, metrics, Redis
   ['action.ts', 'util/', 'observe/', 'redis/'],
   // 3. the wire, tokens and the limiter, the keys kept, the content wrapper, the transform sandbox,
-  // retries, the request log on disk
-  ['http/', 'auth/', 'dedupe/', 'safety/', 'transforms/', 'retry/', 'request-log/'],
+  // retries, the request log on disk, the queue on Redis
+  ['http/', 'auth/', 'dedupe/', 'safety/', 'transforms/', 'retry/', 'request-log/', 'queue/'],
   // 4. signed senders; the reply queue
   ['verify/', 'replies/'],
   // 5. the run service, its retries, outcomes and waiters; what hooks may spend

@@ -10,9 +10,9 @@ export interface BackHalfRow {
   name: string;
   unit: string;
   perSecond: number;
-  /** What the issue asks for, in the same unit; the row meets it within `tolerance`. */
-  goal: number;
-  tolerance: number;
+  /** What the issue asks for, in the same unit; the row meets it within `tolerance`. None: a figure to read beside another. */
+  goal?: number;
+  tolerance?: number;
   /** The gateway's CPU time (all threads) per item, the work left behind included. */
   cpuUsPerItem: number;
   items: number;

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { AGENT_RUNS_ROW, agentRunsAgainstModel, type BackHalfRow } from './back-half.ts';
+import { BACKLOG_ROW, QUEUE_ROW, queueRows } from './door-queue.ts';
 import { drive, quietCpu, type Figures, type Load } from './drive.ts';
 import { PLUGIN_PATH, lockAddress, startOpenClaw, type OpenClawSide } from './openclaw-peer.ts';
 import {
@@ -335,11 +336,15 @@ async function main(): Promise<void> {
   }
   const backHalf: BackHalfRow[] = [];
   if (wanted(AGENT_RUNS_ROW)) backHalf.push(await agentRunsAgainstModel(SECONDS));
+  if (wanted(QUEUE_ROW) || wanted(BACKLOG_ROW)) backHalf.push(...(await queueRows(SECONDS)));
   for (const r of backHalf) {
-    const met = Math.abs(r.perSecond - r.goal) <= r.goal * r.tolerance;
+    const goal =
+      r.goal === undefined
+        ? ''
+        : ` (goal ${r.goal} within ${r.tolerance! * 100}%: ${Math.abs(r.perSecond - r.goal) <= r.goal * r.tolerance! ? 'met' : 'missed'})`;
     console.log(`${r.name}`);
     console.log(
-      `  ${r.perSecond} ${r.unit} (goal ${r.goal} within ${r.tolerance * 100}%: ${met ? 'met' : 'missed'}), ${r.items} in all, CPU ${r.cpuUsPerItem} µs per item${r.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${r.stealPct}% of the CPU meanwhile` : `, steal ${r.stealPct}%`}`,
+      `  ${r.perSecond} ${r.unit}${goal}, ${r.items} in all, CPU ${r.cpuUsPerItem} µs per item${r.stealPct >= STEAL_WARN_PCT ? `; ! the host stole ${r.stealPct}% of the CPU meanwhile` : `, steal ${r.stealPct}%`}`,
     );
   }
   console.log('');

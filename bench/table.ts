@@ -76,7 +76,7 @@ if (result.backHalf?.length) {
   lines.push('', '| After the 200 | per second (goal) | CPU µs per item | steal |', '|---|---|---|---|');
   for (const r of result.backHalf)
     lines.push(
-      `| ${r.name} | ${r.perSecond} ${r.unit} (${r.goal} ± ${r.tolerance * 100}%) | ${n(r.cpuUsPerItem)} | ${r.stealPct}% |`,
+      `| ${r.name} | ${r.perSecond} ${r.unit}${r.goal === undefined ? '' : ` (${r.goal} ± ${r.tolerance! * 100}%)`} | ${n(r.cpuUsPerItem)} | ${r.stealPct}% |`,
     );
 }
 const m = result.memory;

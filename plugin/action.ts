@@ -41,6 +41,8 @@ export interface AgentSpec extends RunOptions {
   /** The message is already wrapped (a preset may wrap it as what it is, e.g. email). */
   alreadyWrapped?: boolean;
   source: string;
+  /** Chosen at a door (hooks.queue): the run keeps the id its request was answered with. */
+  runId?: string;
 }
 
 /** An accepted run (the host contract's AcceptedRun). */

@@ -32,6 +32,8 @@ export type ErrorCode =
   | 'output_too_large'
   | 'overloaded'
   | 'paused_full'
+  | 'queue_unavailable'
+  | 'queue_full'
   | 'bad_request'
   | 'headers_too_large'
   | 'request_timeout'
@@ -196,6 +198,20 @@ export const refuse = {
       503,
       'paused_full',
       `holding this action would pass ${maxBytes} bytes held for paused hooks (hooks.maxHeldBytes); resume a hook or try again later`,
+      { 'retry-after': String(retryAfterSeconds) },
+    ),
+  queueUnavailable: (retryAfterSeconds: number): HookError =>
+    new HookError(
+      503,
+      'queue_unavailable',
+      'the queue (hooks.queue) could not take the action; nothing was accepted, try again later',
+      { 'retry-after': String(retryAfterSeconds) },
+    ),
+  queueFull: (max: number, retryAfterSeconds: number): HookError =>
+    new HookError(
+      503,
+      'queue_full',
+      `${max} actions are already waiting in the queue (hooks.queue.maxWaiting); nothing was accepted, try again later`,
       { 'retry-after': String(retryAfterSeconds) },
     ),
   budgetExhausted: (retryAfterSeconds: number): HookError =>

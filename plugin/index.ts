@@ -45,12 +45,19 @@ import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
 import { BudgetBook } from './budgets/budget-book.ts';
 import { RunBatches } from './actions/run-batches.ts';
+import { ActionDoor, QueuedActionTaker } from './actions/queued-actions.ts';
+import { takerName } from './queue/taker-name.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
   watch?: boolean;
   /** Count requests, runs, transforms and reloads for /metrics (default true). */
   metrics?: boolean;
+  /**
+   * With hooks.queue: "ingress" only adds to the queue (a door); "assistant" (the default) adds what
+   * it accepts and takes from the queue too.
+   */
+  queueRole?: 'ingress' | 'assistant';
 }
 
 export type ReloadResult = { ok: true; changed: string[] } | { ok: false; error: ConfigError };
@@ -173,8 +180,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   // The Redis client is loaded only when configured: it is a large part of the gateway's memory.
   const shared =
     sharedState &&
-    new (await import('./redis/shared-redis.ts')).SharedRedis(sharedState, host.logger, (up) =>
-      metrics.sharedStateUp(up),
+    new (await import('./redis/shared-redis.ts')).SharedRedis(
+      sharedState,
+      host.logger,
+      (up) => metrics.sharedStateUp(up),
+      // On the queue's own Redis, the queue says each outage (once for both).
+      sharedState.url !== current.queue?.url,
     );
   const requestLimiter = shared ? new SharedAuthLimiter(limiter, shared, strangerWarnings) : limiter;
   const rateLimits = new HookRateLimiter();
@@ -183,9 +194,13 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const sharedPauses = shared && new SharedPauses(shared, pauses.pauses, host.logger);
   const sharedBudgets = shared && new SharedBudgets(budgets.sharedWindows, shared, () => budgets.keys());
   await shared?.connect();
+  // The queue on Redis (hooks.queue), its client loaded only when configured.
+  const queue = current.queue && new (await import('./queue/action-queue.ts')).ActionQueue(current.queue, host.logger);
+  await queue?.connect();
+  const executor = new ActionExecutor(host, runs, waiters, pauses, budgets, batches, queue && new ActionDoor(queue));
   const actor = new Actor({
     dedupe,
-    executor: new ActionExecutor(host, runs, waiters, pauses, budgets, batches),
+    executor,
     transforms,
     logger: host.logger,
     shared: sharedDedupe,
@@ -289,6 +304,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });
   pauses.start();
   budgets.start();
+  if (queue && options.queueRole !== 'ingress') {
+    const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger);
+    queue.take(await takerName(host.stateDir), (entry) => taker.act(entry.payload!));
+  }
   // A batch whose run the host handed back was accepted before the stop: it runs (or ended) as that run.
   batches.start(new Set([...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId)));
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
@@ -329,6 +348,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     async close(graceMs = 5000) {
       const deadline = Date.now() + graceMs;
       await watcher?.close();
+      // Nothing more is taken; the action being carried out is confirmed first.
+      await queue?.close();
       waiters.stop();
       await pauses.close();
       await batches.close();

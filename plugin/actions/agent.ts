@@ -52,7 +52,7 @@ export function prepareAgentJob(spec: AgentSpec, snap: RoutingPolicy, host: Gate
   const name = spec.name?.trim() || 'agent';
   const message = spec.message.trim();
   return {
-    runId: randomUUID(),
+    runId: spec.runId ?? randomUUID(),
     name,
     agentId,
     sessionKey: `agent:${agentId}:${hookKey}`,

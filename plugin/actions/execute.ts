@@ -13,6 +13,7 @@ import { refuse } from '../errors.ts';
 import type { BudgetBook, BudgetVerdict } from '../budgets/budget-book.ts';
 import { unwrapExternalContent } from '../safety/index.ts';
 import type { CoalesceAs, RunBatches } from './run-batches.ts';
+import { QUEUE_SCOPE, type ActionDoor, type QueuedAction } from './queued-actions.ts';
 
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */
@@ -52,6 +53,8 @@ export class ActionExecutor {
     private readonly gate?: HoldGate,
     private readonly budgets?: BudgetGate,
     private readonly batches?: Pick<RunBatches, 'add'>,
+    /** hooks.queue: what requests here accept goes to the queue, and is carried out where taken. */
+    private readonly door?: Pick<ActionDoor, 'add'>,
   ) {}
 
   /**
@@ -66,6 +69,58 @@ export class ActionExecutor {
     wait = false,
     /** The mapping's coalesce, its key rendered: the run joins a batch (run-batches.ts). */
     coalesce?: CoalesceAs,
+  ): Promise<ExecutedOutcome> {
+    if (this.door) return this.#enqueue(action, snap, key, origin, coalesce);
+    return this.#act(action, snap, key, origin, wait, coalesce);
+  }
+
+  /**
+   * An action a door queued, taken here: carried out as its request would have been without the
+   * queue (pause, budget, batch), its record under the action's id (queued-actions.ts).
+   */
+  actOnTaken(entry: QueuedAction, snap: RoutingPolicy): Promise<ExecutedOutcome> {
+    const origin = { hook: entry.hook, requestId: entry.requestId };
+    return this.#act(entry.action, snap, { scope: QUEUE_SCOPE, key: entry.id }, origin, false, entry.coalesce);
+  }
+
+  /**
+   * The door's difference: every policy applied and the runs' ids chosen here, then the action is
+   * added to the queue; the answer is today's once Redis has it. A request that asked to wait is
+   * answered at once (its runs end elsewhere); a batched run's answer carries its own run id.
+   */
+  async #enqueue(
+    action: Action,
+    snap: RoutingPolicy,
+    key: { scope: string; key: string; bodyHash?: string } | undefined,
+    origin: ActionOrigin | undefined,
+    coalesce: CoalesceAs | undefined,
+  ): Promise<ExecutedOutcome> {
+    const { jobs, outcome } = prepareAction(action, snap, this.host);
+    const runs = action.runs.map((spec, i) => ({ ...spec, runId: jobs[i]!.runId }));
+    await this.door!.add({
+      hook: origin?.hook ?? 'unknown',
+      requestId: origin?.requestId ?? '',
+      action: { ...action, runs, waitForCompletion: undefined },
+      ...(coalesce ? { coalesce } : {}),
+    });
+    const record: IdempotencyRecord | undefined = key && {
+      scope: key.scope,
+      key: key.key,
+      at: Date.now(),
+      status: outcome.status,
+      ...(outcome.body ? { body: outcome.body } : {}),
+      ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
+    };
+    return { ...outcome, record };
+  }
+
+  async #act(
+    action: Action,
+    snap: RoutingPolicy,
+    key: { scope: string; key: string; bodyHash?: string } | undefined,
+    origin: ActionOrigin | undefined,
+    wait: boolean,
+    coalesce: CoalesceAs | undefined,
   ): Promise<ExecutedOutcome> {
     if (coalesce && this.batches && origin && action.runs.length === 1 && !action.wakes.length) {
       // A paused hook holds it as a run of its own.

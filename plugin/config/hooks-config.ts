@@ -15,6 +15,7 @@ import { DEFAULTS } from '../settings/defaults.ts';
 import { matchesSessionPrefix } from '../settings/session-prefixes.ts';
 import type { HooksSnapshot } from '../request/snapshot.ts';
 import type { SharedStateConfig } from '../redis/shared-redis.ts';
+import type { QueueSettings } from '../queue/queue-settings.ts';
 import { PRESETS, type PresetBlocks } from '../mappings/presets.ts';
 import type { RetryPolicy } from '../retry/retry-policy.ts';
 import type { WaitLimits } from '../runs/wait-slots.ts';
@@ -51,6 +52,7 @@ interface CoreHooksBlock {
   console?: { enabled?: boolean; sessionHours?: number };
   requestLog?: { maxEntries?: number; retainDays?: number };
   sharedState?: { redis: string; keyPrefix?: string };
+  queue?: { redis: string; name?: string; leaseSeconds?: number; maxWaiting?: number; timeoutMs?: number };
   /** What all hooks together may spend. */
   budget?: BudgetConfig;
   /** Source allowlist for every hook request: IPs and CIDRs. */
@@ -133,7 +135,24 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     } else transformsDir = resolved;
   }
 
-  const sharedState = sharedStateConfig(h, root, problems);
+  const queueUrl = h.queue && redisUrl(h.queue.redis, `${root}.queue.redis`, problems);
+  // The queue implies shared state (lockouts, dedupe keys, pauses) on its Redis unless named apart.
+  const sharedState =
+    sharedStateConfig(h, root, problems) ??
+    (queueUrl && h.sharedState === undefined
+      ? Object.freeze({ url: queueUrl, keyPrefix: DEFAULTS.sharedStateKeyPrefix })
+      : undefined);
+  const queue: QueueSettings | undefined =
+    h.queue && queueUrl
+      ? Object.freeze({
+          url: queueUrl,
+          name: h.queue.name ?? DEFAULTS.queue.name,
+          keyPrefix: DEFAULTS.sharedStateKeyPrefix,
+          leaseMs: (h.queue.leaseSeconds ?? DEFAULTS.queue.leaseSeconds) * 1000,
+          maxWaiting: h.queue.maxWaiting ?? DEFAULTS.queue.maxWaiting,
+          timeoutMs: h.queue.timeoutMs ?? DEFAULTS.queue.timeoutMs,
+        })
+      : undefined;
   const allowedSources = h.allowedSources && compileAddressList(h.allowedSources, `${root}.allowedSources`, problems);
   const endpointRateLimits: { wake?: HookRateLimit; agent?: HookRateLimit } = {};
   for (const name of ['wake', 'agent'] as const) {
@@ -196,6 +215,7 @@ export function resolveHooksConfig(selected: SelectedConfig, configDir: string, 
     mappingConfigs: Object.freeze([...(h.mappings ?? [])]),
     presetSettings: presetSettingsOf(h),
     sharedState,
+    queue,
   });
 }
 
@@ -210,8 +230,14 @@ function presetSettingsOf(h: HooksBlock): ReadonlyMap<string, unknown> {
 /** hooks.sharedState: the Redis URL (maybe "${NAME}"), checked for its scheme without quoting it. */
 function sharedStateConfig(h: HooksBlock, root: string, problems: string[]): SharedStateConfig | undefined {
   if (h.sharedState === undefined) return undefined;
-  const key = `${root}.sharedState.redis`;
-  const url = resolveSecret(h.sharedState.redis, key, problems);
+  const url = redisUrl(h.sharedState.redis, `${root}.sharedState.redis`, problems);
+  if (url === undefined) return undefined;
+  return Object.freeze({ url, keyPrefix: h.sharedState.keyPrefix ?? DEFAULTS.sharedStateKeyPrefix });
+}
+
+/** A Redis URL key (maybe "${NAME}"), checked for its scheme without quoting it. */
+function redisUrl(value: string, key: string, problems: string[]): string | undefined {
+  const url = resolveSecret(value, key, problems);
   if (url === undefined) return undefined;
   let parsed: URL | undefined;
   try {
@@ -223,7 +249,7 @@ function sharedStateConfig(h: HooksBlock, root: string, problems: string[]): Sha
     problems.push(`${key} must be a redis:// or rediss:// URL`);
     return undefined;
   }
-  return Object.freeze({ url, keyPrefix: h.sharedState.keyPrefix ?? DEFAULTS.sharedStateKeyPrefix });
+  return url;
 }
 
 /** hooks.token (a string or an array, each maybe "${NAME}") and hooks.tokenFile, all accepted. */

@@ -56,6 +56,8 @@ export class SharedRedis {
     private readonly logger: Logger,
     /** Told each time shared state comes up or goes down (the shared_state_up gauge). */
     private readonly onState: (up: boolean) => void = () => {},
+    /** False when another owner of the same Redis (the queue) logs its outages: one warning each. */
+    private readonly logOutages = true,
   ) {
     this.#endpoint = new URL(config.url).host;
     this.commands = new Redis(config.url, OPTIONS);
@@ -140,7 +142,8 @@ export class SharedRedis {
       return;
     }
     if (this.commands.status !== 'ready' || this.#subscriber.status !== 'ready' || this.#closed) return;
-    if (this.#state === 'down') this.logger.info('shared state on Redis is back', { redis: this.#endpoint });
+    if (this.#state === 'down' && this.logOutages)
+      this.logger.info('shared state on Redis is back', { redis: this.#endpoint });
     this.#state = 'up';
     this.onState(true);
     this.#started?.();
@@ -151,9 +154,10 @@ export class SharedRedis {
     this.#state = 'down';
     this.onState(false);
     this.#started?.();
-    this.logger.warn('shared state on Redis unavailable; serving on local state until it is back', {
-      redis: this.#endpoint,
-    });
+    if (this.logOutages)
+      this.logger.warn('shared state on Redis unavailable; serving on local state until it is back', {
+        redis: this.#endpoint,
+      });
     void this.#probe();
   }
 

@@ -7,6 +7,7 @@ import type { TrustedProxies } from '../http/trusted-proxies.ts';
 import type { CompiledMapping, MappingIndex } from '../mappings/mapping.ts';
 import type { RetryPolicy } from '../retry/retry-policy.ts';
 import type { SharedStateConfig } from '../redis/shared-redis.ts';
+import type { QueueSettings } from '../queue/queue-settings.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
 import type { AddressList } from '../http/address-list.ts';
 import type { HookRateLimit } from '../auth/hook-rate-limit.ts';
@@ -72,5 +73,7 @@ export interface HooksSnapshot extends RoutingPolicy, SessionRetentionSettings {
   readonly mappings: readonly CompiledMapping[];
   /** hooks.sharedState, read at start: lockouts and dedupe keys shared on Redis. */
   readonly sharedState: SharedStateConfig | undefined;
+  /** hooks.queue, read at start: accepted actions go to the queue on Redis. */
+  readonly queue: QueueSettings | undefined;
   readonly mappingIndex: MappingIndex;
 }

@@ -11,6 +11,7 @@ export const DEFAULTS = Object.freeze({
   /** Three days: Stripe and Standard Webhooks senders retry for about that long. */
   dedupe: Object.freeze({ windowSeconds: 259_200, maxKeys: 100_000 }),
   sharedStateKeyPrefix: 'hookgate:',
+  queue: Object.freeze({ name: 'hookgate', leaseSeconds: 30, maxWaiting: 100_000, timeoutMs: 2000 }),
   retry: Object.freeze({ attempts: 5, initialDelaySeconds: 10, maxDelaySeconds: 3600 }),
   maxWaitSeconds: 120,
   /** Requests waiting for their runs at once: each holds a connection (a descriptor) meanwhile. */

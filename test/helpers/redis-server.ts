@@ -1,4 +1,5 @@
-// A real redis-server for one test file: its own free loopback port and temp dir, no persistence.
+// A real redis-server for one test file: its own free loopback port and temp dir, no persistence
+// (or AOF with a sync per write when asked: a restart then keeps what it acknowledged).
 // kill() and start() again on the same port stand for an outage and Redis coming back.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -24,14 +25,15 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** password: the server requires it (requirepass), and `url` carries it. */
-export async function startRedis(opts: { password?: string } = {}): Promise<RedisServer> {
+/** password: the server requires it (requirepass), and `url` carries it. aof: appendonly, fsync always. */
+export async function startRedis(opts: { password?: string; aof?: boolean } = {}): Promise<RedisServer> {
   const dir = await tempDir('hookgate-redis-');
   const port = await freePort();
   let child: ChildProcess | undefined;
 
   const start = async (): Promise<void> => {
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', ''];
+    args.push(...(opts.aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']));
     // DEBUG SLEEP stands for a Redis that hangs.
     args.push('--enable-debug-command', 'local');
     if (opts.password) args.push('--requirepass', opts.password);

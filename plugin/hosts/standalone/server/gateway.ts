@@ -6,10 +6,17 @@ import type { AddressInfo } from 'node:net';
 import { link, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { answerClientError, answerExpectation } from '../../../kits/node-http.ts';
-import { createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../../host-kit.ts';
+import { ConfigError, createHooksPlugin, refuse, writeError, type HooksPlugin } from '../../../host-kit.ts';
 import { readConfigFile } from '../../../kits/config.ts';
 import type { ChannelName, GatewayHost, Logger, Route, RunRecord } from '../../../host.ts';
-import { gatewaySecrets, hostAgents, localUrl, resolveGatewaySettings, type GatewaySettings } from './settings.ts';
+import {
+  gatewaySecrets,
+  hostAgents,
+  localUrl,
+  resolveGatewaySettings,
+  type GatewayRole,
+  type GatewaySettings,
+} from './settings.ts';
 import { agentIdOfKey, Storage, type RunRegistry } from '../storage/index.ts';
 import { AgentRunner } from './agent-runner.ts';
 import { Heartbeats } from './heartbeat.ts';
@@ -32,6 +39,8 @@ export interface GatewayOptions {
   logger: Logger;
   /** Run the Gmail watcher when hooks.gmail.account is set (default true; `--no-gmail` turns it off). */
   gmail?: boolean;
+  /** Overrides gateway.role (`--role`). */
+  role?: GatewayRole;
 }
 
 export interface RunningGateway {
@@ -181,7 +190,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     host.channels = settings.channels;
   };
 
-  const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled });
+  const role = opts.role ?? settings.role;
+  const plugin = await createHooksPlugin(host, { watch: true, metrics: settings.metrics.enabled, queueRole: role });
+  if (role === 'ingress' && !plugin.snapshot().queue) {
+    await plugin.close(0);
+    throw new ConfigError(
+      ['gateway.role "ingress" (a door) needs hooks.queue: a door queues every action'],
+      opts.configPath,
+    );
+  }
   metrics = gatewayMetrics(plugin.metrics.registry, {
     outboxSize: () => outbox.appended,
     deliveriesPending: () => plugin.replies.pending,

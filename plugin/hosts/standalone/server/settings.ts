@@ -18,8 +18,12 @@ export const DEFAULT_MODEL = 'echo/echo';
 const DEFAULT_HEARTBEAT_SECONDS = 1800;
 const DEFAULT_SHUTDOWN_GRACE_SECONDS = 5;
 
+/** gateway.role: with hooks.queue, a door ("ingress") or a taker ("assistant"). */
+export type GatewayRole = 'assistant' | 'ingress';
+
 export interface GatewaySettings {
   port: number;
+  role: GatewayRole;
   connections: ConnectionLimits;
   bind: string;
   gatewayToken: string;
@@ -48,6 +52,7 @@ export interface GatewayFile {
     bind?: string;
     auth?: { token?: string };
     shutdownGraceSeconds?: number;
+    role?: GatewayRole;
     maxConnections?: number;
     maxConnectionsPerAddress?: number;
     metrics?: { enabled?: boolean; public?: boolean };
@@ -134,6 +139,7 @@ export function resolveGatewaySettings(file: Record<string, unknown>, configPath
   if (problems.length) throw new ConfigError(problems, configPath);
   return {
     port: f.gateway?.port ?? DEFAULT_PORT,
+    role: f.gateway?.role ?? 'assistant',
     connections: connectionLimits(f.gateway),
     bind: f.gateway?.bind ?? DEFAULT_BIND,
     gatewayToken: f.gateway!.auth!.token!,

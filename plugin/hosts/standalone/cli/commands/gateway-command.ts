@@ -12,7 +12,7 @@ import { exists } from '../support/exists.ts';
 import { print, type Command } from '../support/command.ts';
 import { UsageError } from '../support/cli-common.ts';
 
-const HELP = `Usage: hookgate gateway [--config FILE] [--state-dir DIR] [--port N] [--host ADDR] [--no-gmail]
+const HELP = `Usage: hookgate gateway [--config FILE] [--state-dir DIR] [--port N] [--host ADDR] [--role ROLE] [--no-gmail]
 
 Runs the standalone gateway: hooks under hooks.path and the admin API under /api/.
 
@@ -22,6 +22,9 @@ Options:
   --state-dir DIR   Sessions, runs and outbox. Default: $HOOKGATE_STATE_DIR, else ~/.hookgate.
   --port N          Port (0 = any free port). Default: gateway.port, else 18789.
   --host ADDR       Address to bind. Default: gateway.bind, else 127.0.0.1.
+  --role ROLE       With hooks.queue: "ingress" (a door: accepts and queues only) or "assistant"
+                    (takes from the queue and carries actions out). Default: gateway.role, else
+                    assistant.
   --no-gmail        Do not run the Gmail watcher here even though hooks.gmail.account is set
                     (run \`hookgate webhooks gmail run\` elsewhere instead).
 
@@ -35,6 +38,7 @@ async function runGateway(args: string[]): Promise<number> {
       'state-dir': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
+      role: { type: 'string' },
       'no-gmail': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -48,6 +52,9 @@ async function runGateway(args: string[]): Promise<number> {
     if (!Number.isInteger(port) || port < 0 || port > 65535)
       throw new UsageError(`--port must be 0..65535, not "${values.port}"`);
   }
+  const role = values.role;
+  if (role !== undefined && role !== 'ingress' && role !== 'assistant')
+    throw new UsageError(`--role must be ingress or assistant, not "${role}"`);
   let created = false;
   if (!(await exists(paths.configPath))) {
     await writeDefaultConfig(paths.configPath);
@@ -56,7 +63,7 @@ async function runGateway(args: string[]): Promise<number> {
   const logger = createLineLogger();
   let gw: RunningGateway;
   try {
-    gw = await startGateway({ ...paths, port, host: values.host, logger, gmail: !values['no-gmail'] });
+    gw = await startGateway({ ...paths, port, host: values.host, logger, gmail: !values['no-gmail'], role });
   } catch (err) {
     // The warnings logged before the failure go out first; the failure is the last line.
     await logger.close();

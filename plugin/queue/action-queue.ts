@@ -1,0 +1,297 @@
+// The queue on Redis (hooks.queue): a thin adapter over a Redis stream and one consumer group, through
+// ioredis. Doors add (one script: the waiting count checked, then XADD), takers read (XREADGROUP),
+// renew the lease on what they hold (XCLAIM JUSTID), take a dead taker's entries (XAUTOCLAIM past one
+// lease) and confirm (XACK and XDEL in one MULTI). docs/performance.md says why Streams and not
+// BullMQ. What an entry holds is the caller's (actions/queued-actions.ts); this file moves strings.
+import { setTimeout as delay } from 'node:timers/promises';
+import { Redis, type RedisOptions } from 'ioredis';
+import { refuse, HookError } from '../errors.ts';
+import type { Logger } from '../host.ts';
+import { errorMessage } from '../util/errors.ts';
+import { script } from '../redis/redis-script.ts';
+import { persistenceWarnings } from './redis-persistence.ts';
+import { QueueHealth } from './queue-health.ts';
+import type { QueueSettings } from './queue-settings.ts';
+
+/** One entry taken: its stream id, and what the door added (undefined when it was deleted meanwhile). */
+export interface TakenEntry {
+  readonly streamId: string;
+  readonly payload: string | undefined;
+}
+
+/** Carries out one entry; resolves once it took effect. A HookError is a refusal: never tried again. */
+export type TakeHandler = (entry: TakenEntry) => Promise<void>;
+
+const GROUP = 'takers';
+/** Entries read at a time: the lease renewal covers them all. */
+const BATCH = 100;
+/** A blocked read ends this often, so a close or a lost connection is noticed. */
+const BLOCK_MS = 1000;
+/** Retry-After of a 503 queue_unavailable and of a 503 queue_full. */
+const UNAVAILABLE_RETRY_SECONDS = 5;
+const FULL_RETRY_SECONDS = 30;
+
+// Waiting = the stream's length less what takers hold (XPENDING's summary, constant time with few
+// takers): the count and the add in one round trip. Returns 0 when full.
+const ADD = script(`
+local waiting = redis.call('XLEN', KEYS[1])
+if waiting > 0 then
+  local pending = redis.pcall('XPENDING', KEYS[1], ARGV[3])
+  if type(pending) == 'table' and type(pending[1]) == 'number' then waiting = waiting - pending[1] end
+end
+if waiting >= tonumber(ARGV[1]) then return 0 end
+redis.call('XADD', KEYS[1], '*', 'a', ARGV[2])
+return 1`);
+
+const BASE: RedisOptions = {
+  lazyConnect: true,
+  // Nothing waits for a connection: a door answers 503 at once while Redis is away.
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  connectTimeout: 2000,
+  enableAutoPipelining: true,
+  retryStrategy: (times) => Math.min(100 * times, 2000),
+};
+
+export class ActionQueue {
+  readonly #commands: Redis;
+  /** Blocking reads hold their connection: a taker's own. */
+  #reader: Redis | undefined;
+  readonly #stream: string;
+  readonly #health: QueueHealth;
+  #closed = false;
+  #taking: Promise<void> | undefined;
+  #reclaimTimer: NodeJS.Timeout | undefined;
+  /** Handling is one entry at a time, in the order read: arrival order per hook. */
+  #chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly settings: QueueSettings,
+    private readonly logger: Logger,
+    onState: (up: boolean) => void = () => {},
+  ) {
+    this.#stream = `${settings.keyPrefix}queue:${settings.name}`;
+    this.#health = new QueueHealth(new URL(settings.url).host, logger, onState);
+    this.#commands = this.#client({ commandTimeout: settings.timeoutMs });
+  }
+
+  /** Connects (waiting at most the timeout), makes the group, and warns of a Redis that may lose work. */
+  async connect(): Promise<void> {
+    const ready = this.#commands.connect().catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([ready, new Promise((resolve) => (timer = setTimeout(resolve, this.settings.timeoutMs)))]);
+    clearTimeout(timer);
+    if (this.#commands.status !== 'ready') return;
+    await this.#ensureGroup().catch(() => {});
+    for (const warning of await persistenceWarnings(this.#commands)) this.logger.warn(warning, {});
+  }
+
+  /**
+   * Resolves once Redis has taken the entry; throws 503 queue_full past maxWaiting, or 503
+   * queue_unavailable when Redis does not take it within the timeout.
+   */
+  async add(payload: string): Promise<void> {
+    let added: unknown;
+    try {
+      added = await this.#script(ADD, [this.#stream], [this.settings.maxWaiting, payload, GROUP]);
+    } catch (err) {
+      this.#failed(err);
+      throw refuse.queueUnavailable(UNAVAILABLE_RETRY_SECONDS);
+    }
+    this.#health.ready();
+    if (added === 0) throw refuse.queueFull(this.settings.maxWaiting, FULL_RETRY_SECONDS);
+  }
+
+  /**
+   * Takes entries as `consumer` until close(): first what this consumer held before a restart, then
+   * new entries; every half lease, entries another taker held past a lease.
+   */
+  take(consumer: string, handle: TakeHandler): void {
+    this.#reader = this.#client({});
+    this.#reader.connect().catch(() => {});
+    this.#taking = this.#readLoop(consumer, handle);
+    this.#reclaimTimer = setInterval(
+      () => void this.#reclaim(consumer, handle),
+      Math.max(500, Math.floor(this.settings.leaseMs / 2)),
+    );
+    this.#reclaimTimer.unref();
+  }
+
+  /** Stops taking: the entry being carried out finishes (and is confirmed) first. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#reclaimTimer);
+    this.#reader?.disconnect();
+    await this.#taking;
+    await this.#chain;
+    this.#commands.disconnect();
+  }
+
+  #client(extra: RedisOptions): Redis {
+    const client = new Redis(this.settings.url, { ...BASE, ...extra });
+    // Errors show as 'close'; an 'error' without a listener would be printed by the client.
+    client.on('error', () => {});
+    client.on('close', () => {
+      if (!this.#closed) this.#health.down();
+    });
+    client.on('ready', () => {
+      if (this.#commands.status === 'ready' && (this.#reader === undefined || this.#reader.status === 'ready'))
+        this.#health.ready();
+    });
+    return client;
+  }
+
+  async #ensureGroup(): Promise<void> {
+    try {
+      // From the start: entries a door added before any taker came are taken too.
+      await this.#commands.xgroup('CREATE', this.#stream, GROUP, '0', 'MKSTREAM');
+    } catch (err) {
+      if (!errorMessage(err).startsWith('BUSYGROUP')) throw err;
+    }
+  }
+
+  async #script(lua: { sha: string; source: string }, keys: string[], args: (string | number)[]) {
+    try {
+      return await this.#commands.evalsha(lua.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!errorMessage(err).startsWith('NOSCRIPT')) throw err;
+      return this.#commands.eval(lua.source, keys.length, ...keys, ...args);
+    }
+  }
+
+  /** A command timed out (a hung Redis) or the connection is gone: one warning per outage. */
+  #failed(err: unknown): void {
+    const message = errorMessage(err);
+    if (message === 'Command timed out' || this.#commands.status !== 'ready') this.#health.down();
+  }
+
+  async #readLoop(consumer: string, handle: TakeHandler): Promise<void> {
+    // After a restart: what this taker held and had not confirmed, before anything new.
+    let own = true;
+    // Own entries are read past the last one seen, so one that keeps failing is not read in a loop.
+    let ownFrom = '0';
+    while (!this.#closed) {
+      const reader = this.#reader!;
+      if (reader.status !== 'ready' || this.#commands.status !== 'ready') {
+        await delay(100, undefined, { ref: false });
+        continue;
+      }
+      let entries: TakenEntry[];
+      try {
+        const args: (string | number)[] = ['GROUP', GROUP, consumer, 'COUNT', BATCH];
+        if (!own) args.push('BLOCK', BLOCK_MS);
+        const reply = await reader.call('XREADGROUP', ...args, 'STREAMS', this.#stream, own ? ownFrom : '>');
+        entries = parseEntries(streamEntries(reply));
+      } catch (err) {
+        if (this.#closed) return;
+        if (errorMessage(err).startsWith('NOGROUP')) await this.#ensureGroup().catch(() => {});
+        else await delay(200, undefined, { ref: false });
+        continue;
+      }
+      if (own && entries.length === 0) {
+        own = false;
+        continue;
+      }
+      if (own) ownFrom = entries[entries.length - 1]!.streamId;
+      await this.#handleInOrder(consumer, entries, handle);
+    }
+  }
+
+  /** Entries held past a lease by a taker that died or stalled become this taker's. */
+  async #reclaim(consumer: string, handle: TakeHandler): Promise<void> {
+    if (this.#closed || this.#commands.status !== 'ready') return;
+    let entries: TakenEntry[];
+    try {
+      const reply = (await this.#commands.call(
+        'XAUTOCLAIM',
+        this.#stream,
+        GROUP,
+        consumer,
+        this.settings.leaseMs,
+        '0-0',
+        'COUNT',
+        BATCH,
+      )) as [string, [string, string[] | null][], string[]?];
+      entries = parseEntries(reply[1]);
+      // Entries deleted while pending (Redis 7 lists them apart): nothing left to carry out.
+      if (reply[2]?.length) await this.#commands.xack(this.#stream, GROUP, ...reply[2]);
+    } catch {
+      return;
+    }
+    if (entries.length) await this.#handleInOrder(consumer, entries, handle);
+  }
+
+  #handleInOrder(consumer: string, entries: TakenEntry[], handle: TakeHandler): Promise<void> {
+    const run = this.#chain.then(() => this.#handle(consumer, entries, handle));
+    this.#chain = run.catch(() => {});
+    return this.#chain;
+  }
+
+  /** Each entry carried out and confirmed; the lease on those not yet confirmed renewed meanwhile. */
+  async #handle(consumer: string, entries: TakenEntry[], handle: TakeHandler): Promise<void> {
+    const held = new Set(entries.map((e) => e.streamId));
+    const renew = setInterval(
+      () => {
+        if (held.size === 0 || this.#commands.status !== 'ready') return;
+        this.#commands.xclaim(this.#stream, GROUP, consumer, 0, ...held, 'JUSTID').catch(() => {});
+      },
+      Math.max(200, Math.floor(this.settings.leaseMs / 3)),
+    );
+    renew.unref();
+    const confirms: Promise<unknown>[] = [];
+    try {
+      for (const entry of entries) {
+        if (entry.payload !== undefined) {
+          try {
+            await handle(entry);
+          } catch (err) {
+            // A refusal here (a policy changed since the door) will not pass later either: dropped,
+            // and said. Anything else stays unconfirmed and is taken again after the lease.
+            if (!(err instanceof HookError)) {
+              this.logger.warn('a queued action could not be carried out; it will be taken again', {
+                entry: entry.streamId,
+                error: errorMessage(err),
+              });
+              continue;
+            }
+            this.logger.warn('a queued action was refused here and is dropped', {
+              entry: entry.streamId,
+              code: err.code,
+            });
+          }
+        }
+        held.delete(entry.streamId);
+        confirms.push(this.#confirm(entry.streamId));
+      }
+      await Promise.all(confirms);
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  /** Confirmed and gone in one step: no other taker can find it afterwards. */
+  async #confirm(streamId: string): Promise<void> {
+    try {
+      await this.#commands.multi().xack(this.#stream, GROUP, streamId).xdel(this.#stream, streamId).exec();
+    } catch {
+      // Left pending: taken again after the lease, and found done by the taker's durable dedupe.
+    }
+  }
+}
+
+/** XREADGROUP's entries of the one stream asked for; none when a blocked read ended empty. */
+function streamEntries(reply: unknown): [string, string[] | null][] {
+  if (!Array.isArray(reply) || reply.length === 0) return [];
+  // [[stream, entries]] as Redis sends it; [stream, entries] as ioredis's call() gives one stream.
+  const pair = (typeof reply[0] === 'string' ? reply : reply[0]) as [string, [string, string[] | null][]];
+  return Array.isArray(pair[1]) ? pair[1] : [];
+}
+
+function parseEntries(raw: [string, string[] | null][]): TakenEntry[] {
+  return raw.map(([streamId, fields]) => ({ streamId, payload: fields ? fieldOf(fields, 'a') : undefined }));
+}
+
+function fieldOf(fields: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}
