@@ -45,6 +45,7 @@ import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
 import { BudgetBook } from './budgets/budget-book.ts';
 import { RunBatches } from './actions/run-batches.ts';
+import { splitOnceMarks } from './util/once-marks.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -161,7 +162,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const strangerWarnings = new LimitedWarnings(host.logger);
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe, host.logger);
-  if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
+  // The core's own marks (a digest told, a batch run) are not requests' keys: they go to the budgets
+  // and the batches, which drop what an earlier process had handed over before it could forget it.
+  const { marks, keys } = splitOnceMarks(host.idempotency ? await host.idempotency.restore(current.dedupe) : []);
+  dedupe.restore(keys);
   // A held request's key is kept with its held action until the resume hands it to the host.
   dedupe.restore(pauses.held.keys());
   const restored = await host.runs.restore?.();
@@ -285,9 +289,12 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const resumedReplies = replies.resume();
   if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });
   pauses.start();
-  budgets.start();
-  // A batch whose run the host handed back was accepted before the stop: it runs (or ended) as that run.
-  batches.start(new Set([...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId)));
+  budgets.start(marks.digests);
+  // A batch whose run the host handed back (or marked) was accepted before the stop: it runs (or
+  // ended) as that run.
+  batches.start(
+    new Set([...[...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId), ...marks.batches]),
+  );
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);

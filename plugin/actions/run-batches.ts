@@ -4,8 +4,9 @@
 // answered at once with that run's id; the run starts when the window closes or the batch is full.
 // Batches live in <stateDir>/batches.jsonl (a header per batch, a record per message), so waiting
 // batches outlive a restart; once the run is accepted the batch is removed, and a batch whose run an
-// earlier process had already handed to the host (it comes back in the host's restore) is only
-// removed, so each batch runs once. A batch counts as one run in budgets.
+// earlier process had already handed to the host (it comes back in the host's restore, or its mark,
+// util/once-marks.ts, kept with the run's acceptance does) is only removed, so each batch runs once.
+// A batch counts as one run in budgets.
 import { randomUUID } from 'node:crypto';
 import { HookError } from '../errors.ts';
 import type { GatewayHost } from '../host.ts';
@@ -17,6 +18,8 @@ import { wrapExternalContent } from '../safety/index.ts';
 import { StateFile } from '../util/state-file.ts';
 import { errorMessage } from '../util/errors.ts';
 import { timerDelay } from '../util/time-bounds.ts';
+import { BATCH_SCOPE, onceMark } from '../util/once-marks.ts';
+import { crashPoint } from '../util/test-crash-point.ts';
 import { prepareAgentJob } from './agent.ts';
 import type { HookMetrics } from '../observe/metrics.ts';
 
@@ -220,11 +223,14 @@ export class RunBatches {
           );
       } else {
         try {
-          await this.runs.submit([job]);
+          // The batch's mark is kept with the run's acceptance: a crash before the batch is removed
+          // below leaves the next start knowing it ran.
+          await this.runs.submit([job], onceMark(BATCH_SCOPE, header.runId));
         } catch (err) {
           verdict.undo();
           throw err;
         }
+        crashPoint('batch-accepted');
       }
     } catch (err) {
       if (err instanceof HookError && err.code !== 'overloaded' && err.code !== 'internal_error') {

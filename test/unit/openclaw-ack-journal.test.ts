@@ -34,7 +34,7 @@ const run = (runId: string): AcceptedRun => ({
 test('an event OpenClaw never took in comes back at the next start, one it took in does not', async () => {
   const dir = await tempDir('ack-journal-');
   const first = new AckJournal();
-  assert.deepEqual(await first.open(dir), { events: [], runs: [], interrupted: [] });
+  assert.deepEqual(await first.open(dir), { events: [], runs: [], interrupted: [], keys: [] });
   await first.event(event('e1'));
   await first.event(event('e2'));
   await first.event(event('e3'));
@@ -148,4 +148,20 @@ test('the journal is private to the gateway user', async () => {
   await journal.event(event('e1'));
   assert.equal((await stat(fileOf(dir))).mode & 0o777, 0o600);
   assert.equal((await stat(path.dirname(fileOf(dir)))).mode & 0o777, 0o700);
+});
+
+test('the idempotency record an event carries comes back at the next start, taken in or not', async () => {
+  const dir = await tempDir('ack-journal-');
+  const first = new AckJournal();
+  await first.open(dir);
+  const mark = { scope: 'hookgate:digest', key: 'budget:spend@1', at: Date.now(), status: 202 };
+  await first.event({ ...event('e1'), idem: mark });
+  await first.event(event('e2'));
+  await first.taken('e1');
+  const pending = await new AckJournal().open(dir);
+  assert.deepEqual(pending.keys, [mark]);
+  assert.deepEqual(
+    pending.events.map((e) => e.id),
+    ['e2'],
+  );
 });

@@ -9,6 +9,7 @@ import {
   type ChannelName,
   type GatewayHost,
   type HostAgents,
+  type IdempotencyRecord,
   type LogFields,
   type Logger,
   type Route,
@@ -121,15 +122,17 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
     sessions: {
       mainSessionKey,
       async enqueueSystemEvent(sessionKey, text, meta) {
-        // The key is on disk before the event is journaled: a failure leaves neither.
-        if (meta.idempotency) await journal.append(meta.idempotency);
+        // The key is in the event's own journal line (a crash keeps both or neither), then in the
+        // idempotency journal, which outlives the event's line once OpenClaw has taken it in.
         await events({
           id: randomUUID(),
           at: Date.now(),
           sessionKey,
           text,
           ...(meta.runId ? { runId: meta.runId } : {}),
+          ...(meta.idempotency ? { idem: meta.idempotency } : {}),
         });
+        if (meta.idempotency) await journal.append(meta.idempotency);
       },
       requestHeartbeat({ agentId, reason }) {
         runtime.system.requestHeartbeat({
@@ -179,7 +182,7 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       },
       restore: () => Promise.resolve({ rerun: pending.runs, interrupted: pending.interrupted }),
     },
-    idempotency: { restore: (limits) => journal.restore(limits) },
+    idempotency: { restore: (limits) => restoreKeys(journal, pending.keys, limits) },
     replies: openClawReplies(api, queue, () => liveConfig(api)),
     secrets: () => {
       const config = liveConfig(api);
@@ -190,4 +193,22 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       return secrets;
     },
   };
+}
+
+/**
+ * The idempotency journal's keys, with those of the events the last process journaled: a crash
+ * between an event's line and its key's own line leaves the key in the first only. Those missing are
+ * appended now, so they outlive the event's line.
+ */
+async function restoreKeys(
+  journal: IdempotencyJournal,
+  fromEvents: readonly IdempotencyRecord[],
+  limits: { windowMs: number; maxKeys: number },
+): Promise<IdempotencyRecord[]> {
+  const kept = await journal.restore(limits);
+  const known = new Set(kept.map((r) => `${r.scope}\u0000${r.key}`));
+  const oldest = Date.now() - limits.windowMs;
+  const missing = fromEvents.filter((r) => r.at > oldest && !known.has(`${r.scope}\u0000${r.key}`));
+  for (const r of missing) await journal.append(r);
+  return [...kept, ...missing].sort((a, b) => a.at - b.at);
 }
