@@ -142,7 +142,9 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     runs,
     () => current,
     budgets,
-    () => ({ hold: (hook, requestId, spec) => pauses.hold(hook, requestId, { wakes: [], runs: [spec] }) }),
+    () => ({
+      hold: (hook, requestId, spec, mark) => pauses.hold(hook, requestId, { wakes: [], runs: [spec] }, mark),
+    }),
     metrics,
   );
   metrics.observeGauge('batched_requests_waiting', () => batches.waiting);
@@ -166,8 +168,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   // and the batches, which drop what an earlier process had handed over before it could forget it.
   const { marks, keys } = splitOnceMarks(host.idempotency ? await host.idempotency.restore(current.dedupe) : []);
   dedupe.restore(keys);
-  // A held request's key is kept with its held action until the resume hands it to the host.
-  dedupe.restore(pauses.held.keys());
+  // A held request's key is kept with its held action until the resume hands it to the host (a
+  // held batch's mark too).
+  const held = splitOnceMarks(pauses.held.keys());
+  dedupe.restore(held.keys);
   const restored = await host.runs.restore?.();
   // Lockouts and dedupe keys shared with other instances; read at start only.
   const sharedState = current.sharedState;
@@ -289,11 +293,19 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const resumedReplies = replies.resume();
   if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });
   pauses.start();
+  // Read before budgets.start removes digests an earlier process had told.
+  const digestedBatches = budgets.digests.batches();
   budgets.start(marks.digests);
   // A batch whose run the host handed back (or marked) was accepted before the stop: it runs (or
-  // ended) as that run.
+  // ended) as that run. One held or digested (its mark kept with the held action or the digest) is
+  // there already.
   batches.start(
-    new Set([...[...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId), ...marks.batches]),
+    new Set([
+      ...[...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId),
+      ...marks.batches,
+      ...held.marks.batches,
+      ...digestedBatches,
+    ]),
   );
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
     if (sharedPauses) await sharedPauses.set(hook, paused);

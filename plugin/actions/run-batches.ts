@@ -9,7 +9,7 @@
 // A batch counts as one run in budgets.
 import { randomUUID } from 'node:crypto';
 import { HookError } from '../errors.ts';
-import type { GatewayHost } from '../host.ts';
+import type { GatewayHost, IdempotencyRecord } from '../host.ts';
 import type { AgentSpec } from '../action.ts';
 import type { RunService } from '../runs/run-service.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
@@ -73,7 +73,8 @@ const RETRY_MS = 2000;
 
 /** Where a started batch goes when its hook's budget is spent: a digest or a hold. */
 export interface BatchOverflow {
-  hold(hook: string, requestId: string, spec: AgentSpec): Promise<void>;
+  /** `mark` is kept with the held action: a start knows the batch was held. */
+  hold(hook: string, requestId: string, spec: AgentSpec, mark: IdempotencyRecord): Promise<void>;
 }
 
 export class RunBatches {
@@ -213,14 +214,17 @@ export class RunBatches {
       const verdict = await this.budgets.take(header.hook, 1);
       if (!verdict.ok) {
         const hold = verdict.over.budget.overflow !== 'digest' ? this.overflow() : undefined;
-        if (hold) await hold.hold(header.hook, job.requestId, spec);
+        const mark = onceMark(BATCH_SCOPE, header.runId);
+        if (hold) await hold.hold(header.hook, job.requestId, spec, mark);
         else
           await this.budgets.digest(
             verdict,
             header.hook,
             job.agentId,
             items.map((i) => i.message),
+            header.runId,
           );
+        crashPoint('batch-over-budget');
       } else {
         try {
           // The batch's mark is kept with the run's acceptance: a crash before the batch is removed

@@ -113,12 +113,16 @@ export class BudgetBook {
     };
   }
 
-  /** Keeps a refused request's texts for its window's digest; resolves once they are on disk. */
+  /**
+   * Keeps a refused request's texts for its window's digest; resolves once they are on disk. A
+   * coalesced batch's texts name it (`batch`, its run id): a start knows the batch was digested.
+   */
   async digest(
     verdict: Extract<BudgetVerdict, { ok: false }>,
     hook: string,
     agentId: string,
     texts: readonly string[],
+    batch?: string,
   ): Promise<void> {
     const { over, windowStart, endsAt } = verdict;
     const id = windowId(over.key, windowStart);
@@ -132,7 +136,7 @@ export class BudgetBook {
       perSeconds: over.budget.perSeconds,
       agentId,
     };
-    await this.digests.add(id, fresh, items);
+    await this.digests.add(id, fresh, items, batch);
     this.metrics.digested(hook);
     this.#watch(id, endsAt);
   }

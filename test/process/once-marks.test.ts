@@ -34,6 +34,8 @@ async function config(dir: string, baseUrl: string): Promise<void> {
       mappings: [
         agentMapping('noisy', { budget: { runs: 1, perSeconds: 2 } }),
         agentMapping('ci', { coalesce: { seconds: 1, maxItems: 10 } }),
+        // Its first batch runs; the next is past the budget and digested (a window of 10 minutes).
+        agentMapping('flaky-ci', { coalesce: { seconds: 1, maxItems: 10 }, budget: { runs: 1, perSeconds: 600 } }),
       ],
     },
     models: { providers: { fake: { baseUrl } } },
@@ -60,6 +62,14 @@ async function gauge(gw: SpawnedGateway, name: string): Promise<number | undefin
   const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(await res.text());
   return m ? Number(m[1]) : undefined;
+}
+
+/** No run is queued or running. */
+async function settledRuns(gw: SpawnedGateway): Promise<void> {
+  await eventually(async () => {
+    const values = await Promise.all(['hookgate_run_queue_depth', 'hookgate_runs_running'].map((n) => gauge(gw, n)));
+    return values.every((v) => v === 0);
+  }, 60_000);
 }
 
 /** Nothing waits in a batch or a digest and no run is queued or running: a start has done its work. */
@@ -125,6 +135,33 @@ test('killed between the batch’s run accepted and the batch’s removal: the r
     const run = await second.admin(`/api/runs/${a.body.runId}`);
     // The standalone gateway reports a run the last process accepted and never finished as interrupted.
     assert.ok(['ok', 'error'].includes(run.status), JSON.stringify(run));
+  } finally {
+    await second?.stop();
+    await provider.close();
+  }
+});
+
+test('killed between a batch digested past its budget and the batch’s removal: the restart does not digest it again', async () => {
+  const provider = await startFakeProvider();
+  const dir = await tempStateDir();
+  await config(dir, provider.baseUrl);
+  const first = await crashingAt(dir, 'batch-over-budget');
+  let second: SpawnedGateway | undefined;
+  try {
+    const ran = await first.hook('/hooks/flaky-ci', { t: 'first batch runs' });
+    await eventually(async () => {
+      const run = await first.admin(`/api/runs/${ran.body.runId}`).catch(() => undefined);
+      return run?.status === 'ok';
+    }, 30_000);
+    await first.hook('/hooks/flaky-ci', { t: 'job three failed' });
+    await first.hook('/hooks/flaky-ci', { t: 'job four failed' });
+    assert.equal(await died(first.child), 'SIGKILL', first.output());
+    second = await spawnGateway(dir);
+    await eventually(async () => (await gauge(second!, 'hookgate_batched_requests_waiting')) === 0, 60_000);
+    await settledRuns(second);
+    // The digest waits for its window: the batch's two texts in it, once.
+    assert.equal(await gauge(second, 'hookgate_budget_digests_waiting'), 2);
+    assert.equal(provider.requests.length, 1, 'only the first batch ran');
   } finally {
     await second?.stop();
     await provider.close();
