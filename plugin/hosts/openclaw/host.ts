@@ -183,7 +183,8 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       restore: () => Promise.resolve({ rerun: pending.runs, interrupted: pending.interrupted }),
     },
     idempotency: { restore: (limits) => restoreKeys(journal, pending.keys, limits) },
-    replies: openClawReplies(api, queue, () => liveConfig(api)),
+    // The reply queue tells the run views of each delivery: GET /hookgate/api/runs/<id> shows the chain.
+    replies: { ...openClawReplies(api, queue, () => liveConfig(api)), history: recentRuns },
     secrets: () => {
       const config = liveConfig(api);
       if (config !== secretsOf) {
