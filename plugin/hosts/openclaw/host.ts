@@ -201,7 +201,7 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
  * between an event's line and its key's own line leaves the key in the first only. Those missing are
  * appended now, so they outlive the event's line.
  */
-async function restoreKeys(
+export async function restoreKeys(
   journal: IdempotencyJournal,
   fromEvents: readonly IdempotencyRecord[],
   limits: { windowMs: number; maxKeys: number },
