@@ -47,6 +47,7 @@ import { BudgetBook } from './budgets/budget-book.ts';
 import { RunBatches } from './actions/run-batches.ts';
 import { ActionDoor, QueuedActionTaker } from './actions/queued-actions.ts';
 import { takerName } from './queue/taker-name.ts';
+import { splitOnceMarks } from './util/once-marks.ts';
 
 export interface HooksPluginOptions {
   /** Follow changes of the config file and the transforms dir (hot reload). */
@@ -151,7 +152,9 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     runs,
     () => current,
     budgets,
-    () => ({ hold: (hook, requestId, spec) => pauses.hold(hook, requestId, { wakes: [], runs: [spec] }) }),
+    () => ({
+      hold: (hook, requestId, spec, mark) => pauses.hold(hook, requestId, { wakes: [], runs: [spec] }, mark),
+    }),
     metrics,
   );
   metrics.observeGauge('batched_requests_waiting', () => batches.waiting);
@@ -171,9 +174,14 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const strangerWarnings = new LimitedWarnings(host.logger);
   const bodies = new BodyReceiver();
   const dedupe = new DedupeKeys(() => current.dedupe, host.logger);
-  if (host.idempotency) dedupe.restore(await host.idempotency.restore(current.dedupe));
-  // A held request's key is kept with its held action until the resume hands it to the host.
-  dedupe.restore(pauses.held.keys());
+  // The core's own marks (a digest told, a batch run) are not requests' keys: they go to the budgets
+  // and the batches, which drop what an earlier process had handed over before it could forget it.
+  const { marks, keys } = splitOnceMarks(host.idempotency ? await host.idempotency.restore(current.dedupe) : []);
+  dedupe.restore(keys);
+  // A held request's key is kept with its held action until the resume hands it to the host (a
+  // held batch's mark too).
+  const held = splitOnceMarks(pauses.held.keys());
+  dedupe.restore(held.keys);
   const restored = await host.runs.restore?.();
   // Lockouts and dedupe keys shared with other instances; read at start only.
   const sharedState = current.sharedState;
@@ -303,13 +311,24 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const resumedReplies = replies.resume();
   if (resumedReplies) host.logger.info('deliveries left by the last stop resumed', { count: resumedReplies });
   pauses.start();
-  budgets.start();
+  // Read before budgets.start removes digests an earlier process had told.
+  const digestedBatches = budgets.digests.batches();
+  budgets.start(marks.digests);
   if (queue && options.queueRole !== 'ingress') {
     const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger);
     queue.take(await takerName(host.stateDir), (entry) => taker.act(entry.payload!));
   }
-  // A batch whose run the host handed back was accepted before the stop: it runs (or ended) as that run.
-  batches.start(new Set([...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId)));
+  // A batch whose run the host handed back (or marked) was accepted before the stop: it runs (or
+  // ended) as that run. One held or digested (its mark kept with the held action or the digest) is
+  // there already.
+  batches.start(
+    new Set([
+      ...[...(restored?.rerun ?? []), ...(restored?.interrupted ?? [])].map((r) => r.runId),
+      ...marks.batches,
+      ...held.marks.batches,
+      ...digestedBatches,
+    ]),
+  );
   const setPaused = async (hook: string, paused: boolean): Promise<void> => {
     if (sharedPauses) await sharedPauses.set(hook, paused);
     else await pauses.pauses.set(hook, paused);

@@ -31,6 +31,8 @@ import './runtime.ts';
 import './after-the-200.ts';
 // Reply deliveries through OpenClaw's Telegram channel and a fake Bot API: retries and dead letters.
 import './channel-retries.ts';
+// What a hook may spend: budgets and digests, bursts, session retention, fallback channels, a 200.
+import './spend.ts';
 // The console (the owner's web page) at /hookgate/ui/ in a real Chromium.
 import './console.ts';
 import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';

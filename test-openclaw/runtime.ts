@@ -106,7 +106,7 @@ async function journal(): Promise<Pending> {
   const found = (await readdir(files.stateDir, { recursive: true })).find(
     (f) => path.basename(f) === 'acknowledged.jsonl',
   );
-  if (!found) return { events: [], runs: [], interrupted: [] };
+  if (!found) return { events: [], runs: [], interrupted: [], keys: [] };
   return pendingOf(parseLines(await readFile(path.join(files.stateDir, found), 'utf8')));
 }
 

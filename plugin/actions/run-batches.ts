@@ -4,11 +4,12 @@
 // answered at once with that run's id; the run starts when the window closes or the batch is full.
 // Batches live in <stateDir>/batches.jsonl (a header per batch, a record per message), so waiting
 // batches outlive a restart; once the run is accepted the batch is removed, and a batch whose run an
-// earlier process had already handed to the host (it comes back in the host's restore) is only
-// removed, so each batch runs once. A batch counts as one run in budgets.
+// earlier process had already handed to the host (it comes back in the host's restore, or its mark,
+// util/once-marks.ts, kept with the run's acceptance does) is only removed, so each batch runs once.
+// A batch counts as one run in budgets.
 import { randomUUID } from 'node:crypto';
 import { HookError } from '../errors.ts';
-import type { GatewayHost } from '../host.ts';
+import type { GatewayHost, IdempotencyRecord } from '../host.ts';
 import type { AgentSpec } from '../action.ts';
 import type { RunService } from '../runs/run-service.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
@@ -17,6 +18,8 @@ import { wrapExternalContent } from '../safety/index.ts';
 import { StateFile } from '../util/state-file.ts';
 import { errorMessage } from '../util/errors.ts';
 import { timerDelay } from '../util/time-bounds.ts';
+import { BATCH_SCOPE, onceMark } from '../util/once-marks.ts';
+import { crashPoint } from '../util/test-crash-point.ts';
 import { prepareAgentJob } from './agent.ts';
 import type { HookMetrics } from '../observe/metrics.ts';
 
@@ -70,7 +73,8 @@ const RETRY_MS = 2000;
 
 /** Where a started batch goes when its hook's budget is spent: a digest or a hold. */
 export interface BatchOverflow {
-  hold(hook: string, requestId: string, spec: AgentSpec): Promise<void>;
+  /** `mark` is kept with the held action: a start knows the batch was held. */
+  hold(hook: string, requestId: string, spec: AgentSpec, mark: IdempotencyRecord): Promise<void>;
 }
 
 export class RunBatches {
@@ -210,21 +214,27 @@ export class RunBatches {
       const verdict = await this.budgets.take(header.hook, 1);
       if (!verdict.ok) {
         const hold = verdict.over.budget.overflow !== 'digest' ? this.overflow() : undefined;
-        if (hold) await hold.hold(header.hook, job.requestId, spec);
+        const mark = onceMark(BATCH_SCOPE, header.runId);
+        if (hold) await hold.hold(header.hook, job.requestId, spec, mark);
         else
           await this.budgets.digest(
             verdict,
             header.hook,
             job.agentId,
             items.map((i) => i.message),
+            header.runId,
           );
+        crashPoint('batch-over-budget');
       } else {
         try {
-          await this.runs.submit([job]);
+          // The batch's mark is kept with the run's acceptance: a crash before the batch is removed
+          // below leaves the next start knowing it ran.
+          await this.runs.submit([job], onceMark(BATCH_SCOPE, header.runId));
         } catch (err) {
           verdict.undo();
           throw err;
         }
+        crashPoint('batch-accepted');
       }
     } catch (err) {
       if (err instanceof HookError && err.code !== 'overloaded' && err.code !== 'internal_error') {

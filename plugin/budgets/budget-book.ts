@@ -11,6 +11,8 @@ import { budgetsOf, limitText, overBudget, type BudgetRef, type BudgetSettings }
 import { BudgetWindows } from './budget-windows.ts';
 import { Digests, type DigestItem } from './digests.ts';
 import { digestText } from './digest-text.ts';
+import { DIGEST_SCOPE, onceMark } from '../util/once-marks.ts';
+import { crashPoint } from '../util/test-crash-point.ts';
 
 /** The runs fit (and are counted: `undo` takes them back), or the first budget they pass. */
 export type BudgetVerdict =
@@ -59,9 +61,20 @@ export class BudgetBook {
     return new BudgetBook(host, settings, windows, digests, metrics);
   }
 
-  /** Watches the windows whose digests an earlier process left (those already over are told now). */
-  start(): void {
-    for (const [id, digest] of this.digests.entries()) this.#watch(id, digest.windowEnd);
+  /**
+   * Watches the windows whose digests an earlier process left (those already over are told now);
+   * one whose event the host had already accepted (`told`, the marks it handed back) is only removed,
+   * with the heartbeat it may not have had.
+   */
+  start(told: ReadonlySet<string> = new Set()): void {
+    for (const [id, digest] of this.digests.entries()) {
+      if (!told.has(id)) {
+        this.#watch(id, digest.windowEnd);
+        continue;
+      }
+      this.host.sessions.requestHeartbeat({ agentId: digest.agentId, reason: `hook:${digest.name}` });
+      void this.digests.remove(id).catch((err: unknown) => this.#failed(err));
+    }
   }
 
   /** Told when a window that refused runs ends: held runs may go on. */
@@ -100,12 +113,16 @@ export class BudgetBook {
     };
   }
 
-  /** Keeps a refused request's texts for its window's digest; resolves once they are on disk. */
+  /**
+   * Keeps a refused request's texts for its window's digest; resolves once they are on disk. A
+   * coalesced batch's texts name it (`batch`, its run id): a start knows the batch was digested.
+   */
   async digest(
     verdict: Extract<BudgetVerdict, { ok: false }>,
     hook: string,
     agentId: string,
     texts: readonly string[],
+    batch?: string,
   ): Promise<void> {
     const { over, windowStart, endsAt } = verdict;
     const id = windowId(over.key, windowStart);
@@ -119,7 +136,7 @@ export class BudgetBook {
       perSeconds: over.budget.perSeconds,
       agentId,
     };
-    await this.digests.add(id, fresh, items);
+    await this.digests.add(id, fresh, items, batch);
     this.metrics.digested(hook);
     this.#watch(id, endsAt);
   }
@@ -222,10 +239,14 @@ export class BudgetBook {
     if (!digest) return;
     try {
       const { sessions } = this.host;
+      // The mark rides in the event's own durable write: a crash before the removal below leaves
+      // the next start knowing the event was accepted.
       await sessions.enqueueSystemEvent(sessions.mainSessionKey(digest.agentId), digestText(digest), {
         source: 'hook',
         hook: digest.name,
+        idempotency: onceMark(DIGEST_SCOPE, id),
       });
+      crashPoint('digest-told');
       sessions.requestHeartbeat({ agentId: digest.agentId, reason: `hook:${digest.name}` });
       await this.digests.remove(id);
     } catch (err) {

@@ -31,6 +31,8 @@ export interface Digest {
   listed: DigestItem[];
   /** Digested past the listed ones. */
   more: number;
+  /** The coalesced batches (their run ids) whose texts it holds. */
+  batches?: string[];
 }
 
 function isDigest(value: unknown): value is Digest {
@@ -78,16 +80,29 @@ export class Digests {
     return n;
   }
 
-  /** Adds a request's texts to its window's digest; resolves once that is on disk. */
-  add(id: string, fresh: Omit<Digest, 'listed' | 'more'>, items: readonly DigestItem[]): Promise<void> {
+  /** Adds a request's (or a batch's) texts to its window's digest; resolves once that is on disk. */
+  add(
+    id: string,
+    fresh: Omit<Digest, 'listed' | 'more' | 'batches'>,
+    items: readonly DigestItem[],
+    batch?: string,
+  ): Promise<void> {
     const kept = this.#file.get(id);
     const digest: Digest = kept ? { ...kept, listed: [...kept.listed] } : { ...fresh, listed: [], more: 0 };
+    if (batch !== undefined) digest.batches = [...(kept?.batches ?? []), batch];
     for (const item of items) {
       if (digest.listed.length < DIGEST_LISTED)
         digest.listed.push({ hook: item.hook, text: clipDigestText(item.text) });
       else digest.more++;
     }
     return this.#file.put(id, digest);
+  }
+
+  /** The coalesced batches whose texts wait in a digest. */
+  batches(): Set<string> {
+    const out = new Set<string>();
+    for (const d of this.#file.records.values()) for (const b of d.batches ?? []) out.add(b);
+    return out;
   }
 
   get(id: string): Digest | undefined {

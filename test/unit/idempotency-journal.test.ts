@@ -1,10 +1,13 @@
 // The OpenClaw host's idempotency journal on a real state dir: keys come back after a restart with
-// their body hashes, and compaction shares maxKeys fairly between scopes like the keys in memory.
+// their body hashes, and compaction shares maxKeys fairly between scopes like the keys in memory; a
+// key the last process wrote only in its event's acknowledgement line comes back too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { IdempotencyJournal } from '../../plugin/hosts/openclaw/idempotency-journal.ts';
+import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
+import { restoreKeys } from '../../plugin/hosts/openclaw/host.ts';
 import type { IdempotencyRecord } from '../../plugin/host.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
@@ -41,5 +44,38 @@ test("a flood of one scope's keys, compacted: another scope's keys stay, with th
   assert.deepEqual(
     kept.filter((r) => r.scope === 'mapping:flood').map((r) => r.key),
     ['f53', 'f54', 'f55', 'f56', 'f57', 'f58', 'f59'],
+  );
+});
+
+test('a key only in its event’s acknowledgement line (a crash before its own line) comes back, and is kept from then on', async () => {
+  const dir = await tempDir('hookgate-journal-');
+  const acks = new AckJournal();
+  await acks.open(dir);
+  const journal = new IdempotencyJournal();
+  await journal.open(dir);
+  const inBoth = record('wake', 'both');
+  await acks.event({ id: 'e1', at: Date.now(), sessionKey: 'agent:main:main', text: 'one', idem: inBoth });
+  await journal.append(inBoth);
+  // The digest's event written with its mark, then the process died before the journal's line.
+  const mark = { scope: 'hookgate:digest', key: 'budget:spend@1', at: Date.now(), status: 202 };
+  await acks.event({ id: 'e2', at: Date.now(), sessionKey: 'agent:main:main', text: 'digest', idem: mark });
+
+  const pending = await new AckJournal().open(dir);
+  const reopened = new IdempotencyJournal();
+  await reopened.open(dir);
+  const keys = await restoreKeys(reopened, pending.keys, LIMITS);
+  assert.deepEqual(
+    keys.map((r) => [r.scope, r.key]),
+    [
+      ['wake', 'both'],
+      ['hookgate:digest', 'budget:spend@1'],
+    ],
+  );
+  // Appended to the journal: the next start has it even once the event's line is gone.
+  const again = new IdempotencyJournal();
+  await again.open(dir);
+  assert.deepEqual(
+    (await again.restore(LIMITS)).map((r) => r.key),
+    ['both', 'budget:spend@1'],
   );
 });

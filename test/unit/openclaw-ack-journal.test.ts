@@ -35,7 +35,7 @@ const run = (runId: string): AcceptedRun => ({
 test('an event OpenClaw never took in comes back at the next start, one it took in does not', async () => {
   const dir = await tempDir('ack-journal-');
   const first = new AckJournal();
-  assert.deepEqual(await first.open(dir), { events: [], runs: [], interrupted: [] });
+  assert.deepEqual(await first.open(dir), { events: [], runs: [], interrupted: [], keys: [] });
   await first.event(event('e1'));
   await first.event(event('e2'));
   await first.event(event('e3'));
@@ -166,5 +166,21 @@ test('lines that come while a write is under way go out together in the next wri
   assert.deepEqual(
     (await new AckJournal().open(dir)).events.map((e) => e.id),
     written.map((_, i) => `e${i}`),
+  );
+});
+
+test('the idempotency record an event carries comes back at the next start, taken in or not', async () => {
+  const dir = await tempDir('ack-journal-');
+  const first = new AckJournal();
+  await first.open(dir);
+  const mark = { scope: 'hookgate:digest', key: 'budget:spend@1', at: Date.now(), status: 202 };
+  await first.event({ ...event('e1'), idem: mark });
+  await first.event(event('e2'));
+  await first.taken('e1');
+  const pending = await new AckJournal().open(dir);
+  assert.deepEqual(pending.keys, [mark]);
+  assert.deepEqual(
+    pending.events.map((e) => e.id),
+    ['e2'],
   );
 });

@@ -7,7 +7,7 @@
 // one after another, held every wake inside OpenClaw behind the ones before it (docs/performance.md).
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { AcceptedRun } from '../../host.ts';
+import type { AcceptedRun, IdempotencyRecord } from '../../host.ts';
 import { stateFileError } from '../../util/state-file-error.ts';
 
 /** A system event for an OpenClaw session: a wake's text or a run's summary. */
@@ -18,6 +18,8 @@ export interface JournaledEvent {
   text: string;
   /** The run whose summary this is. */
   runId?: string;
+  /** The idempotency record the event carries (a request's key, a digest's mark): one write for both. */
+  idem?: IdempotencyRecord;
 }
 
 type Line =
@@ -33,6 +35,8 @@ export interface Pending {
   runs: AcceptedRun[];
   /** Runs OpenClaw started but whose end nobody saw: their summaries say they were interrupted. */
   interrupted: AcceptedRun[];
+  /** The idempotency records of every event in the file, taken in or not, oldest first. */
+  keys: IdempotencyRecord[];
 }
 
 /** The journal is rewritten to what is pending once it holds this many lines more than that. */
@@ -176,7 +180,8 @@ export function pendingOf(lines: readonly Line[]): Pending {
         break;
     }
   }
-  const pending: Pending = { events: [...events.values()], runs: [], interrupted: [] };
+  const keys = lines.flatMap((l) => (l.k === 'event' && l.idem ? [l.idem] : []));
+  const pending: Pending = { events: [...events.values()], runs: [], interrupted: [], keys };
   for (const [id, r] of runs) {
     if (ended.has(id)) continue;
     (r.taken ? pending.interrupted : pending.runs).push(r.run);

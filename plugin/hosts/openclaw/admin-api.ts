@@ -35,9 +35,17 @@ function hostView(call: AdminCall, plugin: HooksPlugin, runs: RecentRuns): (() =
       if (!run) throw refuse.notFound(`no such run among the last ${RECENT_RUNS} of this gateway process`);
       const summary = plugin.runSummary(run.runId);
       if (!summary) return run;
-      // The host's record (status, tries) with what the run book adds: hook, request, delivery.
+      // The host's record (status, tries) with what the run book adds: hook, request, delivery; and
+      // the reply's deliveries in order (a fallback chain reads top to bottom).
       const { hook, requestId, delivery } = summary;
-      return { ...run, hook, ...(requestId !== undefined ? { requestId } : {}), ...(delivery ? { delivery } : {}) };
+      const deliveries = runs.deliveriesOf(run.runId);
+      return {
+        ...run,
+        hook,
+        ...(requestId !== undefined ? { requestId } : {}),
+        ...(delivery ? { delivery } : {}),
+        ...(deliveries.length ? { deliveries } : {}),
+      };
     };
   return undefined;
 }

@@ -4,7 +4,14 @@
 // adapters (reply-sends.ts; the core queues and retries), agents/models/channels read from OpenClaw's live config.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { CHANNEL_ORDER, type ChannelName, type GatewayHost, type HostAgents, type Route } from '../../host.ts';
+import {
+  CHANNEL_ORDER,
+  type ChannelName,
+  type GatewayHost,
+  type HostAgents,
+  type IdempotencyRecord,
+  type Route,
+} from '../../host.ts';
 import type { AckJournal, JournaledEvent, Pending } from './ack-journal.ts';
 import type { IdempotencyJournal } from './idempotency-journal.ts';
 import type { OpenClawPluginApi } from './api.ts';
@@ -101,15 +108,17 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
     sessions: {
       mainSessionKey,
       async enqueueSystemEvent(sessionKey, text, meta) {
-        // The key is on disk before the event is journaled: a failure leaves neither.
-        if (meta.idempotency) await journal.append(meta.idempotency);
+        // The key is in the event's own journal line (a crash keeps both or neither), then in the
+        // idempotency journal, which outlives the event's line once OpenClaw has taken it in.
         await events({
           id: randomUUID(),
           at: Date.now(),
           sessionKey,
           text,
           ...(meta.runId ? { runId: meta.runId } : {}),
+          ...(meta.idempotency ? { idem: meta.idempotency } : {}),
         });
+        if (meta.idempotency) await journal.append(meta.idempotency);
       },
       requestHeartbeat({ agentId, reason }) {
         runtime.system.requestHeartbeat({
@@ -161,8 +170,9 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       restore: () => Promise.resolve({ rerun: pending.runs, interrupted: pending.interrupted }),
       history: () => Promise.resolve(runHistory.take()),
     },
-    idempotency: { restore: (limits) => journal.restore(limits) },
-    replies: openClawReplies(api, queue, () => liveConfig(api)),
+    idempotency: { restore: (limits) => restoreKeys(journal, pending.keys, limits) },
+    // The reply queue tells the run views of each delivery: GET /hookgate/api/runs/<id> shows the chain.
+    replies: { ...openClawReplies(api, queue, () => liveConfig(api)), history: recentRuns },
     secrets: () => {
       const config = liveConfig(api);
       if (config !== secretsOf) {
@@ -172,4 +182,22 @@ export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
       return secrets;
     },
   };
+}
+
+/**
+ * The idempotency journal's keys, with those of the events the last process journaled: a crash
+ * between an event's line and its key's own line leaves the key in the first only. Those missing are
+ * appended now, so they outlive the event's line.
+ */
+export async function restoreKeys(
+  journal: IdempotencyJournal,
+  fromEvents: readonly IdempotencyRecord[],
+  limits: { windowMs: number; maxKeys: number },
+): Promise<IdempotencyRecord[]> {
+  const kept = await journal.restore(limits);
+  const known = new Set(kept.map((r) => `${r.scope}\u0000${r.key}`));
+  const oldest = Date.now() - limits.windowMs;
+  const missing = fromEvents.filter((r) => r.at > oldest && !known.has(`${r.scope}\u0000${r.key}`));
+  for (const r of missing) await journal.append(r);
+  return [...kept, ...missing].sort((a, b) => a.at - b.at);
 }
