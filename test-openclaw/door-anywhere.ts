@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
+  ensureInstalled,
   type GatewayFiles,
   type HooksBlock,
   type RunningGateway,
@@ -56,6 +57,7 @@ async function admin(path: string): Promise<{ status: number; json: any }> {
 describe('OpenClaw as the assistant of a door on Redis', { timeout: 10 * 60_000 }, () => {
   before(
     async () => {
+      await ensureInstalled();
       redis = await startRedis();
       const queue = { redis: redis.url, name: `oc-door-${nonce}` };
       const hooks: HooksBlock = { enabled: true, token: `hook-assistant-${nonce}-0123456789`, path: '/hooks', queue };

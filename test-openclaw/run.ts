@@ -35,6 +35,8 @@ import './channel-retries.ts';
 import './spend.ts';
 // The console (the owner's web page) at /hookgate/ui/ in a real Chromium.
 import './console.ts';
+// A standalone door on Redis, OpenClaw as the assistant taking what it queued.
+import './door-anywhere.ts';
 import { spawnGateway, tempStateDir, writeConfig } from '../test/helpers/spawn-gateway.ts';
 
 /** The whole run is bounded (first-time install, gateway starts, checks and shutdowns), with room for a busy host. */
