@@ -60,11 +60,19 @@ describe('OpenClaw as the assistant of a door on Redis', { timeout: 10 * 60_000 
       await ensureInstalled();
       redis = await startRedis();
       const queue = { redis: redis.url, name: `oc-door-${nonce}` };
-      const hooks: HooksBlock = { enabled: true, token: `hook-assistant-${nonce}-0123456789`, path: '/hooks', queue };
+      // The assistant checks what it takes against its own policies: the same as the door's.
+      const policies = { allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true };
+      const hooks: HooksBlock = {
+        enabled: true,
+        token: `hook-assistant-${nonce}-0123456789`,
+        path: '/hooks',
+        queue,
+        ...policies,
+      };
       ({ files, gw, model } = await startModelGateway(hooks, (_req, res) => streamReply(res, `done ${nonce}`)));
       const dir = await tempStateDir();
       await writeConfig(dir, {
-        hooks: { token: DOOR_TOKEN, queue, allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true },
+        hooks: { token: DOOR_TOKEN, queue, ...policies },
       });
       door = await spawnGateway(dir, ['--role', 'ingress']);
     },

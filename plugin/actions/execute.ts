@@ -80,7 +80,7 @@ export class ActionExecutor {
    */
   actOnTaken(entry: QueuedAction, snap: RoutingPolicy): Promise<ExecutedOutcome> {
     const origin = { hook: entry.hook, requestId: entry.requestId };
-    return this.#act(entry.action, snap, { scope: QUEUE_SCOPE, key: entry.id }, origin, false, entry.coalesce);
+    return this.#act(entry.action, snap, { scope: QUEUE_SCOPE, key: entry.id }, origin, false, entry.coalesce, true);
   }
 
   /**
@@ -121,6 +121,8 @@ export class ActionExecutor {
     origin: ActionOrigin | undefined,
     wait: boolean,
     coalesce: CoalesceAs | undefined,
+    /** Answered already (a door queued it): past a budget that refuses, it is digested, never lost. */
+    acknowledged = false,
   ): Promise<ExecutedOutcome> {
     if (coalesce && this.batches && origin && action.runs.length === 1 && !action.wakes.length) {
       // A paused hook holds it as a run of its own.
@@ -145,7 +147,7 @@ export class ActionExecutor {
       else {
         const verdict = await this.budgets.take(hook, jobs.length);
         if (verdict.ok) taken = verdict;
-        else if (verdict.over.budget.overflow === 'refuse')
+        else if (verdict.over.budget.overflow === 'refuse' && !acknowledged)
           throw refuse.budgetExhausted(Math.max(1, Math.ceil((verdict.endsAt - Date.now()) / 1000)));
         else if (verdict.over.budget.overflow === 'hold' && this.gate) held = true;
         else past = verdict;

@@ -33,9 +33,14 @@ after(async () => {
 type Queue = { redis: string; name: string; leaseSeconds?: number; maxWaiting?: number; timeoutMs?: number };
 
 /** A gateway in `role` on the queue; `dir` again restarts the same one (its taker name, its sessions). */
-async function gateway(role: 'ingress' | 'assistant', queue: Queue, dir?: string): Promise<SpawnedGateway> {
+async function gateway(
+  role: 'ingress' | 'assistant',
+  queue: Queue,
+  dir?: string,
+  hooks: Record<string, unknown> = {},
+): Promise<SpawnedGateway> {
   const stateDir = dir ?? (await tempStateDir());
-  if (!dir) await writeConfig(stateDir, { hooks: { queue } });
+  if (!dir) await writeConfig(stateDir, { hooks: { ...hooks, queue } });
   const gw = await spawnGateway(stateDir, ['--role', role]);
   running.push(gw);
   return gw;
@@ -104,6 +109,25 @@ test('with no assistant, the door accepts; one that comes back takes everything 
     },
   );
   assert.deepEqual(await texts(assistant, 'absent '), sent);
+});
+
+test('past a budget that refuses, what the door acknowledged is digested by the assistant, never dropped', async () => {
+  const queue = { redis: redis.url, name: 'budget' };
+  const hooks = { endpoints: { agent: { budget: { runs: 1, perSeconds: 600, overflow: 'refuse' } } } };
+  const door = await gateway('ingress', queue, undefined, hooks);
+  const assistant = await gateway('assistant', queue, undefined, hooks);
+  for (let i = 0; i < 3; i++) {
+    const r = await door.hook('/hooks/agent', { message: `over budget ${i}`, deliver: false }, HOOK_TOKEN);
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+  }
+  const waiting = async (): Promise<number | undefined> => {
+    const res = await fetch(`${assistant.url}/metrics`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
+    const m = /^hookgate_budget_digests_waiting (\S+)$/m.exec(await res.text());
+    return m ? Number(m[1]) : undefined;
+  };
+  await eventually(async () => (await waiting()) === 2, LONG_MS).catch(async (err) => {
+    throw new Error(`${(err as Error).message}: ${await waiting()} waiting\n${assistant.output()}`);
+  });
 });
 
 test('an agent request gets its runId at the door, and the assistant runs it under that id', async () => {
