@@ -9,6 +9,8 @@ import { AdminAnswer, AdminStream, JsonText } from './admin-call.ts';
 export const KEEPALIVE_MS = 15_000;
 /** Bytes waiting for a slow client before it is dropped. */
 const MAX_UNSENT_BYTES = 1024 * 1024;
+/** Events are gathered this long and go out in one write: a person watching sees no delay. */
+export const GATHER_MS = 100;
 
 /** Resolves when the client has gone (a host whose handler must stay pending awaits it). */
 export function serveAdminStream(res: ServerResponse, stream: AdminStream): Promise<void> {
@@ -22,22 +24,26 @@ export function serveAdminStream(res: ServerResponse, stream: AdminStream): Prom
   res.write(': hookgate live\n\n');
   return new Promise((resolve) => {
     let open = true;
-    // The events of one turn of the loop go out in one write: a busy hook path makes many a turn.
+    // The events of GATHER_MS go out in one write: a write per request made a busy hook path slower.
     let unsent: string[] = [];
+    let unsentBytes = 0;
     const flush = (): void => {
       const text = unsent.join('');
       unsent = [];
+      unsentBytes = 0;
       if (open) res.write(text);
     };
     const send = (event: string, data: unknown): boolean => {
       if (!open) return false;
-      if (res.writableLength > MAX_UNSENT_BYTES) {
+      if (res.writableLength + unsentBytes > MAX_UNSENT_BYTES) {
         res.destroy();
         return false;
       }
       // JSON.stringify escapes line breaks inside strings: the data is one line.
       const json = data instanceof JsonText ? data.text : JSON.stringify(data);
-      if (unsent.push(`event: ${event}\ndata: ${json}\n\n`) === 1) setImmediate(flush);
+      const frame = `event: ${event}\ndata: ${json}\n\n`;
+      unsentBytes += frame.length;
+      if (unsent.push(frame) === 1) setTimeout(flush, GATHER_MS).unref();
       return true;
     };
     const stop = stream.open(send);

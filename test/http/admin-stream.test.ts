@@ -1,0 +1,55 @@
+// A live tail's events on the wire (plugin/admin/admin-answer.ts), over a real loopback server:
+// the events of a gathering window go out together, whole and in order.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serveAdminStream } from '../../plugin/admin/admin-answer.ts';
+import { AdminStream, type SendEvent } from '../../plugin/admin/admin-call.ts';
+
+test('events sent turn after turn within the gathering window go out together, in order', async () => {
+  let send: SendEvent | undefined;
+  let writes = 0;
+  const server = createServer((_req, res: ServerResponse) => {
+    const write = res.write.bind(res) as (chunk: string) => boolean;
+    res.write = ((chunk: string) => {
+      writes++;
+      return write(chunk);
+    }) as typeof res.write;
+    void serveAdminStream(
+      res,
+      new AdminStream((s) => {
+        send = s;
+        return () => (send = undefined);
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const controller = new AbortController();
+  try {
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes(': hookgate live')) text += new TextDecoder().decode((await reader.read()).value);
+    const before = writes;
+    // Twenty events, each in a turn of its own.
+    for (let i = 0; i < 20; i++) {
+      assert.ok(send!('request', { n: i }));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    while (!text.includes('"n":19')) text += new TextDecoder().decode((await reader.read()).value);
+    // One write for the window; a busy host may split it (a write a turn made twenty).
+    assert.ok(writes - before <= 3, `${writes - before} writes`);
+    const data = [...text.matchAll(/^data: (.*)$/gm)].map((m) => (JSON.parse(m[1]!) as { n: number }).n);
+    assert.deepEqual(
+      data,
+      Array.from({ length: 20 }, (_, i) => i),
+    );
+  } finally {
+    controller.abort();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
