@@ -15,6 +15,9 @@ import { unwrapExternalContent } from '../safety/index.ts';
 import type { CoalesceAs, RunBatches } from './run-batches.ts';
 import { QUEUE_SCOPE, type ActionDoor, type QueuedAction } from './queued-actions.ts';
 
+/** A request's idempotency key: its scope, the key, and its body's hash. */
+type RequestKey = { scope: string; key: string; bodyHash?: string };
+
 export interface ExecutedOutcome extends Outcome {
   /** The key's record, when the request carried one. */
   record?: IdempotencyRecord;
@@ -64,7 +67,7 @@ export class ActionExecutor {
   async execute(
     action: Action,
     snap: RoutingPolicy,
-    key?: { scope: string; key: string; bodyHash?: string },
+    key?: RequestKey,
     origin?: ActionOrigin,
     wait = false,
     /** The mapping's coalesce, its key rendered: the run joins a batch (run-batches.ts). */
@@ -91,33 +94,29 @@ export class ActionExecutor {
   async #enqueue(
     action: Action,
     snap: RoutingPolicy,
-    key: { scope: string; key: string; bodyHash?: string } | undefined,
+    key: RequestKey | undefined,
     origin: ActionOrigin | undefined,
     coalesce: CoalesceAs | undefined,
   ): Promise<ExecutedOutcome> {
     const { jobs, outcome } = prepareAction(action, snap, this.host);
-    const runs = action.runs.map((spec, i) => ({ ...spec, runId: jobs[i]!.runId }));
+    const runs = action.runs.map((spec, i) => ({
+      ...spec,
+      runId: jobs[i]!.runId,
+    }));
     await this.door!.add({
       hook: origin?.hook ?? 'unknown',
       requestId: origin?.requestId ?? '',
       action: { ...action, runs, waitForCompletion: undefined },
       ...(coalesce ? { coalesce } : {}),
     });
-    const record: IdempotencyRecord | undefined = key && {
-      scope: key.scope,
-      key: key.key,
-      at: Date.now(),
-      status: outcome.status,
-      ...(outcome.body ? { body: outcome.body } : {}),
-      ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
-    };
+    const record = keyRecord(key, outcome);
     return { ...outcome, record };
   }
 
   async #act(
     action: Action,
     snap: RoutingPolicy,
-    key: { scope: string; key: string; bodyHash?: string } | undefined,
+    key: RequestKey | undefined,
     origin: ActionOrigin | undefined,
     wait: boolean,
     coalesce: CoalesceAs | undefined,
@@ -158,14 +157,7 @@ export class ActionExecutor {
       : past
         ? digestedAnswer(origin!.requestId)
         : prepared.outcome;
-    const record: IdempotencyRecord | undefined = key && {
-      scope: key.scope,
-      key: key.key,
-      at: Date.now(),
-      status: outcome.status,
-      ...(outcome.body ? { body: outcome.body } : {}),
-      ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
-    };
+    const record = keyRecord(key, outcome);
     if (held) {
       await this.gate!.hold(origin!.hook, origin!.requestId, action, record);
       return { ...outcome, record, held };
@@ -187,20 +179,16 @@ export class ActionExecutor {
   async #join(
     action: Action,
     snap: RoutingPolicy,
-    key: { scope: string; key: string; bodyHash?: string } | undefined,
+    key: RequestKey | undefined,
     origin: ActionOrigin,
     coalesce: CoalesceAs,
   ): Promise<ExecutedOutcome> {
     const runId = await this.batches!.add(origin.hook, coalesce, action.runs[0]!, origin.requestId, snap);
-    const outcome: Outcome = { status: 202, body: { ok: true, runId, coalesced: true } };
-    const record: IdempotencyRecord | undefined = key && {
-      scope: key.scope,
-      key: key.key,
-      at: Date.now(),
-      status: outcome.status,
-      body: outcome.body!,
-      ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
+    const outcome: Outcome = {
+      status: 202,
+      body: { ok: true, runId, coalesced: true },
     };
+    const record = keyRecord(key, outcome);
     return { ...outcome, record, coalesced: true };
   }
 
@@ -250,6 +238,20 @@ export function renderedMessage(spec: Action['runs'][number]): string {
 }
 
 /** A request past its budget with overflow "digest": accepted, its runs kept for the window's digest. */
+/** The record of a request's key: the answer it got, kept with what the request did. */
+function keyRecord(key: RequestKey | undefined, outcome: Outcome): IdempotencyRecord | undefined {
+  return (
+    key && {
+      scope: key.scope,
+      key: key.key,
+      at: Date.now(),
+      status: outcome.status,
+      ...(outcome.body ? { body: outcome.body } : {}),
+      ...(key.bodyHash ? { bodyHash: key.bodyHash } : {}),
+    }
+  );
+}
+
 function digestedAnswer(requestId: string): Outcome {
   return { status: 202, body: { ok: true, digested: true, requestId } };
 }
@@ -277,7 +279,11 @@ function answerFor(action: Action, runIds: readonly string[]): Outcome {
   }
   const first = action.wakes[0];
   if (!first) return { status: 204 };
-  if (action.fanOut) return { status: 200, body: { ok: true, mode: first.mode, count: action.wakes.length } };
+  if (action.fanOut)
+    return {
+      status: 200,
+      body: { ok: true, mode: first.mode, count: action.wakes.length },
+    };
   // Shared: every wake of a mode is answered the same, and a kept answer costs no copy.
   return { status: 200, body: WAKE_ANSWERS[first.mode] };
 }
