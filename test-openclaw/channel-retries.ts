@@ -19,7 +19,8 @@ import {
 } from './openclaw-env.ts';
 import { readStateRecords } from '../plugin/util/state-file.ts';
 import { startFakeProvider, streamReply, type FakeProvider } from '../test/helpers/fake-provider.ts';
-import { type Arrival, FakePlatform, type Reply } from '../test/helpers/fake-channels/fake-platform.ts';
+import { type Arrival, FakePlatform } from '../test/helpers/fake-channels/fake-platform.ts';
+import { botApi, INTERNAL_ERROR } from './fake-bot-api.ts';
 import { tooManyRequests } from '../test/helpers/fake-channels/telegram.ts';
 
 const nonce = Math.random().toString(36).slice(2, 8);
@@ -37,36 +38,6 @@ const HOOKS: HooksBlock = {
   // A failed send waits 1 to 2 s for the next.
   retry: { attempts: ATTEMPTS, initialDelaySeconds: 2, maxDelaySeconds: 2 },
 };
-
-const INTERNAL_ERROR: Reply = {
-  status: 500,
-  body: { ok: false, error_code: 500, description: 'Internal Server Error' },
-};
-
-/** The Bot API as OpenClaw's Telegram channel uses it: getMe and polling at start, then sendMessage. */
-function botApi(a: Arrival): Reply {
-  const method = /^\/bot([^/]+)\/(\w+)$/.exec(a.path);
-  if (method?.[1] !== BOT_TOKEN)
-    return { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } };
-  switch (method[2]) {
-    case 'getMe':
-      return {
-        status: 200,
-        body: { ok: true, result: { id: 98, is_bot: true, first_name: 'Hooks', username: 'hooks_bot' } },
-      };
-    case 'getUpdates':
-      return { status: 200, body: { ok: true, result: [] } };
-    case 'sendMessage': {
-      const chat = String(a.body?.chat_id);
-      if (chat === BROKEN_CHAT) return INTERNAL_ERROR;
-      const message = { message_id: a.at, date: Math.floor(a.at / 1000), chat: { id: Number(chat), type: 'private' } };
-      return { status: 200, body: { ok: true, result: { ...message, text: a.body?.text } } };
-    }
-    default:
-      // deleteWebhook, setMyCommands and the like at start.
-      return { status: 200, body: { ok: true, result: true } };
-  }
-}
 
 let files: GatewayFiles;
 let gw: RunningGateway;
@@ -124,7 +95,7 @@ const hookgateRetried = (runId: string): boolean =>
 describe('reply deliveries through OpenClaw’s Telegram channel', { timeout: 8 * 60_000 }, () => {
   before(
     async () => {
-      telegram = await new FakePlatform(botApi).start();
+      telegram = await new FakePlatform(botApi(BOT_TOKEN, BROKEN_CHAT)).start();
       model = await startFakeProvider((_req, res) => streamReply(res, REPLY));
       files = await prepareFiles();
       await installPlugin(files);

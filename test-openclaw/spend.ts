@@ -25,7 +25,8 @@ import {
   type FakeProvider,
   type ProviderRequest,
 } from '../test/helpers/fake-provider.ts';
-import { type Arrival, FakePlatform, type Reply } from '../test/helpers/fake-channels/fake-platform.ts';
+import { type Arrival, FakePlatform } from '../test/helpers/fake-channels/fake-platform.ts';
+import { botApi } from './fake-bot-api.ts';
 
 const nonce = Math.random().toString(36).slice(2, 8);
 const BOT_TOKEN = `987654322:AAspend-${nonce}-abcdefghijklmnopqrstu`;
@@ -83,35 +84,6 @@ const HOOKS: HooksBlock = {
     },
   ],
 };
-
-const INTERNAL_ERROR: Reply = {
-  status: 500,
-  body: { ok: false, error_code: 500, description: 'Internal Server Error' },
-};
-
-/** The Bot API as OpenClaw's Telegram channel uses it; BROKEN_CHAT's sends are answered 500. */
-function botApi(a: Arrival): Reply {
-  const method = /^\/bot([^/]+)\/(\w+)$/.exec(a.path);
-  if (method?.[1] !== BOT_TOKEN)
-    return { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } };
-  switch (method[2]) {
-    case 'getMe':
-      return {
-        status: 200,
-        body: { ok: true, result: { id: 99, is_bot: true, first_name: 'Spend', username: 'spend_bot' } },
-      };
-    case 'getUpdates':
-      return { status: 200, body: { ok: true, result: [] } };
-    case 'sendMessage': {
-      const chat = String(a.body?.chat_id);
-      if (chat === BROKEN_CHAT) return INTERNAL_ERROR;
-      const message = { message_id: a.at, date: Math.floor(a.at / 1000), chat: { id: Number(chat), type: 'private' } };
-      return { status: 200, body: { ok: true, result: { ...message, text: a.body?.text } } };
-    }
-    default:
-      return { status: 200, body: { ok: true, result: true } };
-  }
-}
 
 /**
  * What a model request's turn was asked: its user messages after the last assistant message (the
@@ -200,7 +172,7 @@ describe('what a hook may spend, inside OpenClaw', { timeout: 12 * 60_000 }, () 
   before(
     async () => {
       await ensureInstalled();
-      telegram = await new FakePlatform(botApi).start();
+      telegram = await new FakePlatform(botApi(BOT_TOKEN, BROKEN_CHAT)).start();
       model = await startFakeProvider(answerAsModel);
       files = await prepareFiles();
       await installPlugin(files);
