@@ -295,9 +295,15 @@ test('the whole body is let go once planned: not kept while the action is awaite
     await c.write(head('/hooks/wake', { 'Content-Length': size }));
     await c.write(wakeBodyOfSize(size));
     await waitUntil(() => reached, 'the action is under way');
-    gc();
-    // The event's text lives on (it is what gets written); the raw bytes do not.
-    const kept = process.memoryUsage().arrayBuffers - before;
+    // The event's text lives on (it is what gets written); the raw bytes do not, while the action is
+    // still held. A loaded host may free the sockets' own buffers a few turns late: measured until
+    // they are gone, for up to 10 s of the held action (a body kept by the request stays all along).
+    let kept = Infinity;
+    for (let i = 0; i < 200 && kept >= size / 4; i++) {
+      if (i) await new Promise((resolve) => setTimeout(resolve, 50));
+      gc();
+      kept = process.memoryUsage().arrayBuffers - before;
+    }
     assert.ok(kept < size / 4, `${(kept / 1048576).toFixed(1)} MB of buffers kept while the action runs`);
     release();
     assert.equal((await c.response()).status, 200);
