@@ -33,10 +33,16 @@ test('history pages: newest 200 by default, ?limit and ?before walk back to the 
       const waiting = kinds.slice(kinds.lastIndexOf('heartbeat') + 1).filter((k) => k === 'system-event').length;
       return kinds.filter((k) => k === 'prompt').length === kinds.filter((k) => k === 'reply').length && waiting < 100;
     };
+    // Read the newest page between two reads of the whole history that agree: nothing was written
+    // meanwhile (a late heartbeat turn would shift the page).
     let all: any;
+    let first: any;
     await waitUntil(async () => {
       all = (await get(gw.url, `/api/sessions/${MAIN}/history?limit=1000`)).body;
-      return still(all.entries);
+      if (!still(all.entries)) return false;
+      first = (await get(gw.url, `/api/sessions/${MAIN}/history`)).body;
+      const again = (await get(gw.url, `/api/sessions/${MAIN}/history?limit=1000`)).body;
+      return JSON.stringify(again) === JSON.stringify(all);
     }, 'the backlog drained');
     assert.equal(all.before, undefined, 'everything fits: no cursor');
     // The wakes, and the heartbeats their backlog asked for.
@@ -47,7 +53,6 @@ test('history pages: newest 200 by default, ?limit and ?before walk back to the 
       Array.from({ length: total }, (_, i) => `w${String(i).padStart(3, '0')}`),
     );
 
-    const first = (await get(gw.url, `/api/sessions/${MAIN}/history`)).body;
     assert.deepEqual(texts(first.entries), expected.slice(-200), 'the newest 200, oldest first');
     assert.equal(typeof first.before, 'string');
 
