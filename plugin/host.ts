@@ -323,6 +323,25 @@ export interface SelectedConfig {
   trustedProxies?: unknown;
 }
 
+/** How written files are synced: the values of the standalone's storage.fsync. */
+export type FsyncMode = 'never' | 'interval' | 'always';
+
+/** A file with lines written but maybe not synced; it reports its own failures. */
+export interface SyncTarget {
+  syncNow(): Promise<void>;
+}
+
+/** When written files are synced (util/file-sync.ts): one per host, shared by its files. */
+export interface FileSyncPolicy {
+  readonly mode: FsyncMode;
+  /** Whether a file keeps track of what it has not synced (not under "never"). */
+  readonly tracks: boolean;
+  /** A file has written lines; under "interval" the next background sync takes them. */
+  written(file: SyncTarget): void;
+  /** A file that closed: it synced what it could itself. */
+  forget(file: SyncTarget): void;
+}
+
 export interface GatewayHost {
   logger: Logger;
   /** The JSON5 file holding the config; the core reads (and later watches) it. */
@@ -334,6 +353,11 @@ export interface GatewayHost {
    * actions, pauses). Without it that state lives in memory only.
    */
   stateDir?: string;
+  /**
+   * When the plugin's state files under stateDir are synced to disk (the standalone's storage.fsync);
+   * without it they are written, never synced (a killed process loses nothing, a power cut may).
+   */
+  fileSync?: FileSyncPolicy;
   /** Picks the hooks block and the gateway keys the core checks against. Default: standalone layout. */
   selectConfig?(file: Record<string, unknown>): SelectedConfig;
   /**

@@ -129,7 +129,13 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     retry: () => current.retry,
     metrics,
   });
-  const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
+  const runs = new RunService(
+    host,
+    () => current,
+    await RunRetries.open(host.stateDir, host.logger, host.fileSync),
+    replies,
+    metrics,
+  );
   // Before anything can start a run: the book sees every run from its acceptance.
   const runBook = new RunBook();
   // The runs the last process left (a host that keeps them): the list survives a restart.

@@ -105,7 +105,7 @@ export class RunBatches {
     metrics: Pick<HookMetrics, 'coalesced'>,
   ): Promise<RunBatches> {
     const path = host.stateDir === undefined ? undefined : `${host.stateDir}/batches.jsonl`;
-    const file = await StateFile.open(path, isBatchRecord, host.logger);
+    const file = await StateFile.open(path, isBatchRecord, host.logger, { sync: host.fileSync });
     return new RunBatches(file, host, runs, snapshot, budgets, overflow, metrics);
   }
 

@@ -27,7 +27,7 @@ export async function openFailures(
 ): Promise<Failures> {
   const file = (name: string): string | undefined => host.stateDir && path.join(host.stateDir, name);
   const failures = await FailureBook.open(file('failures.jsonl'), host, (kind) => metrics.failure(kind));
-  const actions = await RunActions.open(file('run-actions.jsonl'), host.logger);
+  const actions = await RunActions.open(file('run-actions.jsonl'), host.logger, host.fileSync);
   runs.onFinal((final) => {
     if (final.status === 'ok') actions.keep(final.run);
     else failures.followRun(final);

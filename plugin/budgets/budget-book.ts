@@ -48,15 +48,15 @@ export class BudgetBook {
 
   /** Opens <host.stateDir>/budgets.jsonl and digests.jsonl (memory only without a state dir). */
   static async open(
-    host: Pick<GatewayHost, 'logger' | 'sessions' | 'stateDir'>,
+    host: Pick<GatewayHost, 'logger' | 'sessions' | 'stateDir' | 'fileSync'>,
     settings: () => BudgetSettings,
     metrics: Pick<HookMetrics, 'digested'> = NO_METRICS,
   ): Promise<BudgetBook> {
     const file = (name: string): string | undefined =>
       host.stateDir === undefined ? undefined : path.join(host.stateDir, name);
     const [windows, digests] = await Promise.all([
-      BudgetWindows.open(file('budgets.jsonl'), host.logger),
-      Digests.open(file('digests.jsonl'), host.logger),
+      BudgetWindows.open(file('budgets.jsonl'), host.logger, host.fileSync),
+      Digests.open(file('digests.jsonl'), host.logger, host.fileSync),
     ]);
     return new BudgetBook(host, settings, windows, digests, metrics);
   }

@@ -3,7 +3,7 @@
 // lasts the budget's perSeconds; once over, the next run counted starts a new one. Memory keeps every
 // open window (one per budget configured); each change is on disk before the request is answered,
 // so a budget spent before a restart is still spent after it.
-import type { Logger } from '../host.ts';
+import type { FileSyncPolicy, Logger } from '../host.ts';
 import { readStateRecords, StateFile } from '../util/state-file.ts';
 
 export interface BudgetWindow {
@@ -47,8 +47,8 @@ export class BudgetWindows {
     this.#file = file;
   }
 
-  static async open(path: string | undefined, logger: Logger): Promise<BudgetWindows> {
-    return new BudgetWindows(await StateFile.open(path, isWindow, logger));
+  static async open(path: string | undefined, logger: Logger, sync?: FileSyncPolicy): Promise<BudgetWindows> {
+    return new BudgetWindows(await StateFile.open(path, isWindow, logger, { sync }));
   }
 
   /** The budget's window open at `now` (it ends `perSeconds` after its start), if any. */

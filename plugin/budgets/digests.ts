@@ -2,7 +2,7 @@
 // requests with overflow "digest", the first 50 of their texts (clipped) and how many more there
 // were. At the window's end one system event lists them in the main session (digest-text.ts) and the
 // record is removed; a record whose window ended while the gateway was down is told at start.
-import type { Logger } from '../host.ts';
+import type { FileSyncPolicy, Logger } from '../host.ts';
 import { StateFile } from '../util/state-file.ts';
 
 /** At most this many texts are listed; the rest are counted. */
@@ -69,8 +69,8 @@ export class Digests {
     this.#file = file;
   }
 
-  static async open(path: string | undefined, logger: Logger): Promise<Digests> {
-    return new Digests(await StateFile.open(path, isDigest, logger));
+  static async open(path: string | undefined, logger: Logger, sync?: FileSyncPolicy): Promise<Digests> {
+    return new Digests(await StateFile.open(path, isDigest, logger, { sync }));
   }
 
   /** Digested requests waiting, in all. */

@@ -162,12 +162,12 @@ export class FailureBook {
   /** `path` undefined: memory only. `counted` is told each failure recorded (metrics). */
   static async open(
     path: string | undefined,
-    host: Pick<GatewayHost, 'sessions' | 'logger' | 'secrets'>,
+    host: Pick<GatewayHost, 'sessions' | 'logger' | 'secrets' | 'fileSync'>,
     counted: (kind: FailureKind) => void,
     events = new FailureEvents(host),
   ): Promise<FailureBook> {
     return new FailureBook(
-      await StateFile.open(path, isStoredFailure, host.logger, { keepAtMost: KEEP_AT_OPEN }),
+      await StateFile.open(path, isStoredFailure, host.logger, { keepAtMost: KEEP_AT_OPEN, sync: host.fileSync }),
       events,
       host,
       counted,

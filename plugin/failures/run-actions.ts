@@ -40,8 +40,12 @@ export class RunActions {
     for (const r of file.records.values()) this.#text += r.action.prompt.length;
   }
 
-  static async open(path: string | undefined, logger: GatewayHost['logger']): Promise<RunActions> {
-    return new RunActions(await StateFile.open(path, isKeptRun, logger, { keepAtMost: KEEP_AT_OPEN }), logger);
+  static async open(
+    path: string | undefined,
+    logger: GatewayHost['logger'],
+    sync?: GatewayHost['fileSync'],
+  ): Promise<RunActions> {
+    return new RunActions(await StateFile.open(path, isKeptRun, logger, { keepAtMost: KEEP_AT_OPEN, sync }), logger);
   }
 
   /** Keeps a run that ended well; the oldest kept go when over the bounds. */

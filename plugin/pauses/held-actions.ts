@@ -4,7 +4,7 @@
 // restart. Memory: the actions stay on disk; memory keeps an index (each one's order, hook, size on
 // disk and idempotency answer), and a resume reads them back one at a time. The bytes held are
 // counted, so hooks.maxHeldBytes can bound them.
-import type { IdempotencyRecord, Logger } from '../host.ts';
+import type { FileSyncPolicy, IdempotencyRecord, Logger } from '../host.ts';
 import type { Action } from '../action.ts';
 import { StateFile } from '../util/state-file.ts';
 
@@ -67,8 +67,8 @@ export class HeldActions {
     this.#seq = byArrival.at(-1)?.[1].seq ?? 0;
   }
 
-  static async open(path: string | undefined, logger: Logger): Promise<HeldActions> {
-    return new HeldActions(await StateFile.open(path, isHeldAction, logger, { summarize: entryOf }));
+  static async open(path: string | undefined, logger: Logger, sync?: FileSyncPolicy): Promise<HeldActions> {
+    return new HeldActions(await StateFile.open(path, isHeldAction, logger, { summarize: entryOf, sync }));
   }
 
   /** Held in all. */

@@ -81,8 +81,8 @@ export class HookPauses {
     // Both files are written at every start: a held file without its pauses file lost the latter.
     const fileLost = pausesFile !== undefined && !(await exists(pausesFile)) && (await exists(file('held.jsonl')!));
     const [pauses, held] = await Promise.all([
-      Pauses.open(pausesFile, host.logger),
-      HeldActions.open(file('held.jsonl'), host.logger),
+      Pauses.open(pausesFile, host.logger, host.fileSync),
+      HeldActions.open(file('held.jsonl'), host.logger, host.fileSync),
     ]);
     const hookPauses = new HookPauses(pauses, held, host, runs, snapshot, budgets);
     if (pausesFile !== undefined) await hookPauses.#keepLostPauses(pausesFile, fileLost);

@@ -1,7 +1,7 @@
 // Which hooks are paused (<stateDir>/pauses.jsonl): read on every request, changed by the admin API
 // here or, with hooks.sharedState, by another instance (shared-pauses.ts tells this one). A resume is
 // kept as a record too, so a start can tell a hook that was resumed from one whose state was lost.
-import type { Logger } from '../host.ts';
+import type { FileSyncPolicy, Logger } from '../host.ts';
 import { readStateRecords, StateFile } from '../util/state-file.ts';
 
 export interface PauseRecord {
@@ -28,8 +28,8 @@ export class Pauses {
     this.#file = file;
   }
 
-  static async open(path: string | undefined, logger: Logger): Promise<Pauses> {
-    return new Pauses(await StateFile.open(path, isPauseRecord, logger));
+  static async open(path: string | undefined, logger: Logger, sync?: FileSyncPolicy): Promise<Pauses> {
+    return new Pauses(await StateFile.open(path, isPauseRecord, logger, { sync }));
   }
 
   isPaused(hook: string): boolean {

@@ -57,7 +57,7 @@ export interface ReplyDeadLetter {
 }
 
 export interface ReplyQueueOptions {
-  host: Pick<GatewayHost, 'logger' | 'replies' | 'secrets'>;
+  host: Pick<GatewayHost, 'logger' | 'replies' | 'secrets' | 'fileSync'>;
   /** The state file of the replies not settled; undefined: memory only (nothing resumes). */
   file: string | undefined;
   /** hooks.retry as the config has it now. */
@@ -89,7 +89,7 @@ export class ReplyQueue {
   #closed = false;
 
   static async open(opts: ReplyQueueOptions): Promise<ReplyQueue> {
-    const kept = await StateFile.open(opts.file, isKeptReply, opts.host.logger);
+    const kept = await StateFile.open(opts.file, isKeptReply, opts.host.logger, { sync: opts.host.fileSync });
     const state = kept as StateFile<ReplyRecord>;
     // Records in an older shape are written again in today's.
     for (const [id, value] of kept.records) {

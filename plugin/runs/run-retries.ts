@@ -4,7 +4,7 @@
 // try (run it when due) from one whose try was cut off (the model may have acted: not tried again).
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { AcceptedRun, Logger, RunAttempt } from '../host.ts';
+import type { AcceptedRun, FileSyncPolicy, Logger, RunAttempt } from '../host.ts';
 import { DueQueue } from '../retry/due-queue.ts';
 import { spreadOverdue } from '../retry/overdue.ts';
 import { StateFile } from '../util/state-file.ts';
@@ -52,12 +52,13 @@ export class RunRetries {
   }
 
   /** Reads `<stateDir>/retries.jsonl`; without a stateDir the schedule lives in memory only. */
-  static async open(stateDir: string | undefined, logger: Logger): Promise<RunRetries> {
+  static async open(stateDir: string | undefined, logger: Logger, sync?: FileSyncPolicy): Promise<RunRetries> {
     if (stateDir !== undefined) await mkdir(stateDir, { recursive: true, mode: 0o700 });
     const file = await StateFile.open(
       stateDir === undefined ? undefined : path.join(stateDir, 'retries.jsonl'),
       isRunRetry,
       logger,
+      { sync },
     );
     return new RunRetries(file, stateDir !== undefined);
   }

@@ -54,6 +54,7 @@ export class SessionRetention {
       stateDir === undefined ? undefined : path.join(stateDir, 'session-retention.jsonl'),
       isPendingDeletion,
       host.logger,
+      { sync: host.fileSync },
     );
     const retention = new SessionRetention(file, host, settings);
     const { sessionRetentionMs } = settings();

@@ -6,11 +6,14 @@
 // (or lines) outweigh the live ones. A torn last line (a crash mid-write) is dropped at open.
 // Memory keeps each record whole, or with `summarize` only a small summary of it: then the record
 // stays on disk and `read()` brings it back. Without a path everything lives in memory only.
+// With `sync` (the host's FileSync) the lines reach the disk as the host's storage.fsync says:
+// under "always" a put settles only once its batch is synced.
 import { closeSync, openSync, read as readFd } from 'node:fs';
 import { mkdir, open, rename, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../host.ts';
 import { errnoCode, errorMessage } from './errors.ts';
+import type { FileSyncPolicy, Logger, SyncTarget } from '../host.ts';
+import { syncDirectory, syncFileData } from './sync-paths.ts';
 import { randomHex } from './random-hex.ts';
 import { MAX_LINE_BYTES } from './state-lines.ts';
 import { parseStateLine, readRecordLines, type StateLine } from './state-records.ts';
@@ -30,6 +33,8 @@ export interface StateFileOptions<T, S> {
    * trimmed oldest first as it is read, with one warning, so its size never decides the memory.
    */
   keepAtMost?: { records: number; bytes: number };
+  /** When written lines are synced (the host's `fileSync`); default: never, left to the kernel. */
+  sync?: FileSyncPolicy;
 }
 
 /** A record as its line on disk, encoded once: what it weighs is known before it is put. */
@@ -78,8 +83,12 @@ const SLACK_LINES = 1000;
 /** What a rewrite gathers before each write to the temp file. */
 const REWRITE_CHUNK = 1024 * 1024;
 
-export class StateFile<T, S = T> {
+export class StateFile<T, S = T> implements SyncTarget {
   readonly #path: string | undefined;
+  readonly #sync: FileSyncPolicy | undefined;
+  /** Lines written and not yet synced; the directory's entries changed (a new file, a rewrite). */
+  #unsynced = false;
+  #unsyncedDir = false;
   readonly #logger: Logger;
   readonly #isRecord: (value: unknown) => value is T;
   readonly #summarize: ((record: T, bytes: number) => S) | undefined;
@@ -114,6 +123,7 @@ export class StateFile<T, S = T> {
     this.#summarize = options.summarize;
     this.#maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
     this.#keepAtMost = options.keepAtMost;
+    this.#sync = options.sync?.tracks ? options.sync : undefined;
   }
 
   /**
@@ -192,6 +202,10 @@ export class StateFile<T, S = T> {
   async close(): Promise<void> {
     this.#closed = true;
     while (this.#writing || this.#batch.length) await (this.#writing ?? this.#flush());
+    if (this.#sync) {
+      this.#sync.forget(this);
+      await this.syncNow();
+    }
     await this.#handle?.close();
     this.#handle = undefined;
     this.#retireReader();
@@ -300,10 +314,9 @@ export class StateFile<T, S = T> {
   }
 
   /**
-   * Writes what is batched in one write; then the next batch, if one gathered meanwhile. No fsync:
-   * the promise is surviving a killed process, not power loss (storage.fsync covers the standalone's
-   * logs only: docs/reference/security.md); a sync per batch bounded how fast a paused hook holds
-   * (docs/performance.md).
+   * Writes what is batched in one write; then the next batch, if one gathered meanwhile. Synced as
+   * the host's `sync` says (none by default: the promise is then surviving a killed process, not
+   * power loss; docs/reference/security.md).
    */
   #flush(): Promise<void> {
     if (this.#writing || this.#batch.length === 0) return this.#writing ?? Promise.resolve();
@@ -316,11 +329,16 @@ export class StateFile<T, S = T> {
         if (this.#mustRewrite || this.#outweighedAfter(lines)) {
           // The live records already hold what the batch says: the rewrite makes it durable.
           await this.#rewrite();
+          this.#owe(false, true);
         } else {
+          // A first write may create the file: its name is owed a sync of the directory.
+          const created = this.#fileBytes === 0;
           this.#handle ??= await open(this.#path!, 'a', 0o600);
           await this.#handle.write(lines.map((l) => l.text).join(''));
           this.#written(lines);
+          this.#owe(true, created);
         }
+        if (this.#sync?.mode === 'always') await this.#syncOwed();
         for (const w of waiters) w.resolve();
       } catch (err) {
         this.#mustRewrite = true;
@@ -332,6 +350,42 @@ export class StateFile<T, S = T> {
       }
     })();
     return this.#writing;
+  }
+
+  /** What the last write left unsynced; under "interval" the next background sync takes it. */
+  #owe(data: boolean, dir: boolean): void {
+    if (!this.#sync) return;
+    if (data) this.#unsynced = true;
+    if (dir) this.#unsyncedDir = true;
+    this.#sync.written(this);
+  }
+
+  /** The background sync (storage.fsync "interval"): a failure is logged, and stays owed. */
+  async syncNow(): Promise<void> {
+    // Between writes: a rewrite may replace the handle.
+    while (this.#writing) await this.#writing.catch(() => undefined);
+    try {
+      await this.#syncOwed();
+    } catch (err) {
+      this.#logger.error('state file sync failed', { file: this.#path, code: errnoCode(err) });
+      if (!this.#closed) this.#sync?.written(this);
+    }
+  }
+
+  /** Syncs the written lines and the directory's entries owed a sync (the temp file of a rewrite was synced already). */
+  async #syncOwed(): Promise<void> {
+    const data = this.#unsynced;
+    const dir = this.#unsyncedDir;
+    this.#unsynced = false;
+    this.#unsyncedDir = false;
+    try {
+      if (data) await (this.#handle ? this.#handle.datasync() : syncFileData(this.#path!));
+      if (dir) await syncDirectory(path.dirname(this.#path!));
+    } catch (err) {
+      this.#unsynced ||= data;
+      this.#unsyncedDir ||= dir;
+      throw err;
+    }
   }
 
   /** Whether the file, with these lines appended, would hold more dead than live. */

@@ -1,13 +1,15 @@
 // storage.fsync on the real gateway, proved by the order of its system calls under strace rather
 // than by timing: "always" syncs the session log after writing a wake's line and before writing the
-// answer (and a run's 202 waits for its session's and the run index's syncs); "interval" answers
-// first and syncs later in the background; "never" does not sync.
+// answer (and a run's 202 waits for its session's and the run index's syncs, a paused hook's 202
+// held for the sync of the held actions' file); "interval" answers first and syncs later in the
+// background; "never" does not sync.
 // (test/ensure-strace.sh, npm test's first step, installs strace where it is missing.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  GATEWAY_TOKEN,
   SOURCE_CLI,
   START_BOUND_MS,
   spawnGateway,
@@ -148,6 +150,63 @@ test('storage.fsync "always": a run\'s 202 is written after the syncs of its ses
     const dirSync = calls.find((c) => isSync(c) && fdOf(c) === Number(sessionsDir.result) && c.start > sessionsDir.end);
     assert.ok(dirSync, 'the sessions directory was synced');
     assert.ok(dirSync.end < answer.start, 'the directory was synced before the 202 was written');
+  } finally {
+    await traced.stop();
+  }
+});
+
+/** Pauses the wake hook and sends a wake it holds; resolves with the held line's write and its 202's. */
+async function heldInTrace(traced: Traced, marker: string): Promise<WakeInTrace> {
+  const paused = await fetch(`${traced.gw.url}/api/hooks/wake/pause`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${GATEWAY_TOKEN}` },
+  });
+  assert.equal(paused.status, 200);
+  const held = await traced.gw.hook('/hooks/wake', { text: marker, mode: 'next-heartbeat' });
+  assert.equal(held.status, 202, JSON.stringify(held.body));
+  assert.equal(held.body.held, true);
+  let found: WakeInTrace | undefined;
+  await waitUntil(
+    async () => {
+      const calls = await traced.calls();
+      // The held action's line: the action as rendered, its text the marker.
+      const line = calls.find((c) => isWrite(c) && c.end >= 0 && c.args.includes(marker));
+      const answer = line && calls.find((c) => isWrite(c) && c.start > line.start && c.args.includes('HTTP/1.1 202'));
+      if (line && answer) found = { calls, line, answer };
+      return found !== undefined;
+    },
+    'the write of the held line and of its answer in the trace',
+    WAIT_MS,
+  );
+  const { calls, line } = found!;
+  const opened = calls.filter((c) => c.name === 'openat' && Number(c.result) === fdOf(line) && c.end < line.start);
+  assert.match(opened.at(-1)?.args ?? '', /held\.jsonl/, "the line went to the held actions' file");
+  return found!;
+}
+
+test('storage.fsync "always": a paused hook\'s 202 held is written after the sync of the held actions\' file', async () => {
+  const traced = await tracedGateway({ fsync: 'always' });
+  try {
+    const { calls, line, answer } = await heldInTrace(traced, 'marker-held-always');
+    const sync = syncsOfLog(calls, line)[0];
+    assert.ok(sync, "the held actions' file was synced");
+    assert.ok(sync.end < answer.start, 'the sync finished before the 202 was written');
+  } finally {
+    await traced.stop();
+  }
+});
+
+test('storage.fsync "interval": a paused hook\'s 202 held is written first, the held actions\' file synced after', async () => {
+  const traced = await tracedGateway({ fsync: 'interval', fsyncIntervalMs: 1000 });
+  try {
+    const { line, answer } = await heldInTrace(traced, 'marker-held-interval');
+    let sync: SystemCall | undefined;
+    await waitUntil(
+      async () => (sync = syncsOfLog(await traced.calls(), line)[0]) !== undefined,
+      "a sync of the held actions' file after the line",
+      WAIT_MS,
+    );
+    assert.ok(answer.start < sync!.start, 'the answer was written before the sync began: it did not wait');
   } finally {
     await traced.stop();
   }

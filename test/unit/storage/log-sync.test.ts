@@ -1,4 +1,4 @@
-// storage.fsync's background sync (log-sync.ts), on mocked timers: under "interval" every log
+// storage.fsync's background sync (util/file-sync.ts), on mocked timers: under "interval" every log
 // written since the first unsynced write is synced once, an interval after that write; "never" and
 // "always" schedule nothing here ("always" syncs in the log's own round:
 // test/process/storage-fsync.test.ts).
@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { LogSync, type SyncTarget } from '../../../plugin/hosts/standalone/storage/log/log-sync.ts';
+import { FileSync, type SyncTarget } from '../../../plugin/util/file-sync.ts';
 import { JsonlLog, LogResources } from '../../../plugin/hosts/standalone/storage/log/jsonl-log.ts';
 import { recordingLogger, withTempDir, type Rec } from '../../helpers/storage-fixtures.ts';
 
@@ -22,7 +22,7 @@ function target(): SyncTarget & { syncs: number } {
 
 test('log sync "interval": the logs written since the first unsynced write are synced once, an interval after it', (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
-  const sync = new LogSync('interval', 1000);
+  const sync = new FileSync('interval', 1000);
   const a = target();
   const b = target();
   sync.written(a);
@@ -43,7 +43,7 @@ test('log sync "interval": the logs written since the first unsynced write are s
 test('log sync "never" and "always": nothing is synced in the background', (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   for (const mode of ['never', 'always'] as const) {
-    const sync = new LogSync(mode, 1000);
+    const sync = new FileSync(mode, 1000);
     const a = target();
     sync.written(a);
     t.mock.timers.tick(10_000);
@@ -58,7 +58,7 @@ test('log sync "interval": a sync that fails is logged naming the file and tried
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const logger = recordingLogger();
     const file = path.join(dir, 'logs', 'a.jsonl');
-    const sync = new LogSync('interval', 100);
+    const sync = new FileSync('interval', 100);
     const log = new JsonlLog<Rec>(file, logger, { resources: new LogResources(4, sync) });
     await log.append({ n: 1 });
     // The file's directory is owed a sync (the file is new); gone, its sync fails.

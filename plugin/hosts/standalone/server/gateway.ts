@@ -115,6 +115,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     configPath: opts.configPath,
     configDir: path.dirname(opts.configPath),
     stateDir: path.join(dataDir, 'after'),
+    // Held actions, batches and digests are answered once written: storage.fsync applies to them too.
+    fileSync: storage.fileSync,
     agents: hostAgents(settings),
     channels: settings.channels,
     sessions: {

@@ -1,9 +1,9 @@
 // What the storage block of the standalone gateway's config sets (config: storage.*): the bounds of
-// what it keeps (storage-limits.ts) and when its logs are synced to disk (log/log-sync.ts).
-import type { FsyncMode } from './log/log-sync.ts';
+// what it keeps (storage-limits.ts) and when its logs are synced to disk (util/file-sync.ts).
+import type { FsyncMode } from '../../../util/file-sync.ts';
 import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './storage-limits.ts';
 
-export type { FsyncMode } from './log/log-sync.ts';
+export type { FsyncMode } from '../../../util/file-sync.ts';
 
 export interface FsyncSettings {
   /** never: the kernel's writeback; interval: a background sync; always: answers wait for it. */

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import type { IdempotencyRecord, Logger, RunRecord } from '../../../host.ts';
 import { LogResources } from './log/jsonl-log.ts';
-import { LogSync } from './log/log-sync.ts';
+import { FileSync } from '../../../util/file-sync.ts';
 import { Outbox } from './outbox.ts';
 import { RunIndex } from './run-index.ts';
 import { readRun, RunRegistry, type RunLine } from './run-registry.ts';
@@ -18,6 +18,8 @@ export class Storage {
   readonly store: SessionStore;
   readonly outbox: Outbox;
   readonly runs: RunRegistry;
+  /** storage.fsync: shared by the logs here and the plugin's state files (the host's fileSync). */
+  readonly fileSync: FileSync;
   readonly #index: RunIndex;
   /** The files a start checks: a directory in a log's place would fail every write later. */
   readonly #files: string[];
@@ -27,7 +29,8 @@ export class Storage {
   constructor(dataDir: string, limits: StorageSettings, logger: Logger) {
     // Every log follows storage.fsync: the sessions (events, run acceptances, idempotency keys), the
     // run index (a 202 waits for it) and the outbox.
-    const resources = new LogResources(undefined, new LogSync(limits.fsync, limits.fsyncIntervalMs));
+    this.fileSync = new FileSync(limits.fsync, limits.fsyncIntervalMs);
+    const resources = new LogResources(undefined, this.fileSync);
     this.#files = ['run-index.jsonl', 'outbox.jsonl'].map((name) => path.join(dataDir, name));
     const segmentBytes = limits.segmentBytes;
     this.#index = new RunIndex(path.join(dataDir, 'run-index.jsonl'), logger, {

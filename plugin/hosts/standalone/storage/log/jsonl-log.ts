@@ -1,7 +1,7 @@
 // Durable append-only JSON Lines log with group commit: the writer. Its segments and retention are
 // segments.ts, its readers and cursors log-reader.ts, its tail repair tail-repair.ts; one lock here
 // serialises them all. The durability contract is in ../README.md; when lines are synced,
-// log-sync.ts.
+// util/file-sync.ts.
 import { appendFile, mkdir, open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -13,8 +13,8 @@ import { jsonLineBytes, toJsonLine, writeJsonLine, type JsonLine } from './json-
 import { isRecord, LogReader, type Page, type Position } from './log-reader.ts';
 import { Segments, type Segment } from './segments.ts';
 import { repairTail } from './tail-repair.ts';
-import type { SyncTarget } from './log-sync.ts';
-import { syncDirectory, syncFileData } from './sync-paths.ts';
+import type { SyncTarget } from '../../../../util/file-sync.ts';
+import { syncDirectory, syncFileData } from '../../../../util/sync-paths.ts';
 
 export { segmentSeq } from './segments.ts';
 export { LogResources } from './log-resources.ts';

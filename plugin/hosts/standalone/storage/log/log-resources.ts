@@ -1,7 +1,7 @@
 // The state the logs of one storage share (a pooled write buffer, the kept-handle budget, the rounds,
 // how they sync).
 import { CommitRounds } from './commit-rounds.ts';
-import { LogSync } from './log-sync.ts';
+import { FileSync } from '../../../../util/file-sync.ts';
 import { LoopWrites } from './loop-writes.ts';
 
 /**
@@ -23,6 +23,6 @@ export class LogResources {
   constructor(
     readonly maxKeptHandles = 256,
     /** When written lines are synced to disk (storage.fsync); none by default. */
-    readonly sync = new LogSync(),
+    readonly sync = new FileSync(),
   ) {}
 }

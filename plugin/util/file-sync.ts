@@ -1,18 +1,15 @@
-// When the logs of one storage ask the kernel to put their written lines on disk (config:
-// storage.fsync). A write alone survives a killed process; only a sync survives a crash of the
-// machine or a power cut. "never" leaves it to the kernel's writeback; "always" syncs each log's
-// batch before its appends settle (jsonl-log.ts), so one sync covers every request of a round;
-// "interval" syncs in the background here, nobody waiting, at most `intervalMs` after a write.
+// When files ask the kernel to put their written lines on disk (the standalone's storage.fsync: its
+// logs, and the plugin's state files through the host contract). A write alone survives a killed
+// process; only a sync survives a crash of the machine or a power cut. "never" leaves it to the
+// kernel's writeback; "always" syncs each file's batch before its writes settle (the standalone's
+// jsonl-log.ts, util/state-file.ts), so one sync covers every request of a round; "interval" syncs
+// in the background here, nobody waiting, at most `intervalMs` after a write.
 
-/** How the logs sync: the values of storage.fsync. */
-export type FsyncMode = 'never' | 'interval' | 'always';
+import type { FileSyncPolicy, FsyncMode, SyncTarget } from '../host.ts';
 
-/** A log with lines written but maybe not synced; it reports its own failures. */
-export interface SyncTarget {
-  syncNow(): Promise<void>;
-}
+export type { FsyncMode, SyncTarget } from '../host.ts';
 
-export class LogSync {
+export class FileSync implements FileSyncPolicy {
   readonly #dirty = new Set<SyncTarget>();
   #timer: NodeJS.Timeout | undefined;
 
