@@ -81,8 +81,10 @@ export class ActionExecutor {
    * An action a door queued, taken here: carried out as its request would have been without the
    * queue (pause, budget, batch), its record under the action's id (queued-actions.ts).
    */
-  actOnTaken(entry: QueuedAction, snap: RoutingPolicy): Promise<ExecutedOutcome> {
+  async actOnTaken(entry: QueuedAction, snap: RoutingPolicy): Promise<ExecutedOutcome> {
     const origin = { hook: entry.hook, requestId: entry.requestId };
+    // Taken only once its runs can start here; until then they wait in the queue, for any taker.
+    if (entry.action.runs.length && !entry.coalesce) await this.runs.whenRoomFor(entry.action.runs.length);
     return this.#act(entry.action, snap, { scope: QUEUE_SCOPE, key: entry.id }, origin, false, entry.coalesce, true);
   }
 

@@ -246,8 +246,9 @@ export class ActionQueue {
             await handle(entry);
           } catch (err) {
             // A refusal here (a policy changed since the door) will not pass later either: dropped,
-            // and said. Anything else stays unconfirmed and is taken again after the lease.
-            if (!(err instanceof HookError)) {
+            // and said. Anything else (a 5xx refusal too: shutting down, overloaded) stays
+            // unconfirmed and is taken again after the lease.
+            if (!(err instanceof HookError) || err.status >= 500) {
               this.logger.warn('a queued action could not be carried out; it will be taken again', {
                 entry: entry.streamId,
                 error: errorMessage(err),

@@ -70,6 +70,8 @@ export class RunService {
   /** Jobs accepted but waiting for the host to record it: they hold their places in the queue. */
   private admitting = 0;
   private closing = false;
+  /** Takers of queued actions waiting for room (whenRoomFor), oldest first. */
+  private readonly roomWaiters: { runs: number; resolve: () => void }[] = [];
   private readonly finalListeners: RunFinalListener[] = [];
   private readonly updateListeners: RunUpdateListener[] = [];
   /** The host's credentials, masked in what its turns bring back (errors, replies). */
@@ -107,6 +109,26 @@ export class RunService {
 
   get running(): number {
     return this.active.size;
+  }
+
+  /**
+   * Resolves once `runs` more runs would not wait here for a slot (or nothing is here at all, for an
+   * action with more runs than slots). An assistant takes a queued run only then: what it has not
+   * started stays in the queue, for any taker, rather than waiting on this instance's disk.
+   */
+  whenRoomFor(runs: number): Promise<void> {
+    if (this.closing || this.hasRoomFor(runs)) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push({ runs, resolve }));
+  }
+
+  private hasRoomFor(runs: number): boolean {
+    const here = this.active.size + this.waiting.size + this.admitting;
+    return here === 0 || here + runs <= this.limits().maxConcurrentRuns;
+  }
+
+  private wakeRoomWaiters(): void {
+    while (this.roomWaiters.length && (this.closing || this.hasRoomFor(this.roomWaiters[0]!.runs)))
+      this.roomWaiters.shift()!.resolve();
   }
 
   /**
@@ -192,6 +214,8 @@ export class RunService {
    */
   async close(graceMs: number): Promise<void> {
     this.closing = true;
+    // Their submit is refused (shutting down): the queue keeps their actions for the next taker.
+    this.wakeRoomWaiters();
     this.retries.stop();
     for (const job of this.waiting.drain()) {
       // A due retry not yet started is one of the schedule's, ended below or left on disk.
@@ -244,6 +268,7 @@ export class RunService {
       this.active.delete(job.runId);
       this.waiting.ended(job);
       if (!this.closing) this.pump();
+      this.wakeRoomWaiters();
     }
     await this.afterTry(job, result);
   }
