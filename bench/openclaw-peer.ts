@@ -2,7 +2,9 @@
 // `npm run test:openclaw` keeps (Node 24 and openclaw in the cache). Two start, on the same config:
 // one with the packed hookgate plugin enabled (its hooks at PLUGIN_PATH, OpenClaw's built-in hooks at
 // /hooks, both driven), and one with the plugin installed but disabled (its built-in hooks driven too),
-// so the RSS the plugin adds and what it does to the built-in hooks are read in the same run.
+// so the RSS the plugin adds and what it does to the built-in hooks are read in the same run. Both
+// run their agent turns against a fake model on loopback (one per gateway), so the agent row's runs
+// end as they would with a real provider, not in a missing key's error.
 import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import {
@@ -15,8 +17,10 @@ import {
   prepareFiles,
   quietGatewayConfig,
   removeFiles,
+  withFakeModel,
   writeConfigAtomic,
 } from '../test-openclaw/openclaw-env.ts';
+import { startFakeProvider, streamReply } from '../test/helpers/fake-provider.ts';
 import { HOOK_TOKEN, stopProcess, type Side } from './processes.ts';
 import { GITHUB_MAPPING, GITHUB_TEMPLATE } from './scenarios.ts';
 
@@ -84,8 +88,11 @@ export async function startOpenClaw(options: { plugin: boolean; cpuProfileDir?: 
   const files = await prepareFiles();
   await installPlugin(files);
   const quiet = quietGatewayConfig(files);
+  // Kept out of the bench's figures: it runs in this process, not in OpenClaw's.
+  const model = await startFakeProvider((_req, res) => streamReply(res, 'ok'));
+  const config = withFakeModel(quiet, model.baseUrl);
   await writeConfigAtomic(files.configPath, {
-    ...quiet,
+    ...config,
     // As for hookgate: the bench is the proxy, so X-Forwarded-For names the client.
     gateway: { ...quiet.gateway, trustedProxies: ['127.0.0.1'] },
     hooks: BUILTIN_HOOKS,
@@ -108,6 +115,7 @@ export async function startOpenClaw(options: { plugin: boolean; cpuProfileDir?: 
     // Its helper processes run in a process group of their own.
     killStragglers(files.stateDir);
     await removeFiles(files);
+    await model.close();
   };
   const deadline = Date.now() + 240_000;
   for (;;) {
