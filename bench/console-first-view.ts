@@ -1,11 +1,11 @@
-// The console's first render, measured as the owner meets it: the compiled standalone gateway in its
-// own process, headless Chromium (test/helpers/browser.ts) logged in with the session cookie, the page
-// opened at /ui/#/overview in a fresh context (nothing cached) and once more in the same context (a
-// second visit). Prints the median "first view" (the page's hookgate-first-view mark after the page's
-// response) and how many requests went over the network; BENCH_VERBOSE=1 adds each run and when each
-// file and call started and ended. Given several checkouts (as bench/ab.ts), their gateways are
-// visited in turn, run after run, so a before and after meet the same load.
-//   node --import tsx bench/console-first-view.ts [<checkout>…]   (FIRST_VIEW_RUNS, 15 by default)
+// The console's first render, measured as the owner meets it: the compiled standalone gateway in
+// its own process, headless Chromium (test/helpers/browser.ts) logged in with the session cookie,
+// the page opened at /ui/#/overview in a fresh context (nothing cached) and once more in the same
+// context (a second visit). Prints the median "first view" (the page's hookgate-first-view mark
+// after the page's response) and how many requests went over the network; BENCH_VERBOSE=1 adds each
+// run and when each file and call started and ended. Given several checkouts (as bench/ab.ts),
+// their gateways are visited in turn, run after run, so a before and after meet the same load.
+// node --import tsx bench/console-first-view.ts [<checkout>…]   (FIRST_VIEW_RUNS, 15 by default)
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { chromiumPath } from '../test/helpers/browser.ts';
@@ -21,7 +21,7 @@ interface Visit {
   resources: { name: string; start: number; end: number; bytes: number }[];
 }
 
-/** Read in the page (a string: tsx's helpers do not exist there); times are ms after the page's response. */
+/** Read in the page (a string: tsx's helpers are not there); times: ms after the page's answer. */
 const IN_PAGE = `(() => {
   const nav = performance.getEntriesByType('navigation')[0];
   const at = (t) => Math.round((t - nav.responseEnd) * 10) / 10;
@@ -68,8 +68,8 @@ async function visitTwice(browser: Browser, url: string, cookie: string): Promis
     await context.addCookies([{ name: 'hookgate_session', value: cookie, url: `${url}/ui/` }]);
     const page = await context.newPage();
     const visit = async (): Promise<Visit> => {
-      // Waited for by a plain evaluation: playwright's selector engine, injected into the page on first
-      // use, would take the page's main thread while the view is being drawn.
+      // Waited for by a plain evaluation: playwright's selector engine, injected into the page on
+      // first use, would take the page's main thread while the view is being drawn.
       await page.goto(`${url}/ui/#/overview`, { waitUntil: 'commit' });
       await page.evaluate(READY);
       return (await page.evaluate(IN_PAGE)) as Visit;

@@ -1,8 +1,9 @@
 // `node --import tsx bench/live-tail-cost.ts [<checkout>…]`: what a live tail adds to each request
 // log entry, in process, where a shared machine's noise is smallest: RequestLog.add with its disk
-// batch, ENTRIES entries (wake-shaped) 32 a turn, alternately without a tail and with one tail served
-// by serveAdminStream to a reader over loopback; CPU from process.cpuUsage, the median of ROUNDS.
-// Given several checkouts (as bench/ab.ts), each one's modules are measured in turn, round by round.
+// batch, ENTRIES entries (wake-shaped) 32 a turn, alternately without a tail and with one tail
+// served by serveAdminStream to a reader over loopback; CPU from process.cpuUsage, the median of
+// ROUNDS. Given several checkouts (as bench/ab.ts), each one's modules are measured in turn, round
+// by round.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, request, type ClientRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -40,7 +40,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
  */
 const ONLY = (process.env.BENCH_ONLY ?? '').split('|');
 const wanted = (name: string): boolean => ONLY.some((part) => name.includes(part));
-/** Pairs of phases (without, with a live tail) for the row with a tail variant: see tail-pairs.ts. */
+/** Pairs of phases, without and with a live tail, for a row with a tail variant (tail-pairs.ts). */
 const TAIL_PAIRS = Number(process.env.BENCH_TAIL_PAIRS ?? 6);
 const PEERS = (process.env.BENCH_PEERS ?? '').split(',').filter(Boolean);
 /** How long the gateway is left idle before its settled RSS is read: past the transform workers' idle retirement (60 s). */
@@ -259,7 +259,7 @@ async function main(): Promise<void> {
       }
     }
     const peakRssMb = await rowPeak.stop();
-    // A row with a tail variant: the tail's cost also measured in pairs on its own gateway (tail-pairs.ts).
+    // A row with a tail variant: the tail's cost also in pairs on its own gateway (tail-pairs.ts).
     const paired = variants.some((v) => GATEWAYS[v.name]!.tail)
       ? await tailPairs(gw, s.load, s.connections, SECONDS, TAIL_PAIRS)
       : undefined;
@@ -293,7 +293,10 @@ async function main(): Promise<void> {
           cpuOfHookgate: ratio(f.cpuUsPerReq, g.cpuUsPerReq),
         };
       }),
-      /** The live tail's cost in pairs of phases on this row's gateway, without and with a tail (median, range). */
+      /**
+       * The live tail's cost in pairs of phases on this row's gateway, without and with a tail
+       * (median, range).
+       */
       tailPairs: paired && {
         pairs: paired.pairs,
         seconds: paired.seconds,

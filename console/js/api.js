@@ -2,7 +2,10 @@
 // work at /ui/ and at /hookgate/ui/). The session cookie goes by itself; every change carries the
 // anti-forgery token from GET api/session in a header, never in a URL.
 
-/** The session's answer (its anti-forgery token), asked for once at the start, beside the first view's data. */
+/**
+ * The session's answer (its anti-forgery token), asked for once at the start, beside the first
+ * view's data.
+ */
 let session;
 
 export class ApiError extends Error {

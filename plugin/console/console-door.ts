@@ -160,7 +160,7 @@ export class ConsoleDoor {
     res.writeHead(200, {
       'content-type': file.type,
       'content-length': file.body.length,
-      // A versioned address always holds the same bytes; the pages name the current version each time.
+      // A versioned address always holds the same bytes; the pages name the current one each time.
       'cache-control': versioned ? KEPT_FOR_GOOD : name.endsWith('.html') ? 'no-store' : 'no-cache',
     });
     res.end(method === 'HEAD' ? undefined : file.body);

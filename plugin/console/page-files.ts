@@ -41,8 +41,8 @@ export class PageFiles {
   #version: Promise<string> | undefined;
 
   /**
-   * The file at `name` (e.g. "app.js", "views/runs.js"), or undefined when there is none. An HTML page
-   * names its files under the version.
+   * The file at `name` (e.g. "app.js", "views/runs.js"), or undefined when there is none. An HTML
+   * page names its files under the version.
    */
   read(name: string): Promise<PageFile | undefined> {
     if (!name.endsWith('.html')) return this.#raw(name);

@@ -113,14 +113,17 @@ export function liveMatches(logged: LoggedRequest, f: RequestFilter): boolean {
   return matches({ atMs, hook, status, code, client, flags: flagsOf(logged) }, f);
 }
 
-/** What an entry serialized as recorded starts with when its time is its first field (as recorded). */
+/**
+ * What an entry serialized as recorded starts with when its time is its first field (as recorded).
+ */
 const AT_MS_FIELD = '{"atMs":';
 
 /**
  * A new entry serialized once for the live tail and its disk line: `JSON.stringify` of the entry as
- * recorded gives the disk line (`seq` put in front) and, with its time as ISO in place of `atMs`, the
- * JSON the API shows, field for field what `JSON.stringify(entryOf(logged))` makes, without copying
- * the entry into a new object first. `raw` is undefined when the time is not the first field.
+ * recorded gives the disk line (`seq` put in front) and, with its time as ISO in place of `atMs`,
+ * the JSON the API shows, field for field what `JSON.stringify(entryOf(logged))` makes, without
+ * copying the entry into a new object first. `raw` is undefined when the time is not the first
+ * field.
  */
 export function liveTexts(logged: LoggedRequest): { json: string; raw: string | undefined } {
   const raw = JSON.stringify(logged);

@@ -230,7 +230,8 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
           return performance.getEntriesByName('hookgate-first-view')[0]!.startTime - nav.responseEnd;
         });
         t.diagnostic(`first view drawn ${firstView.toFixed(0)} ms after the page's response`);
-        // A second visit asks for none of the page's files again: they are kept under their version.
+        // A second visit asks for none of the page's files again: they are kept under their
+        // version.
         await page.goto('about:blank');
         await page.goto(`${gw.url}/ui/#/hooks`);
         await page.waitForSelector('body[data-ready="true"]');

@@ -91,7 +91,8 @@ test("the pages name their files under the files' version, kept for good there; 
     assert.match(form.text, new RegExp(`<link rel="stylesheet" href="v/${version}/style.css" />`));
     const client = await login(base, GATEWAY_TOKEN);
     const page = await client.get('');
-    // Every file the page names is under the same version: none is asked for again on a later visit.
+    // Every file the page names is under the same version: none is asked for again on a later
+    // visit.
     const named = [...page.text.matchAll(/\s(?:href|src)="([^"#]+)"/g)].map((m) => m[1]!);
     assert.ok(named.length >= 10, `the page names its files: ${named.join(', ')}`);
     for (const name of named) assert.ok(name.startsWith(`v/${version}/`), `${name} is not under the version`);

@@ -1,6 +1,6 @@
 // The console's first view waits on no chain of module fetches: index.html names every module the
-// page imports in a <link rel="modulepreload">, so the browser asks for them all while it parses the
-// page, instead of finding each import only when the module naming it has arrived. The list is
+// page imports in a <link rel="modulepreload">, so the browser asks for them all while it parses
+// the page, instead of finding each import only when the module naming it has arrived. The list is
 // written by hand in the page (the files ship as they are); this test walks the module graph from
 // the page's entry and keeps the list complete, and free of modules the page no longer imports.
 import { test } from 'node:test';
@@ -21,7 +21,9 @@ function attributes(html: string, tag: RegExp, attribute: string): string[] {
   return found;
 }
 
-/** Every module reachable from `entries` (paths under console/) through static and dynamic imports. */
+/**
+ * Every module reachable from `entries` (paths under console/) through static and dynamic imports.
+ */
 async function moduleGraph(entries: string[]): Promise<Set<string>> {
   const seen = new Set<string>();
   const queue = [...entries];

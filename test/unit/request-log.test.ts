@@ -172,7 +172,8 @@ test("an entry's live texts: the API's JSON and the disk line's from one seriali
     JSON.stringify({ seq: 9, ...first }),
     'the disk line as the writer makes it',
   );
-  // An entry whose time is not its first field (read back, or built elsewhere): still the API's JSON.
+  // An entry whose time is not its first field (read back, or built elsewhere): still the API's
+  // JSON.
   const { atMs, ...rest } = first;
   const reordered = { ...rest, atMs } as LoggedRequest;
   assert.deepEqual(liveTexts(reordered), { json: JSON.stringify(entryOf(reordered)), raw: undefined });
