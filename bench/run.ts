@@ -28,6 +28,7 @@ import {
 } from './processes.ts';
 import { GATEWAYS, LOCKED_ADDRESS, SCENARIOS, type Scenario } from './scenarios.ts';
 import { benchDeliveries } from './deliveries.ts';
+import { openTail, tailPairs } from './tail-pairs.ts';
 import { startRedis } from '../test/helpers/redis-server.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -39,6 +40,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
  */
 const ONLY = (process.env.BENCH_ONLY ?? '').split('|');
 const wanted = (name: string): boolean => ONLY.some((part) => name.includes(part));
+/** Pairs of phases, without and with a live tail, for a row with a tail variant (tail-pairs.ts). */
+const TAIL_PAIRS = Number(process.env.BENCH_TAIL_PAIRS ?? 6);
 const PEERS = (process.env.BENCH_PEERS ?? '').split(',').filter(Boolean);
 /** How long the gateway is left idle before its settled RSS is read: past the transform workers' idle retirement (60 s). */
 const SETTLE_MS = 65_000;
@@ -135,20 +138,6 @@ async function reloadApplyTimes(gw: Side & { dir: string }, hooks: Record<string
 
 function describe(name: string, f: Combined): string {
   return `${name} ${String(f.reqPerSec).padStart(6)} req/s  p50 ${f.p50Ms.toFixed(2)} ms  p99 ${f.p99Ms} ms  CPU ${f.cpuUsPerReq} µs/req`;
-}
-
-/** Opens the request log's live tail as the console does and reads it until aborted. */
-async function openTail(url: string): Promise<AbortController> {
-  const stop = new AbortController();
-  const res = await fetch(`${url}/api/requests/live`, {
-    headers: { authorization: `Bearer ${GATEWAY_TOKEN}`, accept: 'text/event-stream' },
-    signal: stop.signal,
-  });
-  if (res.status !== 200 || !res.body) throw new Error(`the live tail answered ${res.status}`);
-  void (async () => {
-    for await (const _chunk of res.body!);
-  })().catch(() => {});
-  return stop;
 }
 
 /** The inside-OpenClaw figures of a row: the plugin's [0] and the built-in hooks' [1]. */
@@ -270,6 +259,10 @@ async function main(): Promise<void> {
       }
     }
     const peakRssMb = await rowPeak.stop();
+    // A row with a tail variant: the tail's cost also in pairs on its own gateway (tail-pairs.ts).
+    const paired = variants.some((v) => GATEWAYS[v.name]!.tail)
+      ? await tailPairs(gw, s.load, s.connections, SECONDS, TAIL_PAIRS)
+      : undefined;
     const b = combine(runs.bare);
     const g = combine(runs.hookgate);
     const o = peer ? combine(runs.openclaw) : undefined;
@@ -300,6 +293,16 @@ async function main(): Promise<void> {
           cpuOfHookgate: ratio(f.cpuUsPerReq, g.cpuUsPerReq),
         };
       }),
+      /**
+       * The live tail's cost in pairs of phases on this row's gateway, without and with a tail
+       * (median, range).
+       */
+      tailPairs: paired && {
+        pairs: paired.pairs,
+        seconds: paired.seconds,
+        cpuRatio: paired.cpuRatio,
+        reqRatio: paired.reqRatio,
+      },
       /** The hypervisor's steal while the row's bare and hookgate sides ran, as a share of the machine. */
       stealPct: Math.max(b.stealPct, g.stealPct),
       /** hookgate's req/s over OpenClaw's. */
@@ -317,6 +320,10 @@ async function main(): Promise<void> {
     for (const v of row.variants)
       console.log(
         `  ${describe(v.gateway.padEnd(8), v)} | ${v.ofHookgate.toFixed(2)} of hookgate's req/s, CPU ${v.cpuOfHookgate.toFixed(2)}x`,
+      );
+    if (paired)
+      console.log(
+        `  live tail, ${paired.pairs} pairs of ${paired.seconds} s on the hookgate side without/with it: CPU ${paired.cpuRatio.median.toFixed(2)}x (${paired.cpuRatio.min.toFixed(2)}-${paired.cpuRatio.max.toFixed(2)}), req/s ${paired.reqRatio.median.toFixed(2)} (${paired.reqRatio.min.toFixed(2)}-${paired.reqRatio.max.toFixed(2)})`,
       );
     if (o) console.log(`  ${describe('openclaw', o)} | status ${row.openclaw!.statusSeen}`);
     const io = row.insideOpenclaw;

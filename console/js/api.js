@@ -2,7 +2,11 @@
 // work at /ui/ and at /hookgate/ui/). The session cookie goes by itself; every change carries the
 // anti-forgery token from GET api/session in a header, never in a URL.
 
-let csrf;
+/**
+ * The session's answer (its anti-forgery token), asked for once at the start, beside the first
+ * view's data.
+ */
+let session;
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -26,9 +30,8 @@ async function call(path, init) {
 }
 
 /** Reads the session: its anti-forgery token is kept for the changes that follow. */
-export async function openSession() {
-  const session = await call('api/session', { headers: { accept: 'application/json' } });
-  csrf = session.csrf;
+export function openSession() {
+  session = call('api/session', { headers: { accept: 'application/json' } });
   return session;
 }
 
@@ -40,7 +43,8 @@ export function get(path, query) {
   return call(`api/${path}${suffix}`, { headers: { accept: 'application/json' } });
 }
 
-export function post(path, body) {
+export async function post(path, body) {
+  const { csrf } = await session;
   return call(path.startsWith('/') ? path.slice(1) : `api/${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json', 'x-hookgate-csrf': csrf },

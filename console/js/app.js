@@ -70,7 +70,11 @@ window.addEventListener('hashchange', async () => {
   main.focus();
 });
 
-await openSession();
+// The session (the anti-forgery token, needed only by a change) is read beside the view's own data,
+// not before it: one round trip less before the first view.
+const opened = openSession();
+opened.catch(() => {}); // a 401 reloads the page (api.js); others surface at the first change
 await draw();
 performance.mark('hookgate-first-view');
+await opened;
 document.body.dataset.ready = 'true';

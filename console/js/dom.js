@@ -30,11 +30,20 @@ export function fill(el, ...children) {
   return add(el, children);
 }
 
-/** A time as the owner reads it (local, to the second); empty when there is none. */
+const two = (n) => String(n).padStart(2, '0');
+
+/**
+ * A time (an ISO string or ms) as the owner reads it, local to the second: 2026-11-28 14:03:09;
+ * empty when there is none.
+ * Built from the date's own fields, not toLocaleString: a page's first Intl date format loads the
+ * locale's data, the largest single cost of the first view (docs/performance.md).
+ */
 export function when(iso) {
   if (!iso) return '';
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? String(iso) : date.toLocaleString();
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  const day = `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+  return `${day} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
 }
 
 /** A table with a caption (what a screen reader announces), a header row and one row per item. */

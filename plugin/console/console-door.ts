@@ -13,6 +13,7 @@ import { tokenMatches, type TokenDigest } from '../auth/token.ts';
 import type { ConsoleSettings } from './console-settings.ts';
 import { ConsoleSessions, sameSecret, tokenPrint, type ConsoleSession } from './sessions.ts';
 import { PageFiles } from './page-files.ts';
+import { VERSIONED } from './page-version.ts';
 import { overHttps, sameOrigin } from './request-origin.ts';
 
 /** The session cookie's name; its value is the session id, nothing else. */
@@ -22,6 +23,9 @@ export const CSRF_HEADER = 'x-hookgate-csrf';
 /** A login body is one token: anything larger is refused before it is read whole. */
 const MAX_LOGIN_BODY = 4096;
 const LOGIN_BODY_TIMEOUT_MS = 10_000;
+
+/** A file under the version: the same bytes at that address for as long as a browser keeps it. */
+const KEPT_FOR_GOOD = 'public, max-age=31536000, immutable';
 
 /** Sent with everything under the console's path. */
 export const SAFETY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -150,12 +154,14 @@ export class ConsoleDoor {
       throw refuse.methodNotAllowed('GET', "the console's files are read with GET");
     // The page itself for a session, the login form without one: both are static, neither holds a secret.
     const name = path === '' ? (this.#live(req) ? 'index.html' : 'login.html') : path;
-    const file = await this.#files.read(name);
+    const versioned = name.startsWith(VERSIONED);
+    const file = versioned ? await this.#files.readVersioned(name) : await this.#files.read(name);
     if (file === undefined) throw refuse.notFound('no such console file');
     res.writeHead(200, {
       'content-type': file.type,
       'content-length': file.body.length,
-      'cache-control': name.endsWith('.html') ? 'no-store' : 'no-cache',
+      // A versioned address always holds the same bytes; the pages name the current one each time.
+      'cache-control': versioned ? KEPT_FOR_GOOD : name.endsWith('.html') ? 'no-store' : 'no-cache',
     });
     res.end(method === 'HEAD' ? undefined : file.body);
   }

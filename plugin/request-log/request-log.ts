@@ -113,17 +113,23 @@ export function liveMatches(logged: LoggedRequest, f: RequestFilter): boolean {
   return matches({ atMs, hook, status, code, client, flags: flagsOf(logged) }, f);
 }
 
-/** `{"at":"<24 characters of ISO time>",`: what an entry's JSON starts with (entryOf puts it first). */
-const AT_FIELD = 33;
+/**
+ * What an entry serialized as recorded starts with when its time is its first field (as recorded).
+ */
+const AT_MS_FIELD = '{"atMs":';
 
 /**
- * The disk line of an entry from its JSON as the API shows it: the time as a number and the seq in
- * place of the ISO time, the rest as it is (the same fields as a line serialized on its own).
+ * A new entry serialized once for the live tail and its disk line: `JSON.stringify` of the entry as
+ * recorded gives the disk line (`seq` put in front) and, with its time as ISO in place of `atMs`,
+ * the JSON the API shows, field for field what `JSON.stringify(entryOf(logged))` makes, without
+ * copying the entry into a new object first. `raw` is undefined when the time is not the first
+ * field.
  */
-function diskLine(seq: number, atMs: number, json: string): string | undefined {
-  if (!json.startsWith('{"at":"') || json.charCodeAt(AT_FIELD - 2) !== 34 || json.charCodeAt(AT_FIELD - 1) !== 44)
-    return undefined;
-  return `{"seq":${seq},"atMs":${atMs},${json.slice(AT_FIELD)}\n`;
+export function liveTexts(logged: LoggedRequest): { json: string; raw: string | undefined } {
+  const raw = JSON.stringify(logged);
+  const comma = raw.startsWith(AT_MS_FIELD) ? raw.indexOf(',', AT_MS_FIELD.length) : -1;
+  if (comma < 0) return { json: JSON.stringify(entryOf(logged)), raw: undefined };
+  return { json: `{"at":"${new Date(logged.atMs).toISOString()}"${raw.slice(comma)}`, raw };
 }
 
 export class RequestLog {
@@ -240,22 +246,21 @@ export class RequestLog {
   /** Records a request once it is answered; written later, in a batch. */
   add(logged: LoggedRequest): void {
     // With a tail open the entry is serialized once, for the tail and for its disk line.
-    const json = this.#listeners.size ? JSON.stringify(entryOf(logged)) : undefined;
+    const texts = this.#listeners.size ? liveTexts(logged) : undefined;
     // Numbered after the entries on disk, so kept aside until they are read (bounded by the log's own).
     if (this.#loading) {
       if (this.#early.length < this.#bounds().maxEntries) this.#early.push(logged);
-    } else this.#keep(logged, json);
-    if (json === undefined) return;
-    const live: LiveEntry = { logged, json };
+    } else this.#keep(logged, texts?.raw);
+    if (texts === undefined) return;
+    const live: LiveEntry = { logged, json: texts.json };
     for (const listener of this.#listeners) listener(live);
   }
 
-  #keep(logged: LoggedRequest, json?: string): void {
+  /** `raw`: the entry as recorded, serialized (liveTexts), when it already was. */
+  #keep(logged: LoggedRequest, raw?: string): void {
     const record = this.#indexed(logged, this.#nextSeq++, undefined, 0, 0);
-    if (json !== undefined && this.#files) {
-      const line = diskLine(record.seq, logged.atMs, json);
-      if (line !== undefined) record.line = line;
-    }
+    // The same line as the writer's own JSON.stringify({ seq, ...entry }).
+    if (raw !== undefined && this.#files) record.line = `{"seq":${record.seq},${raw.slice(1)}\n`;
     this.#index.push(record);
     this.#files?.write(record);
     this.#trim(logged.atMs);

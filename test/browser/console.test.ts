@@ -230,6 +230,22 @@ test('the console in Chromium', { timeout: 600_000 }, async (t) => {
           return performance.getEntriesByName('hookgate-first-view')[0]!.startTime - nav.responseEnd;
         });
         t.diagnostic(`first view drawn ${firstView.toFixed(0)} ms after the page's response`);
+        // A second visit asks for none of the page's files again: they are kept under their
+        // version.
+        await page.goto('about:blank');
+        await page.goto(`${gw.url}/ui/#/hooks`);
+        await page.waitForSelector('body[data-ready="true"]');
+        const files = await page.evaluate(() =>
+          (performance.getEntriesByType('resource') as PerformanceResourceTiming[])
+            .filter((r) => !new URL(r.name).pathname.startsWith('/ui/api/'))
+            .map((r) => ({ path: new URL(r.name).pathname, transferred: r.transferSize })),
+        );
+        assert.ok(files.length >= 10, `the page's files: ${JSON.stringify(files)}`);
+        assert.deepEqual(
+          files.filter((f) => f.transferred > 0),
+          [],
+          'files of the page fetched again on a second visit',
+        );
         assert.ok(!page.url().includes(GATEWAY_TOKEN));
         assert.ok(!(await page.content()).includes(GATEWAY_TOKEN));
       },

@@ -6,10 +6,11 @@
 // a log line, and hooks.console.enabled: false.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { startGateway, type RunningGateway } from '../../plugin/hosts/standalone/server/gateway.ts';
 import type { Logger } from '../../plugin/host.ts';
-import { GATEWAY_TOKEN, HOOK_TOKEN, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
+import { GATEWAY_TOKEN, HOOK_TOKEN, ROOT, tempStateDir, writeConfig } from '../helpers/spawn-gateway.ts';
 import { login, send } from '../helpers/console-client.ts';
 
 interface Fixture {
@@ -76,6 +77,37 @@ test('without a session /ui/ is the login form; the page, its files and every an
     ])
       assert.equal((await send(base, 'GET', path)).status, 404, path);
     assert.equal(gw.plugin.snapshot().console.enabled, true);
+  });
+});
+
+test("the pages name their files under the files' version, kept for good there; another version's address is 404", async () => {
+  await withConsole({}, async ({ base }) => {
+    const files = await readdir(path.join(ROOT, 'console'), { recursive: true });
+    const form = await send(base, 'GET', '/ui/');
+    assert.equal(form.headers['cache-control'], 'no-store', 'the page itself is never kept');
+    const loginScript = /<script type="module" src="v\/([0-9a-f]{12})\/js\/login\.js">/.exec(form.text);
+    assert.ok(loginScript, `login.html names its script under the version: ${form.text}`);
+    const version = loginScript[1]!;
+    assert.match(form.text, new RegExp(`<link rel="stylesheet" href="v/${version}/style.css" />`));
+    const client = await login(base, GATEWAY_TOKEN);
+    const page = await client.get('');
+    // Every file the page names is under the same version: none is asked for again on a later
+    // visit.
+    const named = [...page.text.matchAll(/\s(?:href|src)="([^"#]+)"/g)].map((m) => m[1]!);
+    assert.ok(named.length >= 10, `the page names its files: ${named.join(', ')}`);
+    for (const name of named) assert.ok(name.startsWith(`v/${version}/`), `${name} is not under the version`);
+    for (const name of ['js/app.js', 'js/views/requests.js', 'style.css']) {
+      assert.ok(files.includes(name.split('/').join(path.sep)), name);
+      const kept = await send(base, 'GET', `/ui/v/${version}/${name}`);
+      assert.equal(kept.status, 200, name);
+      assert.equal(kept.headers['cache-control'], 'public, max-age=31536000, immutable', name);
+      assertSafetyHeaders(kept.headers, name);
+      const plain = await send(base, 'GET', `/ui/${name}`);
+      assert.equal(kept.text, plain.text, `${name}: the same bytes at both addresses`);
+      assert.equal(plain.headers['cache-control'], 'no-cache', `${name} at its plain address is checked each time`);
+    }
+    for (const wrong of ['/ui/v/0123456789ab/js/app.js', `/ui/v/${version}/index.html`, `/ui/v/${version}/js/nope.js`])
+      assert.equal((await send(base, 'GET', wrong)).status, 404, wrong);
   });
 });
 

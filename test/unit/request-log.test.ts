@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { appendFile, open, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { entryOf, LOGGED_KEY_MAX, loggableKey, type LoggedRequest } from '../../plugin/request-log/entry.ts';
-import { liveMatches, RequestLog, type RequestLogBounds } from '../../plugin/request-log/request-log.ts';
+import { liveMatches, liveTexts, RequestLog, type RequestLogBounds } from '../../plugin/request-log/request-log.ts';
 import { waitUntil } from '../helpers/common.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import type { Logger } from '../../plugin/host.ts';
@@ -147,7 +147,9 @@ test('with a live tail open each entry is serialized once: the tail gets it, and
   stop();
   log.add(entry(3));
   assert.equal(sent.length, 2);
-  assert.deepEqual(JSON.parse(sent[0]!), { ...entryOf(entry(1, odd)) });
+  // The very text the API's pages make, field for field.
+  assert.equal(sent[0], JSON.stringify(entryOf(entry(1, odd))));
+  assert.equal(sent[1], JSON.stringify(entryOf(entry(2, { status: 401, code: 'unauthorized' }))));
   await log.close();
   const again = await RequestLog.open(dir, recorder(), bounds(1000));
   const page = await again.page({}, 10);
@@ -158,6 +160,23 @@ test('with a live tail open each entry is serialized once: the tail gets it, and
   ]);
   assert.deepEqual(ids(await again.page({ outcome: '4xx' }, 10)), ['r2']);
   await again.close();
+});
+
+test("an entry's live texts: the API's JSON and the disk line's from one serialization, whatever its field order", () => {
+  const first = entry(7, { code: 'unauthorized', phases: [{ name: 'check', ms: 0.1 }] });
+  const texts = liveTexts(first);
+  assert.equal(texts.json, JSON.stringify(entryOf(first)));
+  assert.equal(texts.raw, JSON.stringify(first));
+  assert.equal(
+    `{"seq":9,${texts.raw!.slice(1)}`,
+    JSON.stringify({ seq: 9, ...first }),
+    'the disk line as the writer makes it',
+  );
+  // An entry whose time is not its first field (read back, or built elsewhere): still the API's
+  // JSON.
+  const { atMs, ...rest } = first;
+  const reordered = { ...rest, atMs } as LoggedRequest;
+  assert.deepEqual(liveTexts(reordered), { json: JSON.stringify(entryOf(reordered)), raw: undefined });
 });
 
 test('the live tail filters new entries as the pages do; no filter passes all', () => {

@@ -90,7 +90,7 @@ function bulkForm(route, hooks) {
     event.preventDefault();
     const sinceMs = since.value ? new Date(since.value).getTime() : 0;
     const count = await countOpen(hook.value, sinceMs);
-    const what = `${count} open failure${count === 1 ? '' : 's'}${hook.value ? ` of ${hook.value}` : ''}${since.value ? ` since ${new Date(sinceMs).toLocaleString()}` : ''}`;
+    const what = `${count} open failure${count === 1 ? '' : 's'}${hook.value ? ` of ${hook.value}` : ''}${since.value ? ` since ${when(sinceMs)}` : ''}`;
     if (count === 0) {
       fill(confirmBox, h('p', { role: 'alert' }, `Nothing to replay: ${what}.`));
       return;
