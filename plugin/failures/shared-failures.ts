@@ -54,6 +54,13 @@ export type ReplayClaim =
   | { claimed: true; action: SharedAction; failure: Failure; undo: () => Promise<void> }
   | { claimed: false; runId: string; failure: Failure };
 
+/** The book's bounds on Redis: the local book's (failures.ts) unless a test gives smaller ones. */
+export interface FailureBounds {
+  count: number;
+  /** Text kept across all failures, roughly in characters. */
+  text: number;
+}
+
 /** What a record costs besides its text (as the local book counts it). */
 const RECORD_OVERHEAD = 512;
 /** Ids read per round trip when a list scans. */
@@ -232,6 +239,7 @@ export class SharedFailures {
     private readonly queue: QueueRecords,
     private readonly outbox: StateFile<SharedRecord>,
     private readonly logger: GatewayHost['logger'],
+    private readonly bounds: FailureBounds,
   ) {
     this.#prefix = `${queue.key('failures')}:`;
     this.#timer = setInterval(() => void this.push(), PUSH_EVERY_MS);
@@ -243,9 +251,10 @@ export class SharedFailures {
     queue: QueueRecords,
     outboxPath: string | undefined,
     logger: GatewayHost['logger'],
+    bounds: FailureBounds = { count: MAX_FAILURES, text: MAX_FAILURE_TEXT },
   ): Promise<SharedFailures> {
     const outbox = await StateFile.open(outboxPath, isSharedRecord, logger);
-    const shared = new SharedFailures(queue, outbox, logger);
+    const shared = new SharedFailures(queue, outbox, logger, bounds);
     // What an earlier process could not push.
     if (outbox.size) void shared.push();
     return shared;
@@ -288,8 +297,8 @@ export class SharedFailures {
             JSON.stringify(record.action),
             record.share,
             sizeOf(record.action),
-            MAX_FAILURES,
-            MAX_FAILURE_TEXT,
+            this.bounds.count,
+            this.bounds.text,
           ],
         );
       } catch {
