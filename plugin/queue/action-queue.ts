@@ -285,8 +285,8 @@ export class ActionQueue {
           try {
             await handle(entry);
           } catch (err) {
-            // A refusal here (a policy changed since the door) will not pass later either: dropped,
-            // and said. Anything else stays unconfirmed and is taken again after the lease.
+            // A refusal the handler did not keep (it keeps a policy's as a failure) will not pass
+            // later either: dropped, and said. Anything else stays unconfirmed, taken again later.
             if (!(err instanceof HookError)) {
               this.logger.warn('a queued action could not be carried out; it will be taken again', {
                 entry: entry.streamId,
