@@ -366,7 +366,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     snapshot: () => current,
     requests,
     runBook,
-    failures: failures.book,
+    failures,
     pauses,
     runs,
     replies,

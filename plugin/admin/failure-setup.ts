@@ -19,7 +19,8 @@ import type { ReplayWork } from '../queue/replay-work.ts';
 
 export interface Failures {
   route: AdminRoute;
-  book: FailureBook;
+  /** Open failures by hook (the overview): the shared book's with the queue (this one's while its Redis is away). */
+  openByHook(): Map<string, number> | Promise<Map<string, number>>;
   /** Where a failure is looked up by id: the shared book with the queue, else this one. */
   lookup: { get(id: string): Failure | undefined | Promise<Failure | undefined> };
   /** With the queue: what a taker hands over (actions/queued-actions.ts's TakerOutlets). */
@@ -58,7 +59,7 @@ export async function openFailures(
     const replay = new Replayer({ host, runs, replies, failures, actions, snapshot, counted });
     return {
       route: failureRoutes(failures, replay),
-      book: failures,
+      openByHook: () => failures.openByHook(),
       lookup: failures,
       async close() {
         await failures.close();
@@ -74,7 +75,7 @@ export async function openFailures(
   const replay = new QueuedReplayer({ host, shared, actions, door: queue.door, snapshot, counted });
   return {
     route: failureRoutes(shared, replay),
-    book: failures,
+    openByHook: () => shared.openByHook().catch(() => failures.openByHook()),
     lookup: shared,
     outlets: {
       async replay(work, record) {

@@ -377,6 +377,19 @@ export class SharedFailures {
     }
   }
 
+  /** Open failures by the hook whose share they count in (failures.ts's openByHook, every instance's). */
+  async openByHook(): Promise<Map<string, number>> {
+    const counts = (await this.queue.command('the failures', 'HKEYS', `${this.#prefix}count`)) as string[];
+    const out = new Map<string, number>();
+    const open = await Promise.all(
+      counts.map((share) => this.queue.command('the failures', 'ZCARD', `${this.#prefix}open:${share}`)),
+    );
+    counts.forEach((share, i) => {
+      if (Number(open[i]) > 0) out.set(share, Number(open[i]));
+    });
+    return out;
+  }
+
   /** Throws 404 for an unknown id; a failure already closed stays as it is. */
   async dismiss(id: string): Promise<Failure> {
     const raw = await this.queue.script('the dismissal', DISMISS, [], [this.#prefix, id]);

@@ -92,6 +92,9 @@ test('a failure recorded by one assistant is listed everywhere, replayed once fr
   assert.equal(failed.state, 'open');
   assert.match(failed.lastError, /the model refuses/);
   assert.equal(failed.action, undefined, 'the stored action is not shown');
+  // The door's overview counts it under the hook that accepted it.
+  const overview = await door.admin('/api/overview');
+  assert.equal(overview.hooks.find((h: any) => h.name === 'agent').openFailures, 1);
   // The taker's final state, at the door.
   const ended = await eventually(async () => {
     const state = await run(door, runId);
