@@ -2,7 +2,7 @@
 // and a real redis-server: a failure recorded by one assistant is listed by the door and by another
 // assistant, replayed from two instances at once into exactly one run, dismissed everywhere; a
 // run's state answers at the door (queued, then its taker's); an action the assistant's own policies
-// refuse is kept as a failure the door lists (docs/guide/door-anywhere.md, "Shared after the 200").
+// refuse is kept as a failure the door lists and replays in bulk (docs/guide/door-anywhere.md, "Shared after the 200").
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
@@ -170,4 +170,21 @@ test("an action the door acknowledged and the assistant's own policies refuse is
   assert.match(failed.lastError, /session_key_disabled/);
   assert.ok(!failed.lastError.includes('a session the assistant does not allow'));
   assert.match(assistant.output(), /refused here and is kept as a failure/);
+
+  // Replayed in bulk from the door: queued again as the door rendered it, under a new run id; the
+  // assistant still refuses it, and keeps that as a failure of its own.
+  const res = await fetch(`${door.url}/api/replay`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${GATEWAY_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ failed: true, hook: 'agent' }),
+  });
+  const bulk = (await res.json()) as { replayed: number; runIds: string[] };
+  assert.equal(res.status, 200, JSON.stringify(bulk));
+  assert.equal(bulk.replayed, 1);
+  const again = await eventually(async () => {
+    const listed = await failures(door);
+    return listed.length === 2 && listed.find((f) => f.runId === bulk.runIds[0]);
+  }, LONG_MS);
+  assert.equal(again.state, 'open');
+  assert.equal((await failures(door)).find((f) => f.id === failed.id).replayedBy, bulk.runIds[0]);
 });
