@@ -2,7 +2,8 @@
 // and a real redis-server: a failure recorded by one assistant is listed by the door and by another
 // assistant, replayed from two instances at once into exactly one run, dismissed everywhere; a
 // run's state answers at the door (queued, then its taker's); an action the assistant's own policies
-// refuse is kept as a failure the door lists and replays in bulk (docs/guide/door-anywhere.md, "Shared after the 200").
+// refuse is kept as a failure the door lists and replays in bulk (docs/guide/door-anywhere.md,
+// "Shared after the 200").
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
