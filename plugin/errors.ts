@@ -200,13 +200,10 @@ export const refuse = {
       `holding this action would pass ${maxBytes} bytes held for paused hooks (hooks.maxHeldBytes); resume a hook or try again later`,
       { 'retry-after': String(retryAfterSeconds) },
     ),
-  queueUnavailable: (retryAfterSeconds: number): HookError =>
-    new HookError(
-      503,
-      'queue_unavailable',
-      'the queue (hooks.queue) could not take the action; nothing was accepted, try again later',
-      { 'retry-after': String(retryAfterSeconds) },
-    ),
+  queueUnavailable: (
+    retryAfterSeconds: number,
+    what = 'the queue (hooks.queue) could not take the action; nothing was accepted, try again later',
+  ): HookError => new HookError(503, 'queue_unavailable', what, { 'retry-after': String(retryAfterSeconds) }),
   queueFull: (max: number, retryAfterSeconds: number): HookError =>
     new HookError(
       503,

@@ -40,6 +40,7 @@ import { askRoute } from './admin/ask-route.ts';
 import { overviewRoute } from './admin/overview-route.ts';
 import { hookSettingsRoute } from './admin/hook-settings.ts';
 import { RunBook, type RunSummary } from './runs/run-book.ts';
+import { SharedRunStates } from './runs/shared-run-states.ts';
 import { openFailures } from './admin/failure-setup.ts';
 import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
@@ -107,6 +108,11 @@ export interface HooksPlugin {
   readonly budgets: { readonly digestsWaiting: number };
   /** What the run book knows of a run (hook, request, delivery): a host adds it to its own run view. */
   runSummary(runId: string): RunSummary | undefined;
+  /**
+   * With the queue on Redis (hooks.queue): a run's state as its taker (or, while queued, its door)
+   * last wrote it there; a host answers it for a run it does not know itself.
+   */
+  sharedRun(runId: string): Promise<RunSummary | undefined>;
 }
 
 /** Throws ConfigError (naming the key) when the config cannot start. */
@@ -211,7 +217,23 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   // The queue on Redis (hooks.queue), its client loaded only when configured.
   const queue = current.queue && new (await import('./queue/action-queue.ts')).ActionQueue(current.queue, host.logger);
   await queue?.connect();
-  const executor = new ActionExecutor(host, runs, waiters, pauses, budgets, batches, queue && new ActionDoor(queue));
+  // Run states on the queue's Redis: every instance answers a run's state (runs/shared-run-states.ts).
+  const sharedRuns = queue && new SharedRunStates(queue);
+  if (sharedRuns) {
+    // After the run book's own listeners: its summary is what is written.
+    runs.onUpdate((job) => sharedRuns.noted(runBook.get(job.runId)));
+    runs.onFinal((final) => {
+      const { runId } = final.run;
+      sharedRuns.noted(runBook.get(runId));
+      if (final.delivery instanceof Promise)
+        final.delivery.then(
+          () => sharedRuns.noted(runBook.get(runId)),
+          () => {},
+        );
+    });
+  }
+  const door = queue && new ActionDoor(queue, (hook, requestId, jobs) => sharedRuns?.queued(hook, requestId, jobs));
+  const executor = new ActionExecutor(host, runs, waiters, pauses, budgets, batches, door);
   const actor = new Actor({
     dedupe,
     executor,
@@ -301,7 +323,14 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   // Before the restored runs resume: their outcomes are followed too. Before the watcher: a state
   // file that cannot be opened fails the start, and a watcher already running would keep the
   // process alive, neither listening nor exiting.
-  const failures = await openFailures(host, runs, replies, () => current, metrics);
+  const failures = await openFailures(
+    host,
+    runs,
+    replies,
+    () => current,
+    metrics,
+    queue && door ? { records: queue, door } : undefined,
+  );
 
   let watcher: ConfigWatcher | undefined;
   if (options.watch) {
@@ -321,7 +350,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const digestedBatches = budgets.digests.batches();
   budgets.start(marks.digests);
   if (queue && options.queueRole !== 'ingress') {
-    const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger);
+    const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger, failures.outlets);
     queue.take(await takerName(host.stateDir), (entry) => taker.act(entry.payload!));
   }
   // A batch whose run the host handed back (or marked) was accepted before the stop: it runs (or
@@ -343,7 +372,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     snapshot: () => current,
     requests,
     runBook,
-    failures: failures.book,
+    failures,
     pauses,
     runs,
     replies,
@@ -357,10 +386,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       pauses,
       hooksBlock: () => (loaded.selected.hooks ?? {}) as Record<string, unknown>,
     }),
-    askRoute(failures.book, host),
+    askRoute(failures.lookup, host),
     failures.route,
     requestsRoute(requests),
-    runsRoute(runBook),
+    runsRoute(runBook, sharedRuns),
     overview,
   ]);
 
@@ -425,6 +454,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       },
     },
     runSummary: (runId) => runBook.get(runId),
+    sharedRun: async (runId) => (sharedRuns ? sharedRuns.get(runId) : undefined),
   };
 }
 

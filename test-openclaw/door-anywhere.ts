@@ -2,7 +2,8 @@
 // (`--role ingress`) queues what it accepts on a real redis-server, and the hookgate plugin inside a
 // real OpenClaw (installed from the packed package, with hooks.queue) takes it: wakes in arrival
 // order into OpenClaw's main session, each once; an agent run with the run id the door chose, run by
-// OpenClaw's model; a pause set at the door honoured inside OpenClaw. Registered by run.ts; its
+// OpenClaw's model; an action only the door allows kept as a failure the door lists; a pause set at
+// the door honoured inside OpenClaw. Registered by run.ts; its
 // gateway, model, Redis and door are its own.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -71,8 +72,10 @@ describe('OpenClaw as the assistant of a door on Redis', { timeout: 10 * 60_000 
       };
       ({ files, gw, model } = await startModelGateway(hooks, (_req, res) => streamReply(res, `done ${nonce}`)));
       const dir = await tempStateDir();
+      // The door allows one session prefix more than OpenClaw: what only the door allows is refused
+      // inside OpenClaw and kept as a failure on Redis.
       await writeConfig(dir, {
-        hooks: { token: DOOR_TOKEN, queue, ...policies },
+        hooks: { token: DOOR_TOKEN, queue, ...policies, allowedSessionKeyPrefixes: ['hook:', 'wide:'] },
       });
       door = await spawnGateway(dir, ['--role', 'ingress']);
     },
@@ -128,6 +131,24 @@ describe('OpenClaw as the assistant of a door on Redis', { timeout: 10 * 60_000 
       JSON.stringify(model.requests.at(-1)).includes(`door run ${nonce}`),
       'the model was asked the message the door took',
     );
+  });
+
+  test("an action OpenClaw's own policies refuse is kept as a failure the door lists", async () => {
+    const r = await door.hook(
+      '/hooks/agent',
+      { message: `refused inside ${nonce}`, sessionKey: 'wide:one', deliver: false },
+      DOOR_TOKEN,
+    );
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const runId = (r.body as { runId: string }).runId;
+    const failure = await gw.until('the failure listed at the door', 120_000, async () => {
+      const { failures } = await door.admin('/api/failures');
+      return (failures as { runId: string }[]).find((f) => f.runId === runId);
+    });
+    assert.match((failure as unknown as { lastError: string }).lastError, /session_key_not_allowed/);
+    // OpenClaw's admin API lists the same failure.
+    const inside = await admin('failures');
+    assert.ok((inside.json.failures as { runId: string }[]).some((f) => f.runId === runId));
   });
 
   test('a pause set at the door holds the hook inside OpenClaw until it is resumed there', async () => {

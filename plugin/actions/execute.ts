@@ -105,12 +105,15 @@ export class ActionExecutor {
       ...spec,
       runId: jobs[i]!.runId,
     }));
-    await this.door!.add({
-      hook: origin?.hook ?? 'unknown',
-      requestId: origin?.requestId ?? '',
-      action: { ...action, runs, waitForCompletion: undefined },
-      ...(coalesce ? { coalesce } : {}),
-    });
+    await this.door!.add(
+      {
+        hook: origin?.hook ?? 'unknown',
+        requestId: origin?.requestId ?? '',
+        action: { ...action, runs, waitForCompletion: undefined },
+        ...(coalesce ? { coalesce } : {}),
+      },
+      jobs,
+    );
     const record = keyRecord(key, outcome);
     return { ...outcome, record };
   }

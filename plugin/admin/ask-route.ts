@@ -4,17 +4,22 @@
 // is requested so the assistant turns to it now.
 import { refuse } from '../errors.ts';
 import type { GatewayHost } from '../host.ts';
-import type { FailureBook } from '../failures/failures.ts';
+import type { Failure } from '../failures/failures.ts';
 import { sanitizeMarkers } from '../safety/index.ts';
 import type { AdminCall, AdminRoute } from './admin-call.ts';
 
-export function askRoute(failures: FailureBook, host: Pick<GatewayHost, 'sessions'>): AdminRoute {
+/** Where the failure is read: this instance's book, or the one on the queue's Redis. */
+export interface FailureLookup {
+  get(id: string): Failure | undefined | Promise<Failure | undefined>;
+}
+
+export function askRoute(failures: FailureLookup, host: Pick<GatewayHost, 'sessions'>): AdminRoute {
   return (call: AdminCall) => {
     const { parts, method } = call;
     if (parts.length !== 3 || parts[0] !== 'failures' || parts[2] !== 'ask') return undefined;
     if (method !== 'POST') return Promise.reject(refuse.methodNotAllowed('POST', 'the assistant is asked with POST'));
     return (async () => {
-      const failure = failures.get(parts[1]!);
+      const failure = await failures.get(parts[1]!);
       if (!failure) throw refuse.notFound('no such failure');
       const n = failure.attempts;
       const what = failure.kind === 'run' ? 'agent run' : `delivery to ${failure.channel ?? 'a channel'}`;

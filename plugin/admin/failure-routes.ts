@@ -7,8 +7,17 @@
 // Bad input is a 400 that names the field; an unknown id a 404.
 import { refuse } from '../errors.ts';
 import { AdminAnswer, type AdminCall, type AdminRoute } from './admin-call.ts';
-import type { FailureBook, FailureQuery } from '../failures/failures.ts';
+import type { Failure, FailurePage, FailureQuery } from '../failures/failures.ts';
 import type { Replayer } from '../failures/replay.ts';
+
+/** The book as the routes use it: this instance's (failures.ts), or the one on the queue's Redis. */
+export interface FailureList {
+  page(q: FailureQuery): FailurePage | Promise<FailurePage>;
+  dismiss(id: string): Promise<Failure>;
+}
+
+/** Replay, here (replay.ts) or through the queue (queued-replay.ts). */
+export type Replays = Pick<Replayer, 'replayFailure' | 'replayRun' | 'replayFailed'>;
 
 const DEFAULT_LIMIT = 200;
 const MAX_LIMIT = 1000;
@@ -16,7 +25,7 @@ const MAX_HOOK_NAME = 200;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const BULK_FIELDS = new Set(['failed', 'since', 'hook']);
 
-export function failureRoutes(failures: FailureBook, replay: Replayer): AdminRoute {
+export function failureRoutes(failures: FailureList, replay: Replays): AdminRoute {
   return (call) => {
     const [first, id, verb] = call.parts;
     const n = call.parts.length;

@@ -2,12 +2,12 @@
 // agent, every mapping, and any other name still paused or holding) with its action, how it
 // authenticates, paused and held, its requests of the last hour by outcome, its last request and its
 // open failures; and the instance: uptime, shared state, runs by state, replies not yet settled.
-// Counted from the request log's index, the run book and the failure book: nothing read from disk.
+// Counted from the request log's index, the run book and the failure book: nothing read from disk
+// (with hooks.queue the open failures are counted on the queue's Redis, every instance's).
 import { refuse } from '../errors.ts';
 import type { Outcome } from '../request-log/entry.ts';
 import type { RequestLog } from '../request-log/request-log.ts';
 import type { RunBook } from '../runs/run-book.ts';
-import type { FailureBook } from '../failures/failures.ts';
 import type { HookPauses } from '../pauses/hook-pauses.ts';
 import type { HooksSnapshot } from '../request/snapshot.ts';
 import type { AdminCall, AdminRoute } from './admin-call.ts';
@@ -19,7 +19,8 @@ export interface OverviewParts {
   snapshot(): HooksSnapshot;
   requests: RequestLog;
   runBook: RunBook;
-  failures: FailureBook;
+  /** Open failures by hook: this instance's book, or with hooks.queue the one on Redis. */
+  failures: { openByHook(): Map<string, number> | Promise<Map<string, number>> };
   pauses: HookPauses;
   runs: { readonly queued: number; readonly running: number };
   replies: { readonly pending: number };
@@ -46,16 +47,15 @@ export function overviewRoute(parts: OverviewParts): AdminRoute {
     if (call.parts.length !== 1 || call.parts[0] !== 'overview') return undefined;
     if (call.method !== 'GET') return Promise.reject(refuse.methodNotAllowed('GET', 'the overview is read with GET'));
     // Counted once the request log on disk is read back after a start.
-    return parts.requests.loaded().then(() => overview(parts));
+    return parts.requests.loaded().then(async () => overview(parts, await parts.failures.openByHook()));
   };
 }
 
-function overview(p: OverviewParts): unknown {
+function overview(p: OverviewParts, open: Map<string, number>): unknown {
   const now = Date.now();
   const status = hooksStatus({ snapshot: p.snapshot, requests: p.requests, runs: p.runs });
   const byHook = p.requests.recentByHook(now - HOUR_MS);
-  // Under the hook that accepted the run: an /agent run named "Nightly" counts under `agent`.
-  const open = p.failures.openByHook();
+  // `open`: under the hook that accepted the run (an /agent run named "Nightly" counts as `agent`).
   const configured = new Map(status.hooks.map((h) => [h.id, h]));
   const hooks: HookOverview[] = p.pauses.list().map(({ name, paused, held }) => {
     const hook = configured.get(name);

@@ -1,9 +1,12 @@
 // `GET runs`: the run book's list (plugin/runs/run-book.ts), paged with `before` and filtered by
-// status and hook, the same in every host. A run's own page (`runs/<id>`) is the host's, which adds
+// status and hook, the same in every host. With the queue on Redis (hooks.queue), the list of every
+// instance's runs from their states on Redis (runs/shared-run-states.ts); this instance's own book
+// while Redis is away. A run's own page (`runs/<id>`) is the host's, which adds
 // what it keeps (the reply's text in the standalone gateway) to the book's summary.
 import { refuse } from '../errors.ts';
 import type { RunStatus } from '../host.ts';
 import { RUN_STATUSES, type RunBook } from '../runs/run-book.ts';
+import type { SharedRunStates } from '../runs/shared-run-states.ts';
 import type { AdminCall, AdminRoute } from './admin-call.ts';
 
 export const DEFAULT_RUNS_LIMIT = 100;
@@ -16,7 +19,7 @@ function single(query: URLSearchParams, name: string): string | undefined {
   return values[0];
 }
 
-export function runsRoute(book: RunBook): AdminRoute {
+export function runsRoute(book: RunBook, shared?: Pick<SharedRunStates, 'list'>): AdminRoute {
   return (call: AdminCall) => {
     if (call.parts.length !== 1 || call.parts[0] !== 'runs') return undefined;
     return Promise.resolve().then(() => {
@@ -35,11 +38,14 @@ export function runsRoute(book: RunBook): AdminRoute {
         throw refuse.badRequest(`status must be one of ${RUN_STATUSES.join(', ')}`);
       const hook = single(call.query, 'hook');
       if (hook !== undefined && (hook === '' || hook.length > 200)) throw refuse.badRequest('hook must be a hook name');
-      return book.list(
-        { ...(status !== undefined ? { status: status as RunStatus } : {}), ...(hook !== undefined ? { hook } : {}) },
-        limitText === undefined ? DEFAULT_RUNS_LIMIT : Number(limitText),
-        before === undefined ? undefined : Number(before),
-      );
+      const query = {
+        ...(status !== undefined ? { status: status as RunStatus } : {}),
+        ...(hook !== undefined ? { hook } : {}),
+      };
+      const limit = limitText === undefined ? DEFAULT_RUNS_LIMIT : Number(limitText);
+      const cursor = before === undefined ? undefined : Number(before);
+      if (!shared) return book.list(query, limit, cursor);
+      return shared.list(query, limit, cursor).catch(() => book.list(query, limit, cursor));
     });
   };
 }

@@ -137,6 +137,7 @@ export class FailureBook {
   /** Each hook's share of the bounds (shareOf). */
   readonly #shares = new Map<string, Share>();
   readonly #openByThing = new Map<string, string>();
+  readonly #recorded: ((failure: Failure, action: StoredAction) => void)[] = [];
   #text = 0;
   #seq = 0;
 
@@ -224,6 +225,11 @@ export class FailureBook {
         text,
       },
     );
+  }
+
+  /** Told each failure recorded (or reported again) here: the shared book (hooks.queue) pushes it. */
+  onRecord(listener: (failure: Failure, action: StoredAction) => void): void {
+    this.#recorded.push(listener);
   }
 
   get(id: string): Failure | undefined {
@@ -358,6 +364,7 @@ export class FailureBook {
     this.#text += sizeOf(failure);
     this.#openByThing.set(sameThing(failure), failure.id);
     const written = this.#file.put(failure.id, failure);
+    for (const listener of this.#recorded) listener(view(failure), failure.action);
     this.#evict();
     if (known) return written;
     this.#tally(failure.kind);

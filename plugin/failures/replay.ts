@@ -42,6 +42,45 @@ export interface ReplayParts {
 
 type Prepared = { kind: 'run'; job: AgentJob } | { kind: 'delivery'; delivery: Delivery & { hook: string } };
 
+/**
+ * A run's replay under today's agent, model and channel policies, as a new run (a new id); an agent
+ * no longer known falls back to the default. Throws the refusal of the first that refuses.
+ */
+export function prepareRunReplay(
+  { requestId: _request, ...action }: RunAction,
+  host: GatewayHost,
+  policy: RoutingPolicy,
+): AgentJob {
+  const agentId = resolveAgentId(action.agentId, policy, host);
+  checkModel(action.model, host);
+  if (action.deliver) checkChannel(action.channel, host);
+  const prefix = `agent:${action.agentId}:`;
+  const sessionKey =
+    agentId === action.agentId || !action.sessionKey.startsWith(prefix)
+      ? action.sessionKey
+      : `agent:${agentId}:${action.sessionKey.slice(prefix.length)}`;
+  return { ...action, runId: randomUUID(), agentId, sessionKey };
+}
+
+/** A delivery's replay, its channel still allowed, as a new delivery (a new id). */
+export function prepareDeliveryReplay(
+  action: DeliveryAction,
+  hook: string,
+  host: GatewayHost,
+): Delivery & { hook: string; hookId?: string } {
+  checkChannel(action.channel, host);
+  const { agentId, channel, to, text, hookId } = action;
+  return {
+    channel,
+    ...(to !== undefined ? { to } : {}),
+    text,
+    agentId,
+    runId: randomUUID(),
+    hook,
+    ...(hookId !== undefined ? { hookId } : {}),
+  };
+}
+
 export class Replayer {
   /** Replays under way, by failure id or run id: a second ask waits for the first. */
   readonly #inFlight = new Map<string, Promise<ReplayAnswer>>();
@@ -184,35 +223,12 @@ export class Replayer {
     }
   }
 
-  /** Today's agent, model and channel policies; an agent no longer known falls back to the default. */
-  #prepareRun({ requestId: _request, ...action }: RunAction): Prepared {
-    const { host, snapshot } = this.parts;
-    const agentId = resolveAgentId(action.agentId, snapshot(), host);
-    checkModel(action.model, host);
-    if (action.deliver) checkChannel(action.channel, host);
-    const prefix = `agent:${action.agentId}:`;
-    const sessionKey =
-      agentId === action.agentId || !action.sessionKey.startsWith(prefix)
-        ? action.sessionKey
-        : `agent:${agentId}:${action.sessionKey.slice(prefix.length)}`;
-    return { kind: 'run', job: { ...action, runId: randomUUID(), agentId, sessionKey } };
+  #prepareRun(action: RunAction): Prepared {
+    return { kind: 'run', job: prepareRunReplay(action, this.parts.host, this.parts.snapshot()) };
   }
 
   #prepareDelivery(action: DeliveryAction, hook: string): Prepared {
-    checkChannel(action.channel, this.parts.host);
-    const { agentId, channel, to, text, hookId } = action;
-    return {
-      kind: 'delivery',
-      delivery: {
-        channel,
-        ...(to !== undefined ? { to } : {}),
-        text,
-        agentId,
-        runId: randomUUID(),
-        hook,
-        ...(hookId !== undefined ? { hookId } : {}),
-      },
-    };
+    return { kind: 'delivery', delivery: prepareDeliveryReplay(action, hook, this.parts.host) };
   }
 
   /** Starts the run (once the host recorded it) or queues the delivery; the new id. */

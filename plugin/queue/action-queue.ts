@@ -8,7 +8,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { refuse, HookError } from '../errors.ts';
 import type { Logger } from '../host.ts';
 import { errorMessage } from '../util/errors.ts';
-import { script } from '../redis/redis-script.ts';
+import { script, type Script } from '../redis/redis-script.ts';
 import { persistenceWarnings } from './redis-persistence.ts';
 import { QueueHealth } from './queue-health.ts';
 import type { QueueSettings } from './queue-settings.ts';
@@ -102,6 +102,37 @@ export class ActionQueue {
     if (added === 0) throw refuse.queueFull(this.settings.maxWaiting, FULL_RETRY_SECONDS);
   }
 
+  /** A key of the records kept beside the queue (failures, run states): under its prefix and name. */
+  key(what: string): string {
+    return `${this.settings.keyPrefix}${what}:${this.settings.name}`;
+  }
+
+  /** Whether the queue's Redis answered last. */
+  get up(): boolean {
+    return this.#health.up;
+  }
+
+  /**
+   * One command on the records kept beside the queue; throws 503 queue_unavailable, saying what was
+   * asked, when Redis does not answer within the timeout.
+   */
+  async command(what: string, name: string, ...args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.#commands.call(name, ...args);
+    } catch (err) {
+      throw this.#unavailable(err, what);
+    }
+  }
+
+  /** A script on those records (redis-script.ts), with command()'s answer when Redis is away. */
+  async script(what: string, lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.#script(lua, keys, args);
+    } catch (err) {
+      throw this.#unavailable(err, what);
+    }
+  }
+
   /**
    * Takes entries as `consumer` until close(): first what this consumer held before a restart, then
    * new entries; every half lease, entries another taker held past a lease.
@@ -150,13 +181,22 @@ export class ActionQueue {
     }
   }
 
-  async #script(lua: { sha: string; source: string }, keys: string[], args: (string | number)[]) {
+  async #script(lua: Script, keys: string[], args: (string | number)[]) {
     try {
       return await this.#commands.evalsha(lua.sha, keys.length, ...keys, ...args);
     } catch (err) {
       if (!errorMessage(err).startsWith('NOSCRIPT')) throw err;
       return this.#commands.eval(lua.source, keys.length, ...keys, ...args);
     }
+  }
+
+  /** A Redis error (a script's own included) as the 503 its caller answers; the error is not shown. */
+  #unavailable(err: unknown, what: string): HookError {
+    this.#failed(err);
+    return refuse.queueUnavailable(
+      UNAVAILABLE_RETRY_SECONDS,
+      `${what}: the queue's Redis did not answer; try again later`,
+    );
   }
 
   /** A command timed out (a hung Redis) or the connection is gone: one warning per outage. */
@@ -245,9 +285,9 @@ export class ActionQueue {
           try {
             await handle(entry);
           } catch (err) {
-            // A refusal here (a policy changed since the door) will not pass later either: dropped,
-            // and said. Anything else (a 5xx refusal too: shutting down, overloaded) stays
-            // unconfirmed and is taken again after the lease.
+            // A refusal the handler did not keep (it keeps a policy's as a failure) will not pass
+            // later either: dropped, and said. Anything else (a 5xx refusal too: shutting down,
+            // overloaded) stays unconfirmed and is taken again after the lease.
             if (!(err instanceof HookError) || err.status >= 500) {
               this.logger.warn('a queued action could not be carried out; it will be taken again', {
                 entry: entry.streamId,

@@ -13,6 +13,7 @@ import {
   writeConfig,
   type SpawnedGateway,
 } from '../helpers/spawn-gateway.ts';
+import { QueueGateways, type QueueConfig } from '../helpers/queue-gateway.ts';
 import { Redis } from 'ioredis';
 import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
 
@@ -20,30 +21,26 @@ import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
 const LONG_MS = 120_000;
 
 let redis: RedisServer;
-const running: SpawnedGateway[] = [];
+const gateways = new QueueGateways();
 
 before(async () => {
   redis = await startRedis();
 });
 after(async () => {
-  await Promise.all(running.map((gw) => gw.stop().catch(() => {})));
+  await gateways.stopAll();
   await redis.stop();
 });
 
-type Queue = { redis: string; name: string; leaseSeconds?: number; maxWaiting?: number; timeoutMs?: number };
+type Queue = QueueConfig;
 
 /** A gateway in `role` on the queue; `dir` again restarts the same one (its taker name, its sessions). */
-async function gateway(
+function gateway(
   role: 'ingress' | 'assistant',
   queue: Queue,
   dir?: string,
   hooks: Record<string, unknown> = {},
 ): Promise<SpawnedGateway> {
-  const stateDir = dir ?? (await tempStateDir());
-  if (!dir) await writeConfig(stateDir, { hooks: { ...hooks, queue } });
-  const gw = await spawnGateway(stateDir, ['--role', role]);
-  running.push(gw);
-  return gw;
+  return gateways.start(role, queue, { ...(dir ? { dir } : {}), hooks });
 }
 
 const wake = (gw: SpawnedGateway, text: string) => gw.hook('/hooks/wake', { text, mode: 'next-heartbeat' }, HOOK_TOKEN);

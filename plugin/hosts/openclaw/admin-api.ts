@@ -30,9 +30,14 @@ function replyOf(answer: unknown): AdminReply {
 function hostView(call: AdminCall, plugin: HooksPlugin, runs: RecentRuns): (() => unknown) | undefined {
   const { parts } = call;
   if (parts.length === 2 && parts[0] === 'runs')
-    return () => {
+    return async () => {
       const run = runs.find(parts[1]!);
-      if (!run) throw refuse.notFound(`no such run among the last ${RECENT_RUNS} of this gateway process`);
+      if (!run) {
+        // Run elsewhere (hooks.queue): its state as its taker wrote it on Redis.
+        const shared = await plugin.sharedRun(parts[1]!);
+        if (shared) return shared;
+        throw refuse.notFound(`no such run among the last ${RECENT_RUNS} of this gateway process`);
+      }
       const summary = plugin.runSummary(run.runId);
       if (!summary) return run;
       // The host's record (status, tries) with what the run book adds: hook, request, delivery; and
@@ -62,7 +67,7 @@ export function openClawAdmin(
     const view = hostView(call, plugin, runs);
     if (!view) throw refuse.notFound('no such admin endpoint');
     if (call.method !== 'GET') throw refuse.methodNotAllowed('GET', 'this admin endpoint is read-only: use GET');
-    return { status: 200, body: view() };
+    return { status: 200, body: await view() };
   };
 }
 

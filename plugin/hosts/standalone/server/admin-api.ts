@@ -29,6 +29,8 @@ export interface AdminDeps {
   metricsPublic: () => boolean;
   /** What the core's run book adds to a run's view: its hook, the request that started it, its delivery. */
   runSummary: (runId: string) => { hook: string; requestId?: string; delivery?: unknown } | undefined;
+  /** With the queue on Redis (hooks.queue): a run this gateway does not know, as Redis has it. */
+  sharedRun?: (runId: string) => Promise<unknown>;
   /** The core's routes (failures, replay, pause, the request log), asked before the gateway's own read-only ones. */
   core: (call: AdminCall) => Promise<unknown> | undefined;
 }
@@ -165,7 +167,12 @@ export class AdminApi {
     }
     if (parts.length === 2 && parts[0] === 'runs') {
       const run = await runs.find(call.parts[1]!);
-      if (!run) throw refuse.notFound('no such run');
+      if (!run) {
+        // Run elsewhere (hooks.queue): its state as its taker wrote it on Redis.
+        const shared = await this.deps.sharedRun?.(call.parts[1]!);
+        if (shared) return shared;
+        throw refuse.notFound('no such run');
+      }
       const { name: _name, ...view } = run;
       const base = { ...view, ...bookFields(this.deps.runSummary(run.runId)) };
       // The reply's deliveries: a fallback chain shows each channel tried, in order.

@@ -224,6 +224,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     metrics: plugin.metrics,
     metricsPublic: () => settings.metrics.public,
     runSummary: (runId) => plugin.runSummary(runId),
+    sharedRun: (runId) => plugin.sharedRun(runId),
     core: (call) => plugin.admin(call) ?? dryRuns(call),
   });
   // The owner's web page at /ui/: its data calls are the admin API's, behind the console's session.

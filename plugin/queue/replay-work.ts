@@ -1,0 +1,8 @@
+// What a replay asked at any instance puts on the queue (hooks.queue), so whichever taker is free
+// carries it out: the new run, its policies checked where the replay was asked, or the delivery
+// again. Beside the queue, so both the failure book that adds it and the taker that reads it name it.
+import type { AgentJob } from '../action.ts';
+import type { Delivery } from '../host.ts';
+
+export type ReplayWork =
+  { kind: 'run'; job: AgentJob } | { kind: 'delivery'; delivery: Delivery & { hook: string; hookId?: string } };
