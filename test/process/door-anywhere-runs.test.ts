@@ -1,20 +1,13 @@
 // Runs through the queue (hooks.queue) past an assistant's run limits: it takes a queued run only
-// once the run can start there, so what it cannot start yet waits in the queue (for any taker) and
-// is never refused and dropped after the door acknowledged it.
+// once the run can start there, so what it cannot start yet stays in the queue under its lease (for
+// any taker once the lease lapses) and is never refused and dropped after the door acknowledged it.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
-import {
-  GATEWAY_TOKEN,
-  HOOK_TOKEN,
-  eventually,
-  spawnGateway,
-  tempStateDir,
-  writeConfig,
-  type SpawnedGateway,
-} from '../helpers/spawn-gateway.ts';
+import { GATEWAY_TOKEN, HOOK_TOKEN, eventually, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.ts';
 import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
+import { QueueGateways } from '../helpers/queue-gateway.ts';
 
 /** Generous: the machine is shared, and gateways start through tsx. */
 const LONG_MS = 120_000;
@@ -24,7 +17,7 @@ let provider: FakeProvider;
 /** The model's answers, held until the test lets them go. */
 const heldAnswers: ServerResponse[] = [];
 let answering = false;
-const running: SpawnedGateway[] = [];
+const gateways = new QueueGateways();
 
 const answer = (res: ServerResponse): void => {
   res.setHeader('content-type', 'application/json');
@@ -36,50 +29,47 @@ before(async () => {
   provider = await startFakeProvider((_req, res) => (answering ? answer(res) : heldAnswers.push(res)));
 });
 after(async () => {
-  await Promise.all(running.map((gw) => gw.stop().catch(() => {})));
+  await gateways.stopAll();
   await provider.close();
   await redis.stop();
 });
 
-async function gateway(role: 'ingress' | 'assistant', hooks: Record<string, unknown>): Promise<SpawnedGateway> {
-  const dir = await tempStateDir();
-  await writeConfig(dir, {
-    hooks,
-    models: { providers: { fake: { baseUrl: provider.baseUrl } } },
-    agents: { defaults: { models: ['fake/m'] }, list: [{ id: 'main', default: true }] },
-  });
-  const gw = await spawnGateway(dir, ['--role', role]);
-  running.push(gw);
-  return gw;
-}
+const extra = () => ({
+  models: { providers: { fake: { baseUrl: provider.baseUrl } } },
+  agents: { defaults: { models: ['fake/m'] }, list: [{ id: 'main', default: true }] },
+});
 
 async function runStatus(gw: SpawnedGateway, runId: string): Promise<string | undefined> {
   const res = await fetch(`${gw.url}/api/runs/${runId}`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
   return res.status === 200 ? ((await res.json()) as { status: string }).status : undefined;
 }
 
-test("runs past the assistant's maxConcurrentRuns and maxQueuedRuns wait in the queue, and each is carried out once", async () => {
-  const queue = { redis: redis.url, name: 'run-limits' };
-  const door = await gateway('ingress', { queue });
-  const assistant = await gateway('assistant', { queue, maxConcurrentRuns: 1, maxQueuedRuns: 1 });
+test("runs past an assistant's maxConcurrentRuns and maxQueuedRuns wait in the queue: killed, another carries each out once", async () => {
+  const queue = { redis: redis.url, name: 'run-limits', leaseSeconds: 2 };
+  const door = await gateways.start('ingress', queue, { extra: extra() });
+  const limited = await gateways.start('assistant', queue, {
+    hooks: { maxConcurrentRuns: 1, maxQueuedRuns: 1 },
+    extra: extra(),
+  });
   const runIds: string[] = [];
   for (let i = 0; i < 6; i++) {
     const r = await door.hook('/hooks/agent', { message: `run ${i}`, model: 'fake/m', deliver: false }, HOOK_TOKEN);
     assert.equal(r.status, 202, JSON.stringify(r.body));
     runIds.push((r.body as { runId: string }).runId);
   }
-  // The first run holds the one slot; the next ones are not taken while it runs.
+  // The first run holds the one slot; the others are not started, nor kept on this assistant's disk.
   await eventually(async () => heldAnswers.length === 1, LONG_MS);
-  assert.equal(await runStatus(assistant, runIds[0]!), 'running');
-  for (const runId of runIds.slice(1))
-    assert.equal(await runStatus(assistant, runId), undefined, `${runId} still queued`);
+  assert.equal(await runStatus(door, runIds[0]!), 'running');
+  await limited.stop('SIGKILL');
   answering = true;
-  for (const res of heldAnswers.splice(0)) answer(res);
+  for (const res of heldAnswers.splice(0)) res.destroy();
+  const other = await gateways.start('assistant', queue, { extra: extra() });
+  const rest = runIds.slice(1);
   await eventually(async () => {
-    const statuses = await Promise.all(runIds.map((id) => runStatus(assistant, id)));
+    const statuses = await Promise.all(rest.map((id) => runStatus(other, id)));
     return statuses.every((s) => s === 'ok');
   }, LONG_MS).catch((err) => {
-    throw new Error(`${(err as Error).message}\n${assistant.output()}`);
+    throw new Error(`${(err as Error).message}\n${other.output()}`);
   });
-  assert.equal(provider.requests.length, runIds.length, 'one model call per run');
+  assert.equal(provider.requests.length, 1 + rest.length, 'the killed run once, then one model call per run');
 });
