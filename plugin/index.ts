@@ -146,7 +146,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   metrics.observeBudgets(() => budgets.allUse());
   metrics.observeGauge('budget_digests_waiting', () => budgets.digests.waiting);
   const pauses = await HookPauses.open(host, runs, () => current, budgets);
-  metrics.observeGauge('held_actions', () => pauses.held.size);
+  metrics.observeGauge('held_actions', () => pauses.heldCount);
   const batches = await RunBatches.open(
     host,
     runs,
@@ -205,7 +205,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   // The queue on Redis (hooks.queue), its client loaded only when configured.
   const queue = current.queue && new (await import('./queue/action-queue.ts')).ActionQueue(current.queue, host.logger);
   await queue?.connect();
-  const executor = new ActionExecutor(host, runs, waiters, pauses, budgets, batches, queue && new ActionDoor(queue));
+  // With the queue, held actions live beside it in Redis, shared by every instance.
+  if (queue) pauses.useQueue(queue.held());
+  const door = queue && new ActionDoor(queue, () => current);
+  const executor = new ActionExecutor(host, runs, waiters, pauses, budgets, batches, door);
   const actor = new Actor({
     dedupe,
     executor,
@@ -316,7 +319,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   budgets.start(marks.digests);
   if (queue && options.queueRole !== 'ingress') {
     const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger);
-    queue.take(await takerName(host.stateDir), (entry) => taker.act(entry.payload!));
+    queue.take(await takerName(host.stateDir), (entry) => taker.act(entry));
   }
   // A batch whose run the host handed back (or marked) was accepted before the stop: it runs (or
   // ended) as that run. One held or digested (its mark kept with the held action or the digest) is

@@ -10,6 +10,7 @@ import type { RoutingPolicy } from '../runs/policies.ts';
 import type { DedupeKeys } from '../dedupe/dedupe-keys.ts';
 import type { CoalesceAs } from './run-batches.ts';
 import type { ActionExecutor } from './execute.ts';
+import type { HoldAsked, TakenEntry } from '../queue/action-queue.ts';
 
 /** The dedupe scope of queued actions' ids: apart from every hook's, so none collides. */
 export const QUEUE_SCOPE = 'queue';
@@ -23,18 +24,40 @@ export interface QueuedAction {
   coalesce?: CoalesceAs;
 }
 
-/** The queue as a door uses it (queue/action-queue.ts). */
-export interface QueueAdd {
-  add(payload: string): Promise<void>;
+/** An entry as a taker took it: the action, and where it sits in Redis (to hand it back held). */
+export interface TakenAction extends QueuedAction {
+  /** Its entry on the stream. */
+  streamId: string;
+  /** The entry as the door wrote it: held again, it is the same member (held-store.ts). */
+  payload: string;
+  /** Its arrival number: held again, it goes back to its place. */
+  seq?: number;
+  /** Released from hold with its runs counted against their budgets already: not counted again. */
+  budgeted?: boolean;
 }
 
-/** The door's side: an action becomes an entry; resolves once Redis has it (throws its 503s). */
-export class ActionDoor {
-  constructor(private readonly queue: QueueAdd) {}
+/** The queue as a door uses it (queue/action-queue.ts). */
+export interface QueueAdd {
+  add(payload: string, hook: string, hold: HoldAsked): Promise<'queued' | 'held'>;
+}
 
-  async add(entry: Omit<QueuedAction, 'id'>): Promise<void> {
+/** The held caps (hooks.maxHeld, hooks.maxHeldBytes), which bound what is held across instances. */
+export type HeldCaps = Pick<HoldAsked, 'maxHeld' | 'maxHeldBytes'>;
+
+/**
+ * The door's side: an action becomes an entry; resolves once Redis has it (throws its 503s), with
+ * whether it was queued or held (its hook paused, or holding older entries).
+ */
+export class ActionDoor {
+  constructor(
+    private readonly queue: QueueAdd,
+    private readonly caps: () => HeldCaps,
+  ) {}
+
+  async add(entry: Omit<QueuedAction, 'id'>, paused: boolean): Promise<'queued' | 'held'> {
     const queued: QueuedAction = { id: randomUUID(), ...entry };
-    await this.queue.add(JSON.stringify(queued));
+    const { maxHeld, maxHeldBytes } = this.caps();
+    return this.queue.add(JSON.stringify(queued), entry.hook, { paused, maxHeld, maxHeldBytes });
   }
 }
 
@@ -47,10 +70,17 @@ export class QueuedActionTaker {
     private readonly logger: Logger,
   ) {}
 
-  async act(payload: string): Promise<void> {
-    let entry: QueuedAction;
+  async act(taken: TakenEntry): Promise<void> {
+    const payload = taken.payload!;
+    let entry: TakenAction;
     try {
-      entry = JSON.parse(payload) as QueuedAction;
+      entry = {
+        ...(JSON.parse(payload) as QueuedAction),
+        streamId: taken.streamId,
+        payload,
+        ...(taken.seq !== undefined ? { seq: taken.seq } : {}),
+        ...(taken.budgeted ? { budgeted: true } : {}),
+      };
     } catch {
       // Not a door's: nothing to carry out (its content is not logged).
       this.logger.warn('a queue entry that is not an action was dropped', {});
@@ -61,7 +91,9 @@ export class QueuedActionTaker {
     const claim = this.dedupe.claim(QUEUE_SCOPE, entry.id);
     try {
       const outcome = await this.executor.actOnTaken(entry, this.policy());
-      claim.settle(outcome.record!);
+      // Held (back in Redis): not carried out, so its id stays free for when it is taken again.
+      if (outcome.held) claim.pass(outcome.record!);
+      else claim.settle(outcome.record!);
     } catch (err) {
       claim.release(err);
       throw err;
