@@ -45,7 +45,7 @@ import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
 import { BudgetBook } from './budgets/budget-book.ts';
 import { RunBatches } from './actions/run-batches.ts';
-import { ActionDoor, QueuedActionTaker } from './actions/queued-actions.ts';
+import { ActionDoor, QueuedActionTaker, sharedRetries } from './actions/queued-actions.ts';
 import { takerName } from './queue/taker-name.ts';
 import { splitOnceMarks } from './util/once-marks.ts';
 
@@ -129,7 +129,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     retry: () => current.retry,
     metrics,
   });
-  const runs = new RunService(host, () => current, await RunRetries.open(host.stateDir, host.logger), replies, metrics);
+  const runRetries = await RunRetries.open(host.stateDir, host.logger);
+  const runs = new RunService(host, () => current, runRetries, replies, metrics);
   // Before anything can start a run: the book sees every run from its acceptance.
   const runBook = new RunBook();
   // The runs the last process left (a host that keeps them): the list survives a restart.
@@ -206,7 +207,11 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const queue = current.queue && new (await import('./queue/action-queue.ts')).ActionQueue(current.queue, host.logger);
   await queue?.connect();
   // With the queue, held actions live beside it in Redis, shared by every instance.
-  if (queue) pauses.useQueue(queue.held());
+  // And runs wait for their next try there too, where any taker finds them when due.
+  if (queue) {
+    pauses.useQueue(queue.held());
+    runRetries.share(sharedRetries(queue.retries()));
+  }
   const door = queue && new ActionDoor(queue, () => current);
   const executor = new ActionExecutor(host, runs, waiters, pauses, budgets, batches, door);
   const actor = new Actor({
@@ -318,7 +323,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const digestedBatches = budgets.digests.batches();
   budgets.start(marks.digests);
   if (queue && options.queueRole !== 'ingress') {
-    const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger);
+    const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger, runs);
     queue.take(await takerName(host.stateDir), (entry) => taker.act(entry));
   }
   // A batch whose run the host handed back (or marked) was accepted before the stop: it runs (or

@@ -11,6 +11,10 @@ import type { DedupeKeys } from '../dedupe/dedupe-keys.ts';
 import type { CoalesceAs } from './run-batches.ts';
 import type { ActionExecutor } from './execute.ts';
 import type { HoldAsked, TakenEntry } from '../queue/action-queue.ts';
+import type { RetryStore } from '../queue/retry-store.ts';
+import type { RunRetry, SharedRetrySchedule } from '../runs/run-retries.ts';
+import type { RunService } from '../runs/run-service.ts';
+import type { AcceptedRun, RunAttempt } from '../host.ts';
 
 /** The dedupe scope of queued actions' ids: apart from every hook's, so none collides. */
 export const QUEUE_SCOPE = 'queue';
@@ -22,6 +26,30 @@ export interface QueuedAction {
   requestId: string;
   action: Action;
   coalesce?: CoalesceAs;
+}
+
+/**
+ * A run's next try, due in Redis (queue/retry-store.ts) and moved onto the queue then: its id names
+ * the run and the try, so the try is carried out once whoever takes it.
+ */
+export interface QueuedRetry {
+  kind: 'retry';
+  id: string;
+  run: AcceptedRun;
+  attempts: RunAttempt[];
+}
+
+/** hooks.queue: runs wait for their next try in Redis (run-retries.ts hands them over here). */
+export function sharedRetries(store: Pick<RetryStore, 'schedule'>): SharedRetrySchedule {
+  return (retry: RunRetry) => {
+    const entry: QueuedRetry = {
+      kind: 'retry',
+      id: `retry:${retry.run.runId}:${retry.attempts.length + 1}`,
+      run: retry.run,
+      attempts: retry.attempts,
+    };
+    return store.schedule(JSON.stringify(entry), retry.dueAt);
+  };
 }
 
 /** An entry as a taker took it: the action, and where it sits in Redis (to hand it back held). */
@@ -68,24 +96,27 @@ export class QueuedActionTaker {
     private readonly dedupe: DedupeKeys,
     private readonly policy: () => RoutingPolicy,
     private readonly logger: Logger,
+    private readonly runs: Pick<RunService, 'retryTaken'>,
   ) {}
 
   async act(taken: TakenEntry): Promise<void> {
     const payload = taken.payload!;
-    let entry: TakenAction;
+    let parsed: QueuedAction | QueuedRetry;
     try {
-      entry = {
-        ...(JSON.parse(payload) as QueuedAction),
-        streamId: taken.streamId,
-        payload,
-        ...(taken.seq !== undefined ? { seq: taken.seq } : {}),
-        ...(taken.budgeted ? { budgeted: true } : {}),
-      };
+      parsed = JSON.parse(payload) as QueuedAction | QueuedRetry;
     } catch {
       // Not a door's: nothing to carry out (its content is not logged).
       this.logger.warn('a queue entry that is not an action was dropped', {});
       return;
     }
+    if ('kind' in parsed && parsed.kind === 'retry') return this.#retry(parsed);
+    const entry: TakenAction = {
+      ...(parsed as QueuedAction),
+      streamId: taken.streamId,
+      payload,
+      ...(taken.seq !== undefined ? { seq: taken.seq } : {}),
+      ...(taken.budgeted ? { budgeted: true } : {}),
+    };
     // Carried out here already (before a restart, or while its confirmation was lost): confirmed only.
     if (this.dedupe.seen(QUEUE_SCOPE, entry.id)) return;
     const claim = this.dedupe.claim(QUEUE_SCOPE, entry.id);
@@ -94,6 +125,20 @@ export class QueuedActionTaker {
       // Held (back in Redis): not carried out, so its id stays free for when it is taken again.
       if (outcome.held) claim.pass(outcome.record!);
       else claim.settle(outcome.record!);
+    } catch (err) {
+      claim.release(err);
+      throw err;
+    }
+  }
+
+  /** A run's next try: queued here under its run id; confirmed once accepted (it runs after). */
+  async #retry(retry: QueuedRetry): Promise<void> {
+    // Taken here already (its confirmation was lost): not tried twice.
+    if (this.dedupe.seen(QUEUE_SCOPE, retry.id)) return;
+    const claim = this.dedupe.claim(QUEUE_SCOPE, retry.id);
+    try {
+      await this.runs.retryTaken(retry.run, retry.attempts);
+      claim.settle({ at: Date.now(), status: 202 });
     } catch (err) {
       claim.release(err);
       throw err;

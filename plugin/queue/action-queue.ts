@@ -11,6 +11,7 @@ import { errorMessage } from '../util/errors.ts';
 import { script } from '../redis/redis-script.ts';
 import { persistenceWarnings } from './redis-persistence.ts';
 import { QueueHealth } from './queue-health.ts';
+import { RetryStore } from './retry-store.ts';
 import { HELD_FULL_RETRY_SECONDS, HOLD_FUNCTION, HeldStore, heldCap, heldKeys } from './held-store.ts';
 import type { QueueSettings } from './queue-settings.ts';
 
@@ -81,6 +82,7 @@ export class ActionQueue {
   readonly #stream: string;
   readonly #health: QueueHealth;
   #closed = false;
+  #retries: RetryStore | undefined;
   #taking: Promise<void> | undefined;
   #reclaimTimer: NodeJS.Timeout | undefined;
   /** Handling is one entry at a time, in the order read: arrival order per hook. */
@@ -151,6 +153,16 @@ export class ActionQueue {
     );
   }
 
+  /** Runs waiting for their next try, beside this queue's stream (one store per queue). */
+  retries(): RetryStore {
+    this.#retries ??= new RetryStore(
+      this.#stream,
+      (lua, keys, args) => this.#script(lua, keys, args),
+      (key, score, member) => this.#commands.zadd(key, score, member),
+    );
+    return this.#retries;
+  }
+
   /**
    * Takes entries as `consumer` until close(): first what this consumer held before a restart, then
    * new entries; every half lease, entries another taker held past a lease.
@@ -164,12 +176,15 @@ export class ActionQueue {
       Math.max(500, Math.floor(this.settings.leaseMs / 2)),
     );
     this.#reclaimTimer.unref();
+    // Takers move runs whose next try is due onto the stream.
+    this.retries().startMoving();
   }
 
   /** Stops taking: the entry being carried out finishes (and is confirmed) first. */
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#reclaimTimer);
+    this.#retries?.close();
     this.#reader?.disconnect();
     await this.#taking;
     await this.#chain;

@@ -4,7 +4,9 @@
 // them back through the queue in arrival order (docs/guide/door-anywhere.md, "Shared after the 200").
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GATEWAY_TOKEN, eventually, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+import { Redis } from 'ioredis';
+import { GATEWAY_TOKEN, HOOK_TOKEN, eventually, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
+import { startFakeProvider } from '../helpers/fake-provider.ts';
 import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
 import { QueueGateways, onceEach, texts, wake } from '../helpers/queue-gateways.ts';
 
@@ -94,7 +96,7 @@ test('hooks.maxHeld bounds what every door holds together: past it 503 paused_fu
   }
   const refused = await fetch(`${doors[1]!.url}/hooks/wake`, {
     method: 'POST',
-    headers: { authorization: 'Bearer spawned-hook-token-0123456789', 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${HOOK_TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify({ text: 'cap 3', mode: 'next-heartbeat' }),
   });
   assert.equal(refused.status, 503);
@@ -121,4 +123,63 @@ test('an assistant that takes an action of a hook paused meanwhile hands it back
   await eventually(async () => (await texts(assistant, 'taken ')).length === 4, LONG_MS);
   // The three taken first go back ahead of the one that arrived after them.
   assert.deepEqual(await texts(assistant, 'taken '), ['taken 0', 'taken 1', 'taken 2', 'taken 3']);
+});
+
+test('a run waiting for its retry in Redis: its assistant killed -9, the other carries out the retry at its time, once', async () => {
+  const server = await ownRedis();
+  const queue = { redis: server.url, name: 'retries' };
+  // The first call fails as an overloaded provider does (retried after its Retry-After), the rest pass.
+  const provider = await startFakeProvider((req, res) => {
+    if (provider.requests.length === 1) {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '4' });
+      res.end('{"error":{"message":"overloaded"}}');
+      return;
+    }
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'made it' } }] }));
+  });
+  try {
+    const hooks = { retry: { attempts: 3, initialDelaySeconds: 0.1, maxDelaySeconds: 30 } };
+    const extra = {
+      models: { providers: { fake: { baseUrl: provider.baseUrl } } },
+      agents: { defaults: { models: ['fake/m'] }, list: [{ id: 'main', default: true }] },
+    };
+    const door = await gateways.gateway('ingress', queue, undefined, hooks, extra);
+    const first = await gateways.gateway('assistant', queue, undefined, hooks, extra);
+    const r = await door.hook('/hooks/agent', { message: 'try me twice', model: 'fake/m', deliver: false }, HOOK_TOKEN);
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const { runId } = r.body as { runId: string };
+    await eventually(async () => (await first.admin(`/api/runs/${runId}`)).status === 'retrying', LONG_MS).catch(
+      async (err) => {
+        const view = JSON.stringify(await first.admin(`/api/runs/${runId}`));
+        throw new Error(`${(err as Error).message}: ${view}, ${provider.requests.length} calls\n${first.output()}`);
+      },
+    );
+    assert.equal(provider.requests.length, 1);
+    // Its retry waits in Redis, not in the process that dies now.
+    await first.stop('SIGKILL');
+    const second = await gateways.gateway('assistant', queue, undefined, hooks, extra);
+    const run = await eventually(async () => {
+      const view = await second.admin(`/api/runs/${runId}`).catch(() => undefined);
+      return view?.status === 'ok' && view;
+    }, LONG_MS).catch((err) => {
+      throw new Error(`${(err as Error).message}: ${provider.requests.length} calls\n${second.output()}`);
+    });
+    assert.equal(run.attempts?.length, 2, JSON.stringify(run));
+    assert.equal(provider.requests.length, 2, 'the first try and its one retry');
+    // Nothing left that could try it again: no retry waiting, no entry on the queue.
+    const client = new Redis(server.url);
+    try {
+      const keys = await client.keys('*queue:retries*');
+      for (const key of keys) {
+        const type = await client.type(key);
+        if (type === 'zset') assert.equal(await client.zcard(key), 0, key);
+        if (type === 'stream') assert.equal(await client.xlen(key), 0, key);
+      }
+    } finally {
+      client.disconnect();
+    }
+  } finally {
+    await provider.close();
+  }
 });
