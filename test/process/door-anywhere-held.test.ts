@@ -183,3 +183,30 @@ test('a run waiting for its retry in Redis: its assistant killed -9, the other c
     await provider.close();
   }
 });
+
+test('a budget that holds: the run past it is held in Redis, and released once, counted once, when its window ends', async () => {
+  const queue = { redis: (await ownRedis()).url, name: 'held-budget' };
+  const hooks = { endpoints: { agent: { budget: { runs: 1, perSeconds: 3, overflow: 'hold' } } } };
+  const door = await gateways.gateway('ingress', queue, undefined, hooks);
+  const assistant = await gateways.gateway('assistant', queue, undefined, hooks);
+  const runIds: string[] = [];
+  for (const message of ['within budget', 'past budget']) {
+    const r = await door.hook('/hooks/agent', { message, deliver: false }, HOOK_TOKEN);
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    runIds.push(r.body.runId);
+  }
+  const agentHook = async (gw: SpawnedGateway) =>
+    ((await gw.admin('/api/hooks')).hooks as { name: string; held: number }[]).find((h) => h.name === 'agent')!;
+  // The second waits in Redis for the window: every instance counts it.
+  await eventually(async () => (await agentHook(door)).held === 1, LONG_MS);
+  const status = async (runId: string) => (await assistant.admin(`/api/runs/${runId}`).catch(() => undefined))?.status;
+  await eventually(
+    async () => (await status(runIds[0]!)) === 'ok' && (await status(runIds[1]!)) === 'ok',
+    LONG_MS,
+  ).catch(async (err) => {
+    throw new Error(
+      `${(err as Error).message}: ${await status(runIds[0]!)}, ${await status(runIds[1]!)}\n${assistant.output()}`,
+    );
+  });
+  assert.equal((await agentHook(door)).held, 0);
+});
