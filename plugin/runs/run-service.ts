@@ -172,7 +172,8 @@ export class RunService {
    * so far, as a try of this service's own schedule would (retried or finished as they say).
    */
   async retryTaken(job: AgentJob, attempts: readonly RunAttempt[]): Promise<void> {
-    if (this.closing) throw refuse.overloaded('the gateway is shutting down');
+    // Not a refusal (the queue drops those): left on the queue, it is taken again after the lease.
+    if (this.closing) throw new Error('the gateway is shutting down');
     await this.retries.taken(job, attempts);
     this.dueAgain(job);
   }
