@@ -2,7 +2,8 @@
 // (`--role ingress`) queues what it accepts on a real redis-server, and the hookgate plugin inside a
 // real OpenClaw (installed from the packed package, with hooks.queue) takes it: wakes in arrival
 // order into OpenClaw's main session, each once; an agent run with the run id the door chose, run by
-// OpenClaw's model; a pause set at the door honoured inside OpenClaw. Registered by run.ts; its
+// OpenClaw's model; a pause set at the door honoured inside OpenClaw (held at the door in Redis,
+// counted there, taken in by OpenClaw once resumed). Registered by run.ts; its
 // gateway, model, Redis and door are its own.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -130,7 +131,7 @@ describe('OpenClaw as the assistant of a door on Redis', { timeout: 10 * 60_000 
     );
   });
 
-  test('a pause set at the door holds the hook inside OpenClaw until it is resumed there', async () => {
+  test('a pause set at the door: the door holds in Redis, OpenClaw counts it, and takes it in once resumed', async () => {
     assert.equal(await doorPost('/api/hooks/wake/pause'), 200);
     await gw.until('the pause known inside OpenClaw', 60_000, async () => {
       const { json } = await admin('hooks');
@@ -138,8 +139,10 @@ describe('OpenClaw as the assistant of a door on Redis', { timeout: 10 * 60_000 
     });
     const text = `held at the door ${nonce}`;
     const r = await door.hook('/hooks/wake', { text, mode: 'next-heartbeat' }, DOOR_TOKEN);
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    await gw.until('the wake held inside OpenClaw', 60_000, async () => {
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    assert.equal(r.body.held, true, JSON.stringify(r.body));
+    // Held in Redis beside the queue: OpenClaw's admin API shows the same count as the door's.
+    await gw.until('the held wake counted inside OpenClaw', 60_000, async () => {
       const { json } = await admin('hooks');
       return json?.hooks?.find((h: { name: string }) => h.name === 'wake')?.held >= 1 ? true : undefined;
     });

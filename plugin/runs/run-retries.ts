@@ -119,10 +119,9 @@ export class RunRetries {
   async schedule(run: AcceptedRun, attempts: readonly RunAttempt[], dueAt: number): Promise<void> {
     if (this.#shared) {
       // The marker first: once in Redis, the try may start anywhere, and a start here must not
-      // take the run for one the stop interrupted.
-      const retry: RunRetry = { run, attempts: [...attempts], dueAt, shared: true };
-      await this.#file.put(run.runId, retry);
-      await this.#shared(retry);
+      // take the run for one the stop interrupted. It names the run only (no prompt kept here).
+      await this.#file.put(run.runId, { run: { ...run, prompt: '' }, attempts: [], dueAt, shared: true });
+      await this.#shared({ run, attempts: [...attempts], dueAt });
       return;
     }
     await this.#file.put(run.runId, { run, attempts: [...attempts], dueAt });
