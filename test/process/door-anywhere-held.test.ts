@@ -131,7 +131,7 @@ test('a run waiting for its retry in Redis: its assistant killed -9, the other c
   // The first call fails as an overloaded provider does (retried after its Retry-After), the rest pass.
   const provider = await startFakeProvider((req, res) => {
     if (provider.requests.length === 1) {
-      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '4' });
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '6' });
       res.end('{"error":{"message":"overloaded"}}');
       return;
     }
@@ -149,12 +149,13 @@ test('a run waiting for its retry in Redis: its assistant killed -9, the other c
     const r = await door.hook('/hooks/agent', { message: 'try me twice', model: 'fake/m', deliver: false }, HOOK_TOKEN);
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const { runId } = r.body as { runId: string };
-    await eventually(async () => (await first.admin(`/api/runs/${runId}`)).status === 'retrying', LONG_MS).catch(
-      async (err) => {
-        const view = JSON.stringify(await first.admin(`/api/runs/${runId}`));
-        throw new Error(`${(err as Error).message}: ${view}, ${provider.requests.length} calls\n${first.output()}`);
-      },
-    );
+    // 404 until the assistant has taken it.
+    const statusAt = async (gw: SpawnedGateway) =>
+      (await gw.admin(`/api/runs/${runId}`).catch(() => undefined))?.status;
+    await eventually(async () => (await statusAt(first)) === 'retrying', LONG_MS).catch(async (err) => {
+      const view = JSON.stringify(await first.admin(`/api/runs/${runId}`).catch((e: Error) => e.message));
+      throw new Error(`${(err as Error).message}: ${view}, ${provider.requests.length} calls\n${first.output()}`);
+    });
     assert.equal(provider.requests.length, 1);
     // Its retry waits in Redis, not in the process that dies now.
     await first.stop('SIGKILL');
