@@ -185,7 +185,7 @@ test('a run waiting for its retry in Redis: its assistant killed -9, the other c
   }
 });
 
-test('a budget that holds: the run past it is held in Redis, and released once, counted once, when its window ends', async () => {
+test('a budget that holds: the run past it is held in Redis (newer ones behind it), released once and counted once as windows end', async () => {
   const queue = { redis: (await ownRedis()).url, name: 'held-budget' };
   const hooks = { endpoints: { agent: { budget: { runs: 1, perSeconds: 3, overflow: 'hold' } } } };
   const door = await gateways.gateway('ingress', queue, undefined, hooks);
@@ -200,14 +200,21 @@ test('a budget that holds: the run past it is held in Redis, and released once, 
     ((await gw.admin('/api/hooks')).hooks as { name: string; held: number }[]).find((h) => h.name === 'agent')!;
   // The second waits in Redis for the window: every instance counts it.
   await eventually(async () => (await agentHook(door)).held === 1, LONG_MS);
+  // A newer request of the hook is held behind it at the door (the door knows nothing of budgets).
+  const behind = await door.hook('/hooks/agent', { message: 'behind it', deliver: false }, HOOK_TOKEN);
+  assert.equal(behind.status, 202, JSON.stringify(behind.body));
+  assert.equal(behind.body.held, true, JSON.stringify(behind.body));
+  assert.equal((await agentHook(assistant)).held, 2);
   const status = async (runId: string) => (await assistant.admin(`/api/runs/${runId}`).catch(() => undefined))?.status;
-  await eventually(
-    async () => (await status(runIds[0]!)) === 'ok' && (await status(runIds[1]!)) === 'ok',
-    LONG_MS,
-  ).catch(async (err) => {
-    throw new Error(
-      `${(err as Error).message}: ${await status(runIds[0]!)}, ${await status(runIds[1]!)}\n${assistant.output()}`,
-    );
-  });
+  const ended = async (): Promise<boolean> =>
+    (await status(runIds[0]!)) === 'ok' && (await status(runIds[1]!)) === 'ok';
+  // The one held behind ran too, in a later window: three run summaries in the main session.
+  await eventually(async () => (await ended()) && (await texts(assistant, 'Hook ')).length === 3, LONG_MS).catch(
+    async (err) => {
+      throw new Error(
+        `${(err as Error).message}: ${await status(runIds[0]!)}, ${await status(runIds[1]!)}\n${assistant.output()}`,
+      );
+    },
+  );
   assert.equal((await agentHook(door)).held, 0);
 });
