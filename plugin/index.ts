@@ -46,7 +46,7 @@ import { ReplyQueue } from './replies/reply-queue.ts';
 import { RunWaiters } from './runs/waiters.ts';
 import { BudgetBook } from './budgets/budget-book.ts';
 import { RunBatches } from './actions/run-batches.ts';
-import { ActionDoor, QueuedActionTaker } from './actions/queued-actions.ts';
+import { ActionDoor, QueuedActionTaker, sharedRetries } from './actions/queued-actions.ts';
 import { takerName } from './queue/taker-name.ts';
 import { splitOnceMarks } from './util/once-marks.ts';
 
@@ -135,13 +135,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     retry: () => current.retry,
     metrics,
   });
-  const runs = new RunService(
-    host,
-    () => current,
-    await RunRetries.open(host.stateDir, host.logger, host.fileSync),
-    replies,
-    metrics,
-  );
+  const runRetries = await RunRetries.open(host.stateDir, host.logger, host.fileSync);
+  const runs = new RunService(host, () => current, runRetries, replies, metrics);
   // Before anything can start a run: the book sees every run from its acceptance.
   const runBook = new RunBook();
   // The runs the last process left (a host that keeps them): the list survives a restart.
@@ -158,7 +153,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   metrics.observeBudgets(() => budgets.allUse());
   metrics.observeGauge('budget_digests_waiting', () => budgets.digests.waiting);
   const pauses = await HookPauses.open(host, runs, () => current, budgets);
-  metrics.observeGauge('held_actions', () => pauses.held.size);
+  metrics.observeGauge('held_actions', () => pauses.heldCount);
   const batches = await RunBatches.open(
     host,
     runs,
@@ -232,7 +227,19 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
         );
     });
   }
-  const door = queue && new ActionDoor(queue, (hook, requestId, jobs) => sharedRuns?.queued(hook, requestId, jobs));
+  // With the queue, held actions live beside it in Redis, shared by every instance, and runs wait
+  // for their next try there too, where any taker finds them when due.
+  if (queue) {
+    pauses.useQueue(queue.held());
+    runRetries.share(sharedRetries(queue.retries()));
+  }
+  const door =
+    queue &&
+    new ActionDoor(
+      queue,
+      () => current,
+      (hook, requestId, jobs) => sharedRuns?.queued(hook, requestId, jobs),
+    );
   const executor = new ActionExecutor(host, runs, waiters, pauses, budgets, batches, door);
   const actor = new Actor({
     dedupe,
@@ -350,8 +357,8 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
   const digestedBatches = budgets.digests.batches();
   budgets.start(marks.digests);
   if (queue && options.queueRole !== 'ingress') {
-    const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger, failures.outlets);
-    queue.take(await takerName(host.stateDir), (entry) => taker.act(entry.payload!));
+    const taker = new QueuedActionTaker(executor, dedupe, () => current, host.logger, runs, failures.outlets);
+    queue.take(await takerName(host.stateDir), (entry) => taker.act(entry));
   }
   // A batch whose run the host handed back (or marked) was accepted before the stop: it runs (or
   // ended) as that run. One held or digested (its mark kept with the held action or the digest) is

@@ -3,7 +3,8 @@
 // real OpenClaw (installed from the packed package, with hooks.queue) takes it: wakes in arrival
 // order into OpenClaw's main session, each once; an agent run with the run id the door chose, run by
 // OpenClaw's model; an action only the door allows kept as a failure the door lists; a pause set at
-// the door honoured inside OpenClaw. Registered by run.ts; its
+// the door honoured inside OpenClaw (held at the door in Redis, counted there, taken in by OpenClaw
+// once resumed). Registered by run.ts; its
 // gateway, model, Redis and door are its own.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -151,7 +152,7 @@ describe('OpenClaw as the assistant of a door on Redis', { timeout: 10 * 60_000 
     assert.ok((inside.json.failures as { runId: string }[]).some((f) => f.runId === runId));
   });
 
-  test('a pause set at the door holds the hook inside OpenClaw until it is resumed there', async () => {
+  test('a pause set at the door: the door holds in Redis, OpenClaw counts it, and takes it in once resumed', async () => {
     assert.equal(await doorPost('/api/hooks/wake/pause'), 200);
     await gw.until('the pause known inside OpenClaw', 60_000, async () => {
       const { json } = await admin('hooks');
@@ -159,8 +160,10 @@ describe('OpenClaw as the assistant of a door on Redis', { timeout: 10 * 60_000 
     });
     const text = `held at the door ${nonce}`;
     const r = await door.hook('/hooks/wake', { text, mode: 'next-heartbeat' }, DOOR_TOKEN);
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    await gw.until('the wake held inside OpenClaw', 60_000, async () => {
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    assert.equal(r.body.held, true, JSON.stringify(r.body));
+    // Held in Redis beside the queue: OpenClaw's admin API shows the same count as the door's.
+    await gw.until('the held wake counted inside OpenClaw', 60_000, async () => {
       const { json } = await admin('hooks');
       return json?.hooks?.find((h: { name: string }) => h.name === 'wake')?.held >= 1 ? true : undefined;
     });

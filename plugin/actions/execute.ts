@@ -13,7 +13,7 @@ import { refuse } from '../errors.ts';
 import type { BudgetBook, BudgetVerdict } from '../budgets/budget-book.ts';
 import { unwrapExternalContent } from '../safety/index.ts';
 import type { CoalesceAs, RunBatches } from './run-batches.ts';
-import { QUEUE_SCOPE, type ActionDoor, type QueuedAction } from './queued-actions.ts';
+import { QUEUE_SCOPE, type ActionDoor, type TakenAction } from './queued-actions.ts';
 
 /** A request's idempotency key: its scope, the key, and its body's hash. */
 type RequestKey = { scope: string; key: string; bodyHash?: string };
@@ -43,6 +43,8 @@ export interface HoldGate {
   hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void>;
   /** Actions held for the hook now (paused, or waiting for its budget). */
   heldFor(hook: string): number;
+  /** hooks.queue: a taken action handed back to the shared held entries, in its place. */
+  holdTaken?(taken: TakenAction): Promise<void>;
 }
 
 /** The budgets (budgets/): whether a request's runs fit, and the digest of those that do not. */
@@ -81,17 +83,18 @@ export class ActionExecutor {
    * An action a door queued, taken here: carried out as its request would have been without the
    * queue (pause, budget, batch), its record under the action's id (queued-actions.ts).
    */
-  async actOnTaken(entry: QueuedAction, snap: RoutingPolicy): Promise<ExecutedOutcome> {
+  async actOnTaken(entry: TakenAction, snap: RoutingPolicy): Promise<ExecutedOutcome> {
     const origin = { hook: entry.hook, requestId: entry.requestId };
     // Taken only once its runs can start here; until then they wait in the queue, for any taker.
     if (entry.action.runs.length && !entry.coalesce) await this.runs.whenRoomFor(entry.action.runs.length);
-    return this.#act(entry.action, snap, { scope: QUEUE_SCOPE, key: entry.id }, origin, false, entry.coalesce, true);
+    return this.#act(entry.action, snap, { scope: QUEUE_SCOPE, key: entry.id }, origin, false, entry.coalesce, entry);
   }
 
   /**
    * The door's difference: every policy applied and the runs' ids chosen here, then the action is
    * added to the queue; the answer is today's once Redis has it. A request that asked to wait is
-   * answered at once (its runs end elsewhere); a batched run's answer carries its own run id.
+   * answered at once (its runs end elsewhere); a batched run's answer carries its own run id. A
+   * paused hook's action (or one behind others its hook holds) is held in Redis and answered held.
    */
   async #enqueue(
     action: Action,
@@ -105,15 +108,17 @@ export class ActionExecutor {
       ...spec,
       runId: jobs[i]!.runId,
     }));
-    await this.door!.add(
-      {
-        hook: origin?.hook ?? 'unknown',
-        requestId: origin?.requestId ?? '',
-        action: { ...action, runs, waitForCompletion: undefined },
-        ...(coalesce ? { coalesce } : {}),
-      },
+    const hook = origin?.hook ?? 'unknown';
+    const requestId = origin?.requestId ?? '';
+    const queued = await this.door!.add(
+      { hook, requestId, action: { ...action, runs, waitForCompletion: undefined }, ...(coalesce ? { coalesce } : {}) },
+      this.gate?.isPaused(hook) === true,
       jobs,
     );
+    if (queued === 'held') {
+      const answer = heldAnswer(requestId);
+      return { ...answer, record: keyRecord(key, answer), held: true };
+    }
     const record = keyRecord(key, outcome);
     return { ...outcome, record };
   }
@@ -125,9 +130,13 @@ export class ActionExecutor {
     origin: ActionOrigin | undefined,
     wait: boolean,
     coalesce: CoalesceAs | undefined,
-    /** Answered already (a door queued it): past a budget that refuses, it is digested, never lost. */
-    acknowledged = false,
+    /**
+     * Taken from the queue (answered already): past a budget that refuses, it is digested, never
+     * lost; held, it goes back to the shared held entries.
+     */
+    fromQueue?: TakenAction,
   ): Promise<ExecutedOutcome> {
+    const acknowledged = fromQueue !== undefined;
     if (coalesce && this.batches && origin && action.runs.length === 1 && !action.wakes.length) {
       // A paused hook holds it as a run of its own.
       if (!this.gate?.isPaused(origin.hook)) return this.#join(action, snap, key, origin, coalesce);
@@ -144,7 +153,8 @@ export class ActionExecutor {
     let held = origin !== undefined && this.gate?.isPaused(origin.hook) === true;
     let taken: Extract<BudgetVerdict, { ok: true }> | undefined;
     let past: Extract<BudgetVerdict, { ok: false }> | undefined;
-    if (!held && origin !== undefined && jobs.length && this.budgets) {
+    // Released from hold with its budget counted (queued-actions.ts): not counted twice.
+    if (!held && origin !== undefined && jobs.length && this.budgets && fromQueue?.budgeted !== true) {
       const { hook } = origin;
       // Runs held for a budget go first, in order: a request behind them waits too.
       if (this.gate && this.gate.heldFor(hook) > 0 && this.budgets.holdsInOrder(hook)) held = true;
@@ -164,7 +174,8 @@ export class ActionExecutor {
         : prepared.outcome;
     const record = keyRecord(key, outcome);
     if (held) {
-      await this.gate!.hold(origin!.hook, origin!.requestId, action, record);
+      if (fromQueue && this.gate!.holdTaken) await this.gate!.holdTaken(fromQueue);
+      else await this.gate!.hold(origin!.hook, origin!.requestId, action, record);
       return { ...outcome, record, held };
     }
     if (past) {

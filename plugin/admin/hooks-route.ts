@@ -21,11 +21,14 @@ export function hooksRoute(
     if (parts[0] !== 'hooks') return undefined;
     if (parts.length === 1) {
       if (method !== 'GET') return Promise.reject(refuse.methodNotAllowed('GET', 'the hooks are read with GET'));
-      const hooks = pauses.list().map((hook) => {
-        const use = budgets?.useOf(hook.name) ?? [];
-        return use.length ? { ...hook, budgets: use } : hook;
+      // With the queue the held counts are Redis's: read now, as every instance would.
+      return pauses.refresh().then(() => {
+        const hooks = pauses.list().map((hook) => {
+          const use = budgets?.useOf(hook.name) ?? [];
+          return use.length ? { ...hook, budgets: use } : hook;
+        });
+        return { hooks };
       });
-      return Promise.resolve({ hooks });
     }
     const [, name, verb] = parts;
     if (parts.length !== 3 || (verb !== 'pause' && verb !== 'resume')) return undefined;
@@ -34,6 +37,7 @@ export function hooksRoute(
       if (!pauses.knows(name!))
         throw refuse.notFound(`no hook named ${quoted(name!)}: use wake, agent or a mapping id (GET /api/hooks)`);
       await setPaused(name!, verb === 'pause');
+      await pauses.refresh();
       return { ok: true, ...pauses.stateOf(name!) };
     })();
   };

@@ -46,8 +46,10 @@ export function overviewRoute(parts: OverviewParts): AdminRoute {
   return (call: AdminCall) => {
     if (call.parts.length !== 1 || call.parts[0] !== 'overview') return undefined;
     if (call.method !== 'GET') return Promise.reject(refuse.methodNotAllowed('GET', 'the overview is read with GET'));
-    // Counted once the request log on disk is read back after a start.
-    return parts.requests.loaded().then(async () => overview(parts, await parts.failures.openByHook()));
+    // Counted once the request log on disk is read back after a start; held counts as Redis has them.
+    return Promise.all([parts.requests.loaded(), parts.pauses.refresh()]).then(async () =>
+      overview(parts, await parts.failures.openByHook()),
+    );
   };
 }
 

@@ -3,6 +3,7 @@
 // on resume they are carried out in arrival order: wakes as events, runs fed to the run service as
 // its slots free up (never refused by maxQueuedRuns, never more than maxConcurrentRuns at once).
 // A budget with overflow "hold" holds here too: its runs go on, in order, as its windows end.
+// With hooks.queue the held actions live in Redis instead (queued-holds.ts), shared by every instance.
 import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -17,6 +18,9 @@ import { runWake } from '../actions/wake.ts';
 import { errorMessage } from '../util/errors.ts';
 import { HeldActions, type HeldAction } from './held-actions.ts';
 import { Pauses } from './pauses.ts';
+import { QueuedHolds } from './queued-holds.ts';
+import type { HeldStore } from '../queue/held-store.ts';
+import type { TakenAction } from '../actions/queued-actions.ts';
 
 /** What the pause room reads of the hooks snapshot: the hooks' names, the held caps, how resumed runs route. */
 export interface PauseSettings extends RoutingPolicy {
@@ -50,6 +54,8 @@ export class HookPauses {
   readonly #draining = new Map<string, Promise<void>>();
   /** Resumes waiting for a run slot (one per hook at most). */
   readonly #slotWaiters = new Set<() => void>();
+  /** hooks.queue: new held actions go to Redis, shared by every instance. */
+  #queued: QueuedHolds | undefined;
 
   private constructor(
     readonly pauses: Pauses,
@@ -60,11 +66,35 @@ export class HookPauses {
     private readonly budgets?: BudgetBook,
   ) {
     pauses.onChange((hook, paused) => {
-      if (!paused) void this.#drain(hook);
+      if (paused) return;
+      void this.#drain(hook);
+      this.#queued?.drain(hook);
     });
     runs.onFinal(() => this.#wakeSlotWaiters());
     // A budget's window ended: runs held for it may go on.
-    budgets?.onFree(() => this.start());
+    budgets?.onFree(() => {
+      this.start();
+      this.#queued?.drainAll();
+    });
+  }
+
+  /**
+   * hooks.queue: from now on actions are held in Redis beside the queue, counted and released by
+   * every instance alike (held.jsonl keeps only what an earlier process held, drained as before).
+   */
+  useQueue(store: HeldStore): void {
+    this.#queued = new QueuedHolds(store, (hook) => this.pauses.isPaused(hook), this.host.logger, this.budgets);
+    this.#queued.start();
+  }
+
+  /** Reads the shared held counts again (an admin answer shows what Redis holds now). */
+  async refresh(): Promise<void> {
+    await this.#queued?.refresh();
+  }
+
+  /** Held in all: here, and in Redis with the queue. */
+  get heldCount(): number {
+    return this.held.size + (this.#queued?.size ?? 0);
   }
 
   /** Opens <host.stateDir>/pauses.jsonl and held.jsonl (memory only without a state dir). */
@@ -115,7 +145,7 @@ export class HookPauses {
   }
 
   heldFor(hook: string): number {
-    return this.held.countFor(hook);
+    return this.held.countFor(hook) + (this.#queued?.countFor(hook) ?? 0);
   }
 
   /**
@@ -124,6 +154,7 @@ export class HookPauses {
    */
   async hold(hook: string, requestId: string, action: Action, idempotency?: IdempotencyRecord): Promise<void> {
     const { maxHeld, maxHeldBytes } = this.snapshot();
+    if (this.#queued) return this.#queued.hold(hook, requestId, action, maxHeld, maxHeldBytes);
     if (this.held.size >= maxHeld) throw refuse.pausedFull(maxHeld, FULL_RETRY_AFTER_SECONDS);
     // Held for its budget, not a pause: the pauses file says so before anything is held.
     if (!this.pauses.isPaused(hook)) await this.pauses.know(hook);
@@ -134,16 +165,23 @@ export class HookPauses {
     if (!this.pauses.isPaused(hook)) void this.#drain(hook);
   }
 
+  /** hooks.queue: a taken action of a paused hook goes back to the held actions in Redis, in its place. */
+  async holdTaken(taken: TakenAction): Promise<void> {
+    if (!this.#queued) throw new Error('no queue: a taken action cannot be held');
+    await this.#queued.holdTaken(taken);
+  }
+
   /** Every hook there is (wake, agent, the mappings) and any other that is paused or holds actions. */
   list(): HookState[] {
     const names = new Set(['wake', 'agent', ...this.snapshot().mappings.map((m) => m.id)]);
     for (const hook of this.pauses.hooks()) names.add(hook);
     for (const hook of this.held.hooks()) names.add(hook);
+    for (const hook of this.#queued?.hooks() ?? []) names.add(hook);
     return [...names].map((name) => this.stateOf(name));
   }
 
   stateOf(name: string): HookState {
-    return { name, paused: this.pauses.isPaused(name), held: this.held.countFor(name) };
+    return { name, paused: this.pauses.isPaused(name), held: this.heldFor(name) };
   }
 
   /** Whether `name` may be paused or resumed: a hook there is, or one still paused or holding. */
@@ -155,7 +193,7 @@ export class HookPauses {
   async close(): Promise<void> {
     this.#closing.abort();
     this.#wakeSlotWaiters();
-    await Promise.allSettled(this.#draining.values());
+    await Promise.allSettled([...this.#draining.values(), this.#queued?.close()]);
     await Promise.all([this.pauses.close(), this.held.close()]);
   }
 

@@ -11,12 +11,18 @@ import { errorMessage } from '../util/errors.ts';
 import { script, type Script } from '../redis/redis-script.ts';
 import { persistenceWarnings } from './redis-persistence.ts';
 import { QueueHealth } from './queue-health.ts';
+import { RetryStore } from './retry-store.ts';
+import { HELD_FULL_RETRY_SECONDS, HOLD_FUNCTION, HeldStore, heldCap, heldKeys } from './held-store.ts';
 import type { QueueSettings } from './queue-settings.ts';
 
 /** One entry taken: its stream id, and what the door added (undefined when it was deleted meanwhile). */
 export interface TakenEntry {
   readonly streamId: string;
   readonly payload: string | undefined;
+  /** Its arrival number (held-store.ts), when the door gave it one. */
+  readonly seq?: number;
+  /** Released from the held entries with its runs counted against their budgets already. */
+  readonly budgeted?: boolean;
 }
 
 /** Carries out one entry; resolves once it took effect. A HookError is a refusal: never tried again. */
@@ -31,17 +37,33 @@ const BLOCK_MS = 1000;
 const UNAVAILABLE_RETRY_SECONDS = 5;
 const FULL_RETRY_SECONDS = 30;
 
-// Waiting = the stream's length less what takers hold (XPENDING's summary, constant time with few
-// takers): the count and the add in one round trip. Returns 0 when full.
-const ADD = script(`
+// Every entry draws an arrival number (its place should it be held later). Held when asked (the
+// hook is paused) or when its hook holds entries already (newer ones wait behind them): 2, or -1/-2
+// when the held caps are reached. Else added: waiting = the stream's length less what takers hold
+// (XPENDING's summary, constant time with few takers), 1, or 0 when full. All in one round trip.
+const ADD = script(`${HOLD_FUNCTION}
+local seq = redis.call('INCR', KEYS[4])
+if ARGV[5] == '1' or redis.call('ZCARD', KEYS[2]) > 0 then
+  local refused = full(KEYS[3], ARGV[2], ARGV[6], ARGV[7])
+  if refused ~= 0 then return refused end
+  hold(KEYS[2], KEYS[3], ARGV[4], seq, ARGV[2])
+  return 2
+end
 local waiting = redis.call('XLEN', KEYS[1])
 if waiting > 0 then
   local pending = redis.pcall('XPENDING', KEYS[1], ARGV[3])
   if type(pending) == 'table' and type(pending[1]) == 'number' then waiting = waiting - pending[1] end
 end
 if waiting >= tonumber(ARGV[1]) then return 0 end
-redis.call('XADD', KEYS[1], '*', 'a', ARGV[2])
+redis.call('XADD', KEYS[1], '*', 'a', ARGV[2], 's', seq)
 return 1`);
+
+/** How a door's entry is held when its hook is paused, and the caps that bound the held entries. */
+export interface HoldAsked {
+  readonly paused: boolean;
+  readonly maxHeld: number;
+  readonly maxHeldBytes: number;
+}
 
 const BASE: RedisOptions = {
   lazyConnect: true,
@@ -60,6 +82,7 @@ export class ActionQueue {
   readonly #stream: string;
   readonly #health: QueueHealth;
   #closed = false;
+  #retries: RetryStore | undefined;
   #taking: Promise<void> | undefined;
   #reclaimTimer: NodeJS.Timeout | undefined;
   /** Handling is one entry at a time, in the order read: arrival order per hook. */
@@ -87,19 +110,57 @@ export class ActionQueue {
   }
 
   /**
-   * Resolves once Redis has taken the entry; throws 503 queue_full past maxWaiting, or 503
+   * Resolves once Redis has taken the entry: 'queued', or 'held' (its hook is paused, or holds older
+   * entries). Throws 503 queue_full past maxWaiting, 503 paused_full past a held cap, or 503
    * queue_unavailable when Redis does not take it within the timeout.
    */
-  async add(payload: string): Promise<void> {
+  async add(payload: string, hook: string, hold: HoldAsked): Promise<'queued' | 'held'> {
     let added: unknown;
+    const keys = heldKeys(this.#stream);
     try {
-      added = await this.#script(ADD, [this.#stream], [this.settings.maxWaiting, payload, GROUP]);
+      added = await this.#script(
+        ADD,
+        [this.#stream, keys.of(hook), keys.sizes, keys.arrivals],
+        [
+          this.settings.maxWaiting,
+          payload,
+          GROUP,
+          hook,
+          hold.paused ? '1' : '0',
+          heldCap(hold.maxHeld),
+          heldCap(hold.maxHeldBytes),
+        ],
+      );
     } catch (err) {
       this.#failed(err);
       throw refuse.queueUnavailable(UNAVAILABLE_RETRY_SECONDS);
     }
     this.#health.ready();
     if (added === 0) throw refuse.queueFull(this.settings.maxWaiting, FULL_RETRY_SECONDS);
+    if (added === -1) throw refuse.pausedFull(hold.maxHeld, HELD_FULL_RETRY_SECONDS);
+    if (added === -2) throw refuse.pausedFullBytes(hold.maxHeldBytes, HELD_FULL_RETRY_SECONDS);
+    return added === 2 ? 'held' : 'queued';
+  }
+
+  /** The held entries beside this queue's stream, on its connection. */
+  held(): HeldStore {
+    return new HeldStore(
+      this.#stream,
+      GROUP,
+      (lua, keys, args) => this.#script(lua, keys, args),
+      (key) => this.#commands.hgetall(key),
+      (key) => this.#commands.zrange(key, '0', '0'),
+    );
+  }
+
+  /** Runs waiting for their next try, beside this queue's stream (one store per queue). */
+  retries(): RetryStore {
+    this.#retries ??= new RetryStore(
+      this.#stream,
+      (lua, keys, args) => this.#script(lua, keys, args),
+      (key, score, member) => this.#commands.zadd(key, score, member),
+    );
+    return this.#retries;
   }
 
   /** A key of the records kept beside the queue (failures, run states): under its prefix and name. */
@@ -146,12 +207,15 @@ export class ActionQueue {
       Math.max(500, Math.floor(this.settings.leaseMs / 2)),
     );
     this.#reclaimTimer.unref();
+    // Takers move runs whose next try is due onto the stream.
+    this.retries().startMoving();
   }
 
   /** Stops taking: the entry being carried out finishes (and is confirmed) first. */
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#reclaimTimer);
+    this.#retries?.close();
     this.#reader?.disconnect();
     await this.#taking;
     await this.#chain;
@@ -329,7 +393,16 @@ function streamEntries(reply: unknown): [string, string[] | null][] {
 }
 
 function parseEntries(raw: [string, string[] | null][]): TakenEntry[] {
-  return raw.map(([streamId, fields]) => ({ streamId, payload: fields ? fieldOf(fields, 'a') : undefined }));
+  return raw.map(([streamId, fields]) => {
+    if (!fields) return { streamId, payload: undefined };
+    const seq = Number(fieldOf(fields, 's'));
+    return {
+      streamId,
+      payload: fieldOf(fields, 'a'),
+      ...(Number.isSafeInteger(seq) && seq > 0 ? { seq } : {}),
+      ...(fieldOf(fields, 'b') === '1' ? { budgeted: true } : {}),
+    };
+  });
 }
 
 function fieldOf(fields: string[], name: string): string | undefined {

@@ -2,6 +2,9 @@
 // tries so far and when the next is due, and scheduled on one DueQueue (one timer for them all). A
 // try's start is written before the model is asked, so a restart can tell a run waiting for its next
 // try (run it when due) from one whose try was cut off (the model may have acted: not tried again).
+// With hooks.queue the wait is in Redis instead (share()): the file keeps only a marker that the run
+// was handed over, so a start does not take it for one the stop interrupted, and a taker that takes
+// a due try (taken()) keeps it here while it runs, its start written as before.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AcceptedRun, FileSyncPolicy, Logger, RunAttempt } from '../host.ts';
@@ -17,7 +20,12 @@ export interface RunRetry {
   dueAt: number;
   /** The next try has started: a restart finds it cut off. */
   started?: true;
+  /** Handed to the shared schedule (hooks.queue): another instance may carry out its next try. */
+  shared?: true;
 }
+
+/** Where runs wait for their next try with hooks.queue (actions/queued-actions.ts puts them in Redis). */
+export type SharedRetrySchedule = (retry: RunRetry) => Promise<void>;
 
 const RUN_FIELDS = ['runId', 'name', 'agentId', 'sessionKey', 'prompt'] as const;
 
@@ -41,6 +49,7 @@ export class RunRetries {
   /** Runs in the file at start: this schedule finishes them, not the host's own restore. */
   readonly #tookBack: ReadonlySet<string>;
   #onDue: (run: AcceptedRun) => void = () => {};
+  #shared: SharedRetrySchedule | undefined;
 
   private constructor(
     file: StateFile<RunRetry>,
@@ -63,6 +72,19 @@ export class RunRetries {
     return new RunRetries(file, stateDir !== undefined);
   }
 
+  /** hooks.queue: runs wait for their next try in Redis, where any taker finds them when due. */
+  share(schedule: SharedRetrySchedule): void {
+    this.#shared = schedule;
+  }
+
+  /**
+   * A due try taken from the queue: kept here while it runs (its start written before the model
+   * is asked, as for a try of this schedule). Resolves once that is on disk.
+   */
+  taken(run: AcceptedRun, attempts: readonly RunAttempt[]): Promise<void> {
+    return this.#file.put(run.runId, { run, attempts: [...attempts], dueAt: Date.now() });
+  }
+
   /** Whether the run was in the schedule when the process started (the core finishes it). */
   tookBack(runId: string): boolean {
     return this.#tookBack.has(runId);
@@ -82,8 +104,10 @@ export class RunRetries {
     this.#onDue = onDue;
     const cutOff: RunRetry[] = [];
     const waiting: { item: RunRetry; dueAt: number }[] = [];
-    for (const retry of this.#file.records.values()) {
-      if (retry.started) cutOff.push(retry);
+    for (const retry of [...this.#file.records.values()]) {
+      // In Redis: another instance (or this one) carries out its next try. The marker has served.
+      if (retry.shared) void this.#file.remove(retry.run.runId).catch(() => {});
+      else if (retry.started) cutOff.push(retry);
       else waiting.push({ item: retry, dueAt: retry.dueAt });
     }
     for (const { item, at } of spreadOverdue(waiting, Date.now(), maxGapMs)) {
@@ -94,6 +118,13 @@ export class RunRetries {
 
   /** Keeps the run for its next try at dueAt; resolves once that is on disk, and only then schedules it. */
   async schedule(run: AcceptedRun, attempts: readonly RunAttempt[], dueAt: number): Promise<void> {
+    if (this.#shared) {
+      // The marker first: once in Redis, the try may start anywhere, and a start here must not
+      // take the run for one the stop interrupted. It names the run only (no prompt kept here).
+      await this.#file.put(run.runId, { run: { ...run, prompt: '' }, attempts: [], dueAt, shared: true });
+      await this.#shared({ run, attempts: [...attempts], dueAt });
+      return;
+    }
     await this.#file.put(run.runId, { run, attempts: [...attempts], dueAt });
     this.#queue.add(run.runId, dueAt, run);
   }
@@ -110,9 +141,9 @@ export class RunRetries {
     return this.#file.remove(runId);
   }
 
-  /** Runs waiting for a try that has not started (they stay in the file for the next start). */
+  /** Runs waiting here for a try that has not started (they stay in the file for the next start). */
   waiting(): RunRetry[] {
-    return [...this.#file.records.values()].filter((retry) => !retry.started);
+    return [...this.#file.records.values()].filter((retry) => !retry.started && !retry.shared);
   }
 
   /** Nothing falls due after this. */

@@ -189,6 +189,17 @@ export class RunService {
     this.enqueue(rerun.filter(notScheduled));
   }
 
+  /**
+   * hooks.queue: a try that fell due in Redis, taken here: it runs under its run id with its tries
+   * so far, as a try of this service's own schedule would (retried or finished as they say).
+   */
+  async retryTaken(job: AgentJob, attempts: readonly RunAttempt[]): Promise<void> {
+    // Not a refusal (the queue drops those): left on the queue, it is taken again after the lease.
+    if (this.closing) throw new Error('the gateway is shutting down');
+    await this.retries.taken(job, attempts);
+    this.dueAgain(job);
+  }
+
   /** A retry falls due: it queues whatever maxQueuedRuns says (it was accepted long ago) and runs within maxConcurrentRuns. */
   private dueAgain(job: AgentJob): void {
     // Once closing it stays in the retry file for the next start.

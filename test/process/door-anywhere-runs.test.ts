@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http';
 import { GATEWAY_TOKEN, HOOK_TOKEN, eventually, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.ts';
 import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
-import { QueueGateways } from '../helpers/queue-gateway.ts';
+import { QueueGateways } from '../helpers/queue-gateways.ts';
 
 /** Generous: the machine is shared, and gateways start through tsx. */
 const LONG_MS = 120_000;

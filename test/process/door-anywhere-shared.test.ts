@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { GATEWAY_TOKEN, eventually, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.ts';
-import { QueueGateways } from '../helpers/queue-gateway.ts';
+import { QueueGateways } from '../helpers/queue-gateways.ts';
 
 /** Generous: the machine is shared, and gateways start through tsx. */
 const LONG_MS = 120_000;

@@ -6,16 +6,15 @@ import assert from 'node:assert/strict';
 import {
   GATEWAY_TOKEN,
   HOOK_TOKEN,
-  MAIN,
   eventually,
   spawnGateway,
   tempStateDir,
   writeConfig,
   type SpawnedGateway,
 } from '../helpers/spawn-gateway.ts';
-import { QueueGateways, type QueueConfig } from '../helpers/queue-gateway.ts';
 import { Redis } from 'ioredis';
 import { startRedis, type RedisServer } from '../helpers/redis-server.ts';
+import { QueueGateways, onceEach, texts, wake, type QueueConfig } from '../helpers/queue-gateways.ts';
 
 /** Generous: the machine is shared, and gateways start through tsx. */
 const LONG_MS = 120_000;
@@ -31,33 +30,13 @@ after(async () => {
   await redis.stop();
 });
 
-type Queue = QueueConfig;
-
 /** A gateway in `role` on the queue; `dir` again restarts the same one (its taker name, its sessions). */
-function gateway(
+const gateway = (
   role: 'ingress' | 'assistant',
-  queue: Queue,
+  queue: QueueConfig,
   dir?: string,
   hooks: Record<string, unknown> = {},
-): Promise<SpawnedGateway> {
-  return gateways.start(role, queue, { ...(dir ? { dir } : {}), hooks });
-}
-
-const wake = (gw: SpawnedGateway, text: string) => gw.hook('/hooks/wake', { text, mode: 'next-heartbeat' }, HOOK_TOKEN);
-
-/** The texts of the system events in an assistant's main session that start with `prefix`. */
-async function texts(gw: SpawnedGateway, prefix: string): Promise<string[]> {
-  const { entries } = await gw.admin(`/api/sessions/${MAIN}/history?limit=1000`);
-  return entries.filter((e: any) => e.kind === 'system-event' && e.text.startsWith(prefix)).map((e: any) => e.text);
-}
-
-/** Every acknowledged text in exactly one of the assistants' main sessions, none twice, none unasked. */
-async function onceEach(assistants: SpawnedGateway[], prefix: string, acknowledged: Set<string>): Promise<boolean> {
-  const seen = (await Promise.all(assistants.map((gw) => texts(gw, prefix).catch(() => [])))).flat();
-  return (
-    seen.length === acknowledged.size && new Set(seen).size === seen.length && seen.every((t) => acknowledged.has(t))
-  );
-}
+): Promise<SpawnedGateway> => gateways.start(role, queue, { ...(dir ? { dir } : {}), hooks });
 
 test('two doors and two assistants under a flood, one assistant killed -9 and restarted: every acknowledged wake once', async () => {
   const queue = { redis: redis.url, name: 'flood', leaseSeconds: 5 };
@@ -161,29 +140,6 @@ test('past maxWaiting the door answers 503 queue_full, and accepts again once an
   await eventually(async () => (await texts(assistant, 'full ')).length === 5, LONG_MS);
   assert.equal((await wake(door, 'full 6')).status, 200);
   await eventually(async () => (await texts(assistant, 'full ')).includes('full 6'), LONG_MS);
-});
-
-test('a pause set at a door is honoured by every assistant; the resume carries out what they held', async () => {
-  const queue = { redis: redis.url, name: 'pause' };
-  const door = await gateway('ingress', queue);
-  const assistants = await Promise.all([gateway('assistant', queue), gateway('assistant', queue)]);
-  const post = (gw: SpawnedGateway, p: string) =>
-    fetch(gw.url + p, { method: 'POST', headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
-  assert.equal((await post(door, '/api/hooks/wake/pause')).status, 200);
-  const held = async (gw: SpawnedGateway) =>
-    ((await gw.admin('/api/hooks')).hooks as { name: string; paused: boolean; held: number }[]).find(
-      (h) => h.name === 'wake',
-    )!;
-  for (const gw of assistants) await eventually(async () => (await held(gw)).paused, LONG_MS);
-  const acknowledged = new Set<string>();
-  for (let i = 0; i < 10; i++) {
-    assert.equal((await wake(door, `paused ${i}`)).status, 200);
-    acknowledged.add(`paused ${i}`);
-  }
-  await eventually(async () => (await held(assistants[0]!)).held + (await held(assistants[1]!)).held === 10, LONG_MS);
-  for (const gw of assistants) assert.deepEqual(await texts(gw, 'paused '), []);
-  assert.equal((await post(door, '/api/hooks/wake/resume')).status, 200);
-  await eventually(() => onceEach(assistants, 'paused ', acknowledged), LONG_MS);
 });
 
 test('Redis killed: the door answers 503 queue_unavailable, acknowledges nothing it did not queue, and recovers', async () => {
