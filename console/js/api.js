@@ -52,11 +52,15 @@ export async function post(path, body) {
   });
 }
 
-/** The live tail: server-sent events of new request-log entries, while the view is open. */
-export function liveRequests(query, onEntry) {
+/**
+ * The live tail: server-sent events of new request-log entries, while the view is open; past 500 a
+ * second the server counts the rest instead (`onSkipped` with how many).
+ */
+export function liveRequests(query, onEntry, onSkipped) {
   const search = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined && v !== ''));
   const source = new EventSource(`api/requests/live${String(search) ? `?${search}` : ''}`);
   source.addEventListener('request', (event) => onEntry(JSON.parse(event.data)));
+  source.addEventListener('skipped', (event) => onSkipped(JSON.parse(event.data).count));
   return () => source.close();
 }
 

@@ -11,6 +11,12 @@ export const KEEPALIVE_MS = 15_000;
 const MAX_UNSENT_BYTES = 1024 * 1024;
 /** Events are gathered this long and go out in one write: a person watching sees no delay. */
 export const GATHER_MS = 100;
+/**
+ * Events one write carries at most (500 a second): past it they are counted, and the write ends with
+ * one "skipped" event saying how many. Nobody reads faster, and a flood's tail would cost its hook
+ * path the sends of every event (the request log's pages have them all).
+ */
+export const MAX_EVENTS_PER_WRITE = 50;
 
 /** Resolves when the client has gone (a host whose handler must stay pending awaits it). */
 export function serveAdminStream(res: ServerResponse, stream: AdminStream): Promise<void> {
@@ -27,10 +33,13 @@ export function serveAdminStream(res: ServerResponse, stream: AdminStream): Prom
     // The events of GATHER_MS go out in one write: a write per request made a busy hook path slower.
     let unsent: string[] = [];
     let unsentBytes = 0;
+    let skipped = 0;
     const flush = (): void => {
+      if (skipped) unsent.push(`event: skipped\ndata: {"count":${skipped}}\n\n`);
       const text = unsent.join('');
       unsent = [];
       unsentBytes = 0;
+      skipped = 0;
       if (open) res.write(text);
     };
     const send = (event: string, data: unknown): boolean => {
@@ -38,6 +47,10 @@ export function serveAdminStream(res: ServerResponse, stream: AdminStream): Prom
       if (res.writableLength + unsentBytes > MAX_UNSENT_BYTES) {
         res.destroy();
         return false;
+      }
+      if (unsent.length >= MAX_EVENTS_PER_WRITE) {
+        skipped++;
+        return true;
       }
       // JSON.stringify escapes line breaks inside strings: the data is one line.
       const json = data instanceof JsonText ? data.text : JSON.stringify(data);

@@ -1,10 +1,11 @@
 // A live tail's events on the wire (plugin/admin/admin-answer.ts), over a real loopback server:
-// the events of a gathering window go out together, whole and in order.
+// the events of a gathering window go out together, whole and in order, at most MAX_EVENTS_PER_WRITE
+// of them and a count of the rest.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serveAdminStream } from '../../plugin/admin/admin-answer.ts';
+import { MAX_EVENTS_PER_WRITE, serveAdminStream } from '../../plugin/admin/admin-answer.ts';
 import { AdminStream, type SendEvent } from '../../plugin/admin/admin-call.ts';
 
 test('events sent turn after turn within the gathering window go out together, in order', async () => {
@@ -47,6 +48,46 @@ test('events sent turn after turn within the gathering window go out together, i
       data,
       Array.from({ length: 20 }, (_, i) => i),
     );
+  } finally {
+    controller.abort();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('past its cap a write carries the first events and one "skipped" event counting the rest', async () => {
+  let send: SendEvent | undefined;
+  const server = createServer((_req, res: ServerResponse) => {
+    void serveAdminStream(
+      res,
+      new AdminStream((s) => {
+        send = s;
+        return () => (send = undefined);
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const controller = new AbortController();
+  try {
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes(': hookgate live')) text += new TextDecoder().decode((await reader.read()).value);
+    // In one turn: one gathering window.
+    const total = MAX_EVENTS_PER_WRITE + 70;
+    for (let i = 0; i < total; i++) assert.ok(send!('request', { n: i }));
+    while (!text.includes('event: skipped')) text += new TextDecoder().decode((await reader.read()).value);
+    while (!text.endsWith('\n\n')) text += new TextDecoder().decode((await reader.read()).value);
+    const shown = [...text.matchAll(/^event: request\ndata: (.*)$/gm)].map(
+      (m) => (JSON.parse(m[1]!) as { n: number }).n,
+    );
+    assert.deepEqual(
+      shown,
+      Array.from({ length: MAX_EVENTS_PER_WRITE }, (_, i) => i),
+    );
+    assert.match(text, /event: skipped\ndata: \{"count":70\}\n\n$/);
   } finally {
     controller.abort();
     server.closeAllConnections();

@@ -6,6 +6,8 @@ import { get, liveRequests, pathOf } from '../api.js';
 
 const FILTERS = ['hook', 'outcome', 'code', 'client', 'since', 'until'];
 const OUTCOMES = ['2xx', '4xx', '5xx', 'duplicate', 'held', 'ignored'];
+/** Rows the live tail keeps: older ones are a page away (Newest, then Older). */
+const LIVE_ROWS = 200;
 
 export function outcomeOf(entry) {
   if (entry.duplicate) return 'duplicate';
@@ -134,6 +136,8 @@ export async function render(main, route) {
   );
   tableEl.querySelector('tbody').replaceWith(body);
   const none = page.requests.length === 0 ? h('p', null, 'No requests match.') : '';
+  const skippedNote = h('p', { class: 'live-skipped', role: 'status' });
+  let skipped = 0;
   fill(
     main,
     h('h1', null, 'Requests'),
@@ -141,16 +145,25 @@ export async function render(main, route) {
     before === undefined
       ? h('p', { class: 'live' }, 'Live: new requests appear at the top as they arrive.')
       : h('p', null, h('a', { href: '#/requests' }, 'Newest')),
+    skippedNote,
     tableEl,
     none,
     page.before ? h('p', null, h('a', { href: `#/requests?${older}` }, 'Older')) : '',
   );
   // The tail only on the newest page: an older page stays as it was.
   if (before !== undefined) return undefined;
-  return liveRequests(query, (entry) => {
-    if (body.querySelector(`tr[data-request="${CSS.escape(entry.requestId)}"]`)) return;
-    body.prepend(row(entry));
-    // A request arrived: "none match" no longer holds.
-    if (none) none.remove();
-  });
+  return liveRequests(
+    query,
+    (entry) => {
+      if (body.querySelector(`tr[data-request="${CSS.escape(entry.requestId)}"]`)) return;
+      body.prepend(row(entry));
+      while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
+      // A request arrived: "none match" no longer holds.
+      if (none) none.remove();
+    },
+    (count) => {
+      skipped += count;
+      skippedNote.textContent = `${skipped} more arrived too fast to show live; the list has them all (Newest).`;
+    },
+  );
 }
