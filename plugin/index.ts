@@ -409,8 +409,10 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
     async close(graceMs = 5000) {
       const deadline = Date.now() + graceMs;
       await watcher?.close();
-      // Nothing more is taken; the action being carried out is confirmed first.
-      await queue?.close();
+      // Nothing more is taken; the action being carried out is confirmed first. The connection stays
+      // for the runs' last states and the failures' pushes.
+      runs.stopTaking();
+      await queue?.stopTaking();
       waiters.stop();
       await pauses.close();
       await batches.close();
@@ -428,6 +430,7 @@ export async function createHooksPlugin(host: GatewayHost, options: HooksPluginO
       refusals.flush();
       strangerWarnings.flush();
       sharedRateLimits?.close();
+      await queue?.close();
       shared?.close();
     },
     stopWaiting: () => waiters.stop(),

@@ -67,7 +67,13 @@ export async function openFailures(
       },
     };
   }
-  const shared = await SharedFailures.open(queue.records, file('failures-outbox.jsonl'), host.logger);
+  const shared = await SharedFailures.open(
+    queue.records,
+    file('failures-outbox.jsonl'),
+    host.logger,
+    undefined,
+    host.fileSync,
+  );
   // The outbox keeps what Redis did not take: a failed write there is logged by its state file.
   failures.onRecord(
     (failure, action) => void shared.record({ failure, action, share: shareOf(failure, action) }).catch(() => {}),

@@ -252,8 +252,10 @@ export class SharedFailures {
     outboxPath: string | undefined,
     logger: GatewayHost['logger'],
     bounds: FailureBounds = { count: MAX_FAILURES, text: MAX_FAILURE_TEXT },
+    /** A refused action's only copy, before its entry is confirmed: synced as storage.fsync says. */
+    sync?: GatewayHost['fileSync'],
   ): Promise<SharedFailures> {
-    const outbox = await StateFile.open(outboxPath, isSharedRecord, logger);
+    const outbox = await StateFile.open(outboxPath, isSharedRecord, logger, { sync });
     const shared = new SharedFailures(queue, outbox, logger, bounds);
     // What an earlier process could not push.
     if (outbox.size) void shared.push();

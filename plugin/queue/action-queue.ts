@@ -87,6 +87,8 @@ export class ActionQueue {
   #reclaimTimer: NodeJS.Timeout | undefined;
   /** Handling is one entry at a time, in the order read: arrival order per hook. */
   #chain: Promise<void> = Promise.resolve();
+  /** Batches read and not yet carried out. */
+  #handling = 0;
 
   constructor(
     private readonly settings: QueueSettings,
@@ -211,14 +213,22 @@ export class ActionQueue {
     this.retries().startMoving();
   }
 
-  /** Stops taking: the entry being carried out finishes (and is confirmed) first. */
-  async close(): Promise<void> {
+  /**
+   * Stops taking: the entry being carried out finishes (and is confirmed) first; the rest of what was
+   * read stays pending, taken again after its lease. The connection stays for what ends after.
+   */
+  async stopTaking(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#reclaimTimer);
     this.#retries?.close();
     this.#reader?.disconnect();
     await this.#taking;
     await this.#chain;
+  }
+
+  /** Once nothing writes to Redis any more (the runs' last states, the failures' pushes). */
+  async close(): Promise<void> {
+    await this.stopTaking();
     this.#commands.disconnect();
   }
 
@@ -303,7 +313,9 @@ export class ActionQueue {
 
   /** Entries held past a lease by a taker that died or stalled become this taker's. */
   async #reclaim(consumer: string, handle: TakeHandler): Promise<void> {
-    if (this.#closed || this.#commands.status !== 'ready') return;
+    // While this taker carries entries out it takes no others': reclaimed ones would wait behind
+    // them unrenewed, and lapse to another taker again.
+    if (this.#closed || this.#handling > 0 || this.#commands.status !== 'ready') return;
     let entries: TakenEntry[];
     try {
       const reply = (await this.#commands.call(
@@ -326,8 +338,9 @@ export class ActionQueue {
   }
 
   #handleInOrder(consumer: string, entries: TakenEntry[], handle: TakeHandler): Promise<void> {
+    this.#handling++;
     const run = this.#chain.then(() => this.#handle(consumer, entries, handle));
-    this.#chain = run.catch(() => {});
+    this.#chain = run.catch(() => {}).finally(() => this.#handling--);
     return this.#chain;
   }
 
@@ -345,6 +358,8 @@ export class ActionQueue {
     const confirms: Promise<unknown>[] = [];
     try {
       for (const entry of entries) {
+        // Stopping: what is left stays pending for the next taker (or this one restarted).
+        if (this.#closed) break;
         if (entry.payload !== undefined) {
           try {
             await handle(entry);

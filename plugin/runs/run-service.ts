@@ -58,6 +58,10 @@ function attemptsNote(tries: number): string {
   return tries > 1 ? `, after ${tries} attempts` : '';
 }
 
+function stoppedTaking(): Error {
+  return new Error('the gateway is shutting down: the action stays on the queue');
+}
+
 /** A retry whose start could not be recorded is not tried: a crash during it could repeat it. */
 function notStarted(err: unknown): TurnResult {
   return { status: 'error', error: `not tried again: the retry could not be recorded (${reasonOf(err)})` };
@@ -71,7 +75,9 @@ export class RunService {
   private admitting = 0;
   private closing = false;
   /** Takers of queued actions waiting for room (whenRoomFor), oldest first. */
-  private readonly roomWaiters: { runs: number; resolve: () => void }[] = [];
+  private readonly roomWaiters: { runs: number; resolve: () => void; reject: (err: Error) => void }[] = [];
+  /** The gateway stops: queued actions are left on the queue (stopTaking). */
+  private takingStopped = false;
   private readonly finalListeners: RunFinalListener[] = [];
   private readonly updateListeners: RunUpdateListener[] = [];
   /** The host's credentials, masked in what its turns bring back (errors, replies). */
@@ -117,8 +123,18 @@ export class RunService {
    * started stays in the queue, for any taker, rather than waiting on this instance's disk.
    */
   whenRoomFor(runs: number): Promise<void> {
-    if (this.closing || this.hasRoomFor(runs)) return Promise.resolve();
-    return new Promise((resolve) => this.roomWaiters.push({ runs, resolve }));
+    if (this.takingStopped) return Promise.reject(stoppedTaking());
+    if (this.hasRoomFor(runs)) return Promise.resolve();
+    return new Promise((resolve, reject) => this.roomWaiters.push({ runs, resolve, reject }));
+  }
+
+  /**
+   * Before the queue stops taking (index.ts close): a taker waiting for room, and any after, gets a
+   * plain error (not a refusal), so its action stays on the queue for the next taker.
+   */
+  stopTaking(): void {
+    this.takingStopped = true;
+    for (const waiter of this.roomWaiters.splice(0)) waiter.reject(stoppedTaking());
   }
 
   private hasRoomFor(runs: number): boolean {
@@ -127,8 +143,7 @@ export class RunService {
   }
 
   private wakeRoomWaiters(): void {
-    while (this.roomWaiters.length && (this.closing || this.hasRoomFor(this.roomWaiters[0]!.runs)))
-      this.roomWaiters.shift()!.resolve();
+    while (this.roomWaiters.length && this.hasRoomFor(this.roomWaiters[0]!.runs)) this.roomWaiters.shift()!.resolve();
   }
 
   /**
@@ -162,6 +177,7 @@ export class RunService {
       },
       (err: unknown) => {
         this.admitting -= jobs.length;
+        this.wakeRoomWaiters();
         const error = `not started: the run could not be recorded (${reasonOf(err)})`;
         for (const job of jobs) void this.report(job, 'error', { error });
         throw refuse.internal('the run could not be recorded, so it was not started; try again');
@@ -195,7 +211,7 @@ export class RunService {
    */
   async retryTaken(job: AgentJob, attempts: readonly RunAttempt[]): Promise<void> {
     // Not a refusal (the queue drops those): left on the queue, it is taken again after the lease.
-    if (this.closing) throw new Error('the gateway is shutting down');
+    if (this.closing || this.takingStopped) throw stoppedTaking();
     await this.retries.taken(job, attempts);
     this.dueAgain(job);
   }
@@ -225,8 +241,7 @@ export class RunService {
    */
   async close(graceMs: number): Promise<void> {
     this.closing = true;
-    // Their submit is refused (shutting down): the queue keeps their actions for the next taker.
-    this.wakeRoomWaiters();
+    this.stopTaking();
     this.retries.stop();
     for (const job of this.waiting.drain()) {
       // A due retry not yet started is one of the schedule's, ended below or left on disk.

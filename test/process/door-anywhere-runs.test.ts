@@ -1,6 +1,7 @@
 // Runs through the queue (hooks.queue) past an assistant's run limits: it takes a queued run only
 // once the run can start there, so what it cannot start yet stays in the queue under its lease (for
-// any taker once the lease lapses) and is never refused and dropped after the door acknowledged it.
+// any taker once the lease lapses) and is never refused and dropped after the door acknowledged it;
+// an assistant stopped meanwhile leaves it there too, and stops within its grace.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
@@ -72,4 +73,35 @@ test("runs past an assistant's maxConcurrentRuns and maxQueuedRuns wait in the q
     throw new Error(`${(err as Error).message}\n${other.output()}`);
   });
   assert.equal(provider.requests.length, 1 + rest.length, 'the killed run once, then one model call per run');
+});
+
+test('an assistant stopped while queued runs wait for its one slot stops within its grace, and leaves them queued', async () => {
+  const queue = { redis: redis.url, name: 'run-limits-stop', leaseSeconds: 2 };
+  const door = await gateways.start('ingress', queue, { extra: extra() });
+  const limited = await gateways.start('assistant', queue, {
+    hooks: { maxConcurrentRuns: 1 },
+    extra: { ...extra(), gateway: { shutdownGraceSeconds: 2 } },
+  });
+  answering = false;
+  const calls = provider.requests.length;
+  const runIds: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await door.hook('/hooks/agent', { message: `stop ${i}`, model: 'fake/m', deliver: false }, HOOK_TOKEN);
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    runIds.push((r.body as { runId: string }).runId);
+  }
+  await eventually(async () => heldAnswers.length === 1, LONG_MS);
+  // SIGTERM: the helper fails the test if the gateway is not gone within its exit bound.
+  await limited.stop('SIGTERM');
+  answering = true;
+  for (const res of heldAnswers.splice(0)) res.destroy();
+  const other = await gateways.start('assistant', queue, { extra: extra() });
+  const rest = runIds.slice(1);
+  await eventually(async () => {
+    const statuses = await Promise.all(rest.map((id) => runStatus(other, id)));
+    return statuses.every((s) => s === 'ok');
+  }, LONG_MS).catch((err) => {
+    throw new Error(`${(err as Error).message}\n${other.output()}`);
+  });
+  assert.equal(provider.requests.length - calls, 1 + rest.length, 'the stopped run once, then one call per run');
 });
