@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Action, AgentJob } from '../action.ts';
 import type { IdempotencyRecord, Logger } from '../host.ts';
 import { HookError } from '../errors.ts';
-import type { ReplayWork } from '../queue/replay-work.ts';
+import type { RefusedAction, ReplayWork } from '../queue/replay-work.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
 import type { DedupeKeys } from '../dedupe/dedupe-keys.ts';
 import type { CoalesceAs } from './run-batches.ts';
@@ -132,17 +132,6 @@ export class ActionDoor {
     const again: QueuedAction = { ...entry, id: randomUUID(), action: { ...entry.action, runs } };
     await this.#add(JSON.stringify(again), entry.hook, false);
   }
-}
-
-/** What an entry refused here (HookError) was: what the failure book keeps of it to replay. */
-export interface RefusedAction {
-  payload: string;
-  hook: string;
-  requestId?: string;
-  runId?: string;
-  agentId?: string;
-  code: string;
-  reason: string;
 }
 
 /** What the taker hands over that the executor does not carry out: replays, and refusals to keep. */

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { HookError, refuse } from '../errors.ts';
 import type { GatewayHost } from '../host.ts';
 import type { RoutingPolicy } from '../runs/policies.ts';
-import type { ReplayWork } from '../queue/replay-work.ts';
+import type { RefusedAction, ReplayWork } from '../queue/replay-work.ts';
 import { runFailureId } from '../runs/run-final.ts';
 import { failureReason } from './failure-reason.ts';
 import type { Failure, FailureKind } from './failures.ts';
@@ -138,15 +138,7 @@ export class QueuedReplayer {
 }
 
 /** An entry the door acknowledged and an assistant refused, as the shared book keeps it. */
-export function refusedRecord(facts: {
-  payload: string;
-  hook: string;
-  requestId?: string;
-  runId?: string;
-  agentId?: string;
-  code: string;
-  reason: string;
-}): SharedRecord {
+export function refusedRecord(facts: RefusedAction): SharedRecord {
   const now = new Date().toISOString();
   const runId = facts.runId ?? randomUUID();
   const failure: Failure = {

@@ -8,15 +8,17 @@ import type { AddressInfo } from 'node:net';
 import { MAX_EVENTS_PER_WRITE, serveAdminStream } from '../../plugin/admin/admin-answer.ts';
 import { AdminStream, type SendEvent } from '../../plugin/admin/admin-call.ts';
 
-test('events sent turn after turn within the gathering window go out together, in order', async () => {
+/** A loopback server whose one route serves a live stream; `sender()` is its send once a client came. */
+async function streamServer(onWrite?: () => void) {
   let send: SendEvent | undefined;
-  let writes = 0;
   const server = createServer((_req, res: ServerResponse) => {
-    const write = res.write.bind(res) as (chunk: string) => boolean;
-    res.write = ((chunk: string) => {
-      writes++;
-      return write(chunk);
-    }) as typeof res.write;
+    if (onWrite) {
+      const write = res.write.bind(res) as (chunk: string) => boolean;
+      res.write = ((chunk: string) => {
+        onWrite();
+        return write(chunk);
+      }) as typeof res.write;
+    }
     void serveAdminStream(
       res,
       new AdminStream((s) => {
@@ -26,18 +28,30 @@ test('events sent turn after turn within the gathering window go out together, i
     );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    sender: () => send!,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test('events sent turn after turn within the gathering window go out together, in order', async () => {
+  let writes = 0;
+  const server = await streamServer(() => writes++);
   const controller = new AbortController();
   try {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
-      signal: controller.signal,
-    });
+    const res = await fetch(server.url, { signal: controller.signal });
+    const send = server.sender();
     const reader = res.body!.getReader();
     let text = '';
     while (!text.includes(': hookgate live')) text += new TextDecoder().decode((await reader.read()).value);
     const before = writes;
     // Twenty events, each in a turn of its own.
     for (let i = 0; i < 20; i++) {
-      assert.ok(send!('request', { n: i }));
+      assert.ok(send('request', { n: i }));
       await new Promise((resolve) => setImmediate(resolve));
     }
     while (!text.includes('"n":19')) text += new TextDecoder().decode((await reader.read()).value);
@@ -50,34 +64,22 @@ test('events sent turn after turn within the gathering window go out together, i
     );
   } finally {
     controller.abort();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await server.close();
   }
 });
 
 test('past its cap a write carries the first events and one "skipped" event counting the rest', async () => {
-  let send: SendEvent | undefined;
-  const server = createServer((_req, res: ServerResponse) => {
-    void serveAdminStream(
-      res,
-      new AdminStream((s) => {
-        send = s;
-        return () => (send = undefined);
-      }),
-    );
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const server = await streamServer();
   const controller = new AbortController();
   try {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
-      signal: controller.signal,
-    });
+    const res = await fetch(server.url, { signal: controller.signal });
     const reader = res.body!.getReader();
     let text = '';
     while (!text.includes(': hookgate live')) text += new TextDecoder().decode((await reader.read()).value);
     // In one turn: one gathering window.
     const total = MAX_EVENTS_PER_WRITE + 70;
-    for (let i = 0; i < total; i++) assert.ok(send!('request', { n: i }));
+    const send = server.sender();
+    for (let i = 0; i < total; i++) assert.ok(send('request', { n: i }));
     while (!text.includes('event: skipped')) text += new TextDecoder().decode((await reader.read()).value);
     while (!text.endsWith('\n\n')) text += new TextDecoder().decode((await reader.read()).value);
     const shown = [...text.matchAll(/^event: request\ndata: (.*)$/gm)].map(
@@ -90,7 +92,6 @@ test('past its cap a write carries the first events and one "skipped" event coun
     assert.match(text, /event: skipped\ndata: \{"count":70\}\n\n$/);
   } finally {
     controller.abort();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await server.close();
   }
 });
