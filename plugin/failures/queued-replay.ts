@@ -44,16 +44,26 @@ export class QueuedReplayer {
     const action = await shared.actionOf(id);
     if (!failure || !action) throw refuse.notFound('no such failure');
     const prepared = this.#prepare(action, failure);
-    const claim = await shared.claimReplay(id, prepared.runId, again);
-    if (!claim.claimed) return { ok: true, runId: claim.runId, replayOf: failure.runId, duplicate: true };
+    const earlier = await this.#claimAndQueue(failure, prepared, again);
+    if (earlier !== undefined) return { ok: true, runId: earlier, replayOf: failure.runId, duplicate: true };
+    return { ok: true, runId: prepared.runId, replayOf: failure.runId };
+  }
+
+  /**
+   * Claims the failure for this replay and queues its work (the claim undone if the queue does not
+   * take it); the earlier replay's run id when another claimed it first.
+   */
+  async #claimAndQueue(failure: Failure, work: Prepared, again: boolean): Promise<string | undefined> {
+    const claim = await this.parts.shared.claimReplay(failure.id, work.runId, again);
+    if (!claim.claimed) return claim.runId;
     try {
-      await this.#queue(prepared, failure.hook);
+      await this.#queue(work, failure.hook);
     } catch (err) {
       await claim.undo().catch(() => {});
       throw err;
     }
     this.parts.counted(failure.kind);
-    return { ok: true, runId: prepared.runId, replayOf: failure.runId };
+    return undefined;
   }
 
   /** POST /api/runs/<runId>/replay: its failure (wherever it failed), else the run as kept here. */
@@ -94,16 +104,8 @@ export class QueuedReplayer {
     }
     const runIds: string[] = [];
     for (const { failure, work } of prepared) {
-      const claim = await shared.claimReplay(failure.id, work.runId, false);
-      if (!claim.claimed) continue;
-      try {
-        await this.#queue(work, failure.hook);
-      } catch (err) {
-        await claim.undo().catch(() => {});
-        throw err;
-      }
-      this.parts.counted(failure.kind);
-      runIds.push(work.runId);
+      // Claimed by another instance meanwhile: left to it.
+      if ((await this.#claimAndQueue(failure, work, false)) === undefined) runIds.push(work.runId);
     }
     return { ok: true, replayed: runIds.length, runIds };
   }
