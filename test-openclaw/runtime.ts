@@ -166,7 +166,7 @@ describe('hookgate keeps its promises inside OpenClaw', { timeout: 8 * 60_000 },
     await gw.until('the run summary', 60_000, async () =>
       (await queued()).find((e) => e.startsWith(`Hook think-${nonce}:`)),
     );
-    const request = model.requests.find((q) => JSON.stringify(q.body.messages).includes(prompt));
+    const request = model.requests.find((q) => JSON.stringify(q.body.messages ?? '').includes(prompt));
     assert.equal(request?.body.reasoning_effort, 'high', JSON.stringify(request?.body).slice(0, 300));
   });
 

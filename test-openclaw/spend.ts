@@ -237,7 +237,7 @@ describe('what a hook may spend, inside OpenClaw', { timeout: 12 * 60_000 }, () 
       const calls = modelCallsWith(`spend ${n}`);
       assert.ok(calls.length > 0, `${n} is listed in a digest the model read`);
       // Only as a digest's line, wrapped as untrusted content, never as a run's own prompt.
-      for (const call of calls) assert.match(JSON.stringify(call.body.messages), /events over its budget/);
+      for (const call of calls) assert.match(JSON.stringify(call.body.messages ?? ''), /events over its budget/);
     }
     assert.ok(modelCallsWith(`spend in-0-${nonce}`).length >= 1, 'the run within the budget reached the model');
     const spent = await admin('hooks');
