@@ -75,7 +75,7 @@ async function cpuPerEntry(m: Modules, tail: boolean): Promise<number> {
     server = createServer((_req, res) => {
       void m.serveAdminStream(
         res,
-        new m.AdminStream((send) => log.subscribe((live) => send('request', new m.JsonText(live.json)))),
+        new m.AdminStream((send) => log.subscribe((live) => send('request', new m.JsonText(() => live.json)))),
       );
     });
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));

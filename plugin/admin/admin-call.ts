@@ -21,9 +21,13 @@ export class AdminAnswer {
   ) {}
 }
 
-/** Data already serialized as one line of JSON: sent as it is. */
+/** Data serialized as one line of JSON (or a way to, called only if it is sent): sent as it is. */
 export class JsonText {
-  constructor(readonly text: string) {}
+  constructor(readonly made: string | (() => string)) {}
+
+  get text(): string {
+    return typeof this.made === 'string' ? this.made : this.made();
+  }
 }
 
 /**

@@ -101,8 +101,8 @@ export function requestsRoute(log: RequestLog): AdminRoute {
 function liveTail(log: RequestLog, { limit: _limit, before: _before, ...filter }: RequestsQuery): AdminStream {
   return new AdminStream((send) =>
     log.subscribe((live) => {
-      // Sent as serialized once by the log (which writes its disk line from the same text).
-      if (liveMatches(live.logged, filter)) send('request', new JsonText(live.json));
+      // Serialized only if sent (a flood's tail skips most), from the text of its disk line.
+      if (liveMatches(live.logged, filter)) send('request', new JsonText(() => live.json));
     }),
   );
 }

@@ -46,11 +46,22 @@ export interface RequestFilter {
 
 /**
  * A new entry as the live tail gets it: as recorded (to filter without reformatting it), and its
- * JSON as the admin API shows it, made once (the disk line is made from the same text).
+ * JSON as the admin API shows it, made only when a tail sends it (a flood's tail sends a few a
+ * second), from the text its disk line is made of.
  */
-export interface LiveEntry {
-  logged: LoggedRequest;
-  json: string;
+export class LiveEntry {
+  #raw: string | undefined;
+  #json: string | undefined;
+  constructor(readonly logged: LoggedRequest) {}
+
+  /** `JSON.stringify` of the entry as recorded, made once. */
+  get raw(): string {
+    return (this.#raw ??= JSON.stringify(this.logged));
+  }
+
+  get json(): string {
+    return (this.#json ??= liveJson(this.logged, this.raw));
+  }
 }
 
 export interface RequestPage {
@@ -119,17 +130,14 @@ export function liveMatches(logged: LoggedRequest, f: RequestFilter): boolean {
 const AT_MS_FIELD = '{"atMs":';
 
 /**
- * A new entry serialized once for the live tail and its disk line: `JSON.stringify` of the entry as
- * recorded gives the disk line (`seq` put in front) and, with its time as ISO in place of `atMs`,
- * the JSON the API shows, field for field what `JSON.stringify(entryOf(logged))` makes, without
- * copying the entry into a new object first. `raw` is undefined when the time is not the first
- * field.
+ * The JSON the API shows for an entry, from `raw` (`JSON.stringify` of the entry as recorded): with
+ * its time as ISO in place of `atMs`, field for field what `JSON.stringify(entryOf(logged))` makes,
+ * without copying the entry into a new object first (when the time is its first field).
  */
-export function liveTexts(logged: LoggedRequest): { json: string; raw: string | undefined } {
-  const raw = JSON.stringify(logged);
+export function liveJson(logged: LoggedRequest, raw: string): string {
   const comma = raw.startsWith(AT_MS_FIELD) ? raw.indexOf(',', AT_MS_FIELD.length) : -1;
-  if (comma < 0) return { json: JSON.stringify(entryOf(logged)), raw: undefined };
-  return { json: `{"at":"${new Date(logged.atMs).toISOString()}"${raw.slice(comma)}`, raw };
+  if (comma < 0) return JSON.stringify(entryOf(logged));
+  return `{"at":"${new Date(logged.atMs).toISOString()}"${raw.slice(comma)}`;
 }
 
 export class RequestLog {
@@ -246,21 +254,20 @@ export class RequestLog {
   /** Records a request once it is answered; written later, in a batch. */
   add(logged: LoggedRequest): void {
     // With a tail open the entry is serialized once, for the tail and for its disk line.
-    const texts = this.#listeners.size ? liveTexts(logged) : undefined;
+    const live = this.#listeners.size ? new LiveEntry(logged) : undefined;
     // Numbered after the entries on disk, so kept aside until they are read (bounded by the log's own).
     if (this.#loading) {
       if (this.#early.length < this.#bounds().maxEntries) this.#early.push(logged);
-    } else this.#keep(logged, texts?.raw);
-    if (texts === undefined) return;
-    const live: LiveEntry = { logged, json: texts.json };
+    } else this.#keep(logged, live);
+    if (live === undefined) return;
     for (const listener of this.#listeners) listener(live);
   }
 
-  /** `raw`: the entry as recorded, serialized (liveTexts), when it already was. */
-  #keep(logged: LoggedRequest, raw?: string): void {
+  /** `live`: the entry as the tail has it, whose serialization its disk line reuses. */
+  #keep(logged: LoggedRequest, live?: LiveEntry): void {
     const record = this.#indexed(logged, this.#nextSeq++, undefined, 0, 0);
     // The same line as the writer's own JSON.stringify({ seq, ...entry }).
-    if (raw !== undefined && this.#files) record.line = `{"seq":${record.seq},${raw.slice(1)}\n`;
+    if (live !== undefined && this.#files) record.line = `{"seq":${record.seq},${live.raw.slice(1)}\n`;
     this.#index.push(record);
     this.#files?.write(record);
     this.#trim(logged.atMs);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MAX_EVENTS_PER_WRITE, serveAdminStream } from '../../plugin/admin/admin-answer.ts';
-import { AdminStream, type SendEvent } from '../../plugin/admin/admin-call.ts';
+import { AdminStream, JsonText, type SendEvent } from '../../plugin/admin/admin-call.ts';
 
 /** A loopback server whose one route serves a live stream; `sender()` is its send once a client came. */
 async function streamServer(onWrite?: () => void) {
@@ -79,7 +79,16 @@ test('past its cap a write carries the first events and one "skipped" event coun
     // In one turn: one gathering window.
     const total = MAX_EVENTS_PER_WRITE + 70;
     const send = server.sender();
-    for (let i = 0; i < total; i++) assert.ok(send('request', { n: i }));
+    // Each event's JSON made only if it is sent: a flood's tail serializes no skipped entry.
+    let made = 0;
+    for (let i = 0; i < total; i++) {
+      const json = new JsonText(() => {
+        made++;
+        return JSON.stringify({ n: i });
+      });
+      assert.ok(send('request', json));
+    }
+    assert.equal(made, MAX_EVENTS_PER_WRITE);
     while (!text.includes('event: skipped')) text += new TextDecoder().decode((await reader.read()).value);
     while (!text.endsWith('\n\n')) text += new TextDecoder().decode((await reader.read()).value);
     const shown = [...text.matchAll(/^event: request\ndata: (.*)$/gm)].map(

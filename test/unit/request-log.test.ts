@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { appendFile, open, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { entryOf, LOGGED_KEY_MAX, loggableKey, type LoggedRequest } from '../../plugin/request-log/entry.ts';
-import { liveMatches, liveTexts, RequestLog, type RequestLogBounds } from '../../plugin/request-log/request-log.ts';
+import { liveMatches, LiveEntry, RequestLog, type RequestLogBounds } from '../../plugin/request-log/request-log.ts';
 import { waitUntil } from '../helpers/common.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import type { Logger } from '../../plugin/host.ts';
@@ -164,11 +164,11 @@ test('with a live tail open each entry is serialized once: the tail gets it, and
 
 test("an entry's live texts: the API's JSON and the disk line's from one serialization, whatever its field order", () => {
   const first = entry(7, { code: 'unauthorized', phases: [{ name: 'check', ms: 0.1 }] });
-  const texts = liveTexts(first);
-  assert.equal(texts.json, JSON.stringify(entryOf(first)));
-  assert.equal(texts.raw, JSON.stringify(first));
+  const live = new LiveEntry(first);
+  assert.equal(live.json, JSON.stringify(entryOf(first)));
+  assert.equal(live.raw, JSON.stringify(first));
   assert.equal(
-    `{"seq":9,${texts.raw!.slice(1)}`,
+    `{"seq":9,${live.raw.slice(1)}`,
     JSON.stringify({ seq: 9, ...first }),
     'the disk line as the writer makes it',
   );
@@ -176,7 +176,7 @@ test("an entry's live texts: the API's JSON and the disk line's from one seriali
   // JSON.
   const { atMs, ...rest } = first;
   const reordered = { ...rest, atMs } as LoggedRequest;
-  assert.deepEqual(liveTexts(reordered), { json: JSON.stringify(entryOf(reordered)), raw: undefined });
+  assert.equal(new LiveEntry(reordered).json, JSON.stringify(entryOf(reordered)));
 });
 
 test('the live tail filters new entries as the pages do; no filter passes all', () => {
