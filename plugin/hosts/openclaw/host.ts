@@ -54,15 +54,23 @@ export interface OpenClawHostOptions {
 }
 
 const FINAL = new Set(['ok', 'error', 'timeout']);
+/** How stale the agents and channels read from OpenClaw's live config may be. */
+const CONFIG_LOOK_MS = 250;
 
 export function createOpenClawHost(options: OpenClawHostOptions): GatewayHost {
   const { api, configPath, queue, journal, acks, events, pending, stateDir, recentRuns, runHistory } = options;
   const { runtime } = api;
-  // Mapped once per config object: OpenClaw replaces the object when its config changes.
+  // Mapped once per config object: OpenClaw replaces the object when its config changes. Asked for
+  // at most every CONFIG_LOOK_MS: each call into OpenClaw's runtime enters the plugin's scope, which
+  // cost a wake inside OpenClaw a visible share of its time (docs/performance.md).
   let seen: unknown;
+  let lookedAt = 0;
   let agents: HostAgents = openClawAgents(api.config);
   let channels: ChannelName[] = openClawChannels(api.config);
   const refresh = (): void => {
+    const now = performance.now();
+    if (now - lookedAt < CONFIG_LOOK_MS) return;
+    lookedAt = now;
     const cfg = liveConfig(api);
     if (cfg === seen) return;
     seen = cfg;
