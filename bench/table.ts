@@ -21,6 +21,7 @@ interface Row {
   rssMb: number;
   peakRssMb: number;
   variants: (SideFigures & { gateway: string; ofHookgate: number; cpuOfHookgate: number })[];
+  tailPairs?: { pairs: number; seconds: number; cpuRatio: Spread; reqRatio: Spread };
   openclaw?: SideFigures & { statusSeen: number };
   timesOpenclaw?: number;
   insideOpenclaw?: {
@@ -30,6 +31,12 @@ interface Row {
     cpuOfBuiltIn?: number;
   };
   stealPct?: number;
+}
+
+interface Spread {
+  median: number;
+  min: number;
+  max: number;
 }
 
 const result = JSON.parse(await readFile(path.join(ROOT, 'bench', 'results', 'latest.json'), 'utf8')) as {
@@ -80,6 +87,14 @@ if (result.backHalf?.length) {
     );
 }
 const m = result.memory;
+const spread = (x: Spread): string => `${x.median.toFixed(2)} (${x.min.toFixed(2)}–${x.max.toFixed(2)})`;
+for (const r of result.rows.filter((row) => row.tailPairs)) {
+  const t = r.tailPairs!;
+  lines.push(
+    '',
+    `Live tail on the ${r.scenario} row's own gateway, ${t.pairs} pairs of ${t.seconds} s phases without and with a tail (median of the pairs, range): CPU a request ${spread(t.cpuRatio)}x, req/s ${spread(t.reqRatio)}.`,
+  );
+}
 lines.push(
   '',
   `Memory (main gateway): peak RSS through the bench ${m.peakRssMb.main} MB, ${m.settledRssMb} MB once idle${m.openclawRssMb ? `; OpenClaw ${m.openclawRssMb} MB` : ''}. Hot reload applies in ${result.reloadApplyMs.medianMs} ms (median of 5).`,

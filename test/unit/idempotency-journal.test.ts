@@ -3,7 +3,8 @@
 // key the last process wrote only in its event's acknowledgement line comes back too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import fsp, { readFile } from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import { IdempotencyJournal } from '../../plugin/hosts/openclaw/idempotency-journal.ts';
 import { AckJournal } from '../../plugin/hosts/openclaw/ack-journal.ts';
@@ -78,4 +79,32 @@ test('a key only in its event’s acknowledgement line (a crash before its own l
     (await again.restore(LIMITS)).map((r) => r.key),
     ['both', 'budget:spend@1'],
   );
+});
+
+test('keys that come while a write is under way go out together in the next one, each resolved once on disk, in order', async () => {
+  const dir = await tempDir('hookgate-journal-');
+  const journal = new IdempotencyJournal();
+  await journal.open(dir);
+  await journal.restore({ windowMs: 60_000, maxKeys: 1000 });
+  // The appends the journal makes, counted through the builtin's own export (its named imports follow).
+  let appends = 0;
+  const original = fsp.appendFile;
+  fsp.appendFile = ((...args: Parameters<typeof original>) => {
+    appends++;
+    return original(...args);
+  }) as typeof original;
+  syncBuiltinESMExports();
+  try {
+    const keys = Array.from({ length: 50 }, (_, i) => `k${i}`);
+    await Promise.all(keys.map((k) => journal.append(record('agent', k))));
+    assert.ok(appends <= 2, `${appends} appends for 50 keys at once`);
+    const lines = (await readFile(path.join(dir, 'hookgate', 'idempotency.jsonl'), 'utf8')).trim().split('\n');
+    assert.deepEqual(
+      lines.map((l) => (JSON.parse(l) as IdempotencyRecord).key),
+      keys,
+    );
+  } finally {
+    fsp.appendFile = original;
+    syncBuiltinESMExports();
+  }
 });
