@@ -87,12 +87,13 @@ if (result.backHalf?.length) {
     );
 }
 const m = result.memory;
-const spread = (x: Spread): string => `${x.median.toFixed(2)} (${x.min.toFixed(2)}–${x.max.toFixed(2)})`;
+const spread = (x: Spread, unit: string): string =>
+  `${x.median.toFixed(2)}${unit} (${x.min.toFixed(2)}–${x.max.toFixed(2)})`;
 for (const r of result.rows.filter((row) => row.tailPairs)) {
   const t = r.tailPairs!;
   lines.push(
     '',
-    `Live tail on the ${r.scenario} row's own gateway, ${t.pairs} pairs of ${t.seconds} s phases without and with a tail (median of the pairs, range): CPU a request ${spread(t.cpuRatio)}x, req/s ${spread(t.reqRatio)}.`,
+    `Live tail on the ${r.scenario} row's own gateway, ${t.pairs} pairs of ${t.seconds} s phases without and with a tail (median of the pairs, range): CPU a request ${spread(t.cpuRatio, 'x')}, req/s ${spread(t.reqRatio, '')}.`,
   );
 }
 lines.push(
