@@ -99,7 +99,9 @@ export const named = <T,>(ctx: { payload: T }): { named: T } => ({ named: ctx.pa
   write(f('throws-long.ts'), `export default () => { throw new TypeError('x'.repeat(1000)); };\n`);
   write(f('throws-string.ts'), `export default () => { throw 'plain string'; };\n`);
   write(f('rejects.mjs'), `export default async () => { await null; throw new RangeError('nope, rejected'); };\n`);
-  write(f('loop.ts'), `export default () => { for (;;) {} };\n`);
+  // `ready` loads the module without looping: a test that needs the loop to start before calls
+  // queued behind it (whose modules load meanwhile) calls it first.
+  write(f('loop.ts'), `export default () => { for (;;) {} };\nexport const ready = () => null;\n`);
   write(f('never.ts'), `export default () => new Promise(() => {});\n`);
   write(f('quick-async.ts'), `export default async () => { await null; return { quick: true }; };\n`);
   // Finishes only once four calls of it have started in its worker: calls run one after another never do.

@@ -82,7 +82,9 @@ describe('worker pool', () => {
   test('pipelined calls behind a stuck one go to a fresh worker; the queue bound counts what waits in the runner', async () => {
     const piped = new TransformRunner({ timeoutMs: 300, workers: 1, maxQueue: 1, pipeline: 3, logger });
     try {
-      await piped.run(call(f('null.ts'))); // warm
+      // The loop's module loaded first: on a busy machine the calls behind it loaded theirs first,
+      // and ran before the loop began.
+      await piped.run(call(f('loop.ts'), 'ready'));
       const order: string[] = [];
       const stuck = piped.run(call(f('loop.ts'), 'default', { secret: SECRET })).finally(() => order.push('stuck'));
       // Handed to the same worker behind the loop: never started there.
