@@ -187,7 +187,8 @@ test('a run waiting for its retry in Redis: its assistant killed -9, the other c
 
 test('a budget that holds: the run past it is held in Redis (newer ones behind it), released once and counted once as windows end', async () => {
   const queue = { redis: (await ownRedis()).url, name: 'held-budget' };
-  const hooks = { endpoints: { agent: { budget: { runs: 1, perSeconds: 3, overflow: 'hold' } } } };
+  // Windows long enough that the held run is still held when the next request comes, on a busy machine.
+  const hooks = { endpoints: { agent: { budget: { runs: 1, perSeconds: 12, overflow: 'hold' } } } };
   const door = await gateways.start('ingress', queue, { hooks });
   const assistant = await gateways.start('assistant', queue, { hooks });
   const runIds: string[] = [];
