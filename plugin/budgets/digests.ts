@@ -95,7 +95,8 @@ export class Digests {
         digest.listed.push({ hook: item.hook, text: clipDigestText(item.text) });
       else digest.more++;
     }
-    return this.#file.put(id, digest);
+    // Once per write, not per request: a flood past a budget changes one digest many times a write.
+    return this.#file.putSoon(id, digest);
   }
 
   /** The coalesced batches whose texts wait in a digest. */

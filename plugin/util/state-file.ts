@@ -53,12 +53,13 @@ interface Place {
 /** A put not yet on disk: its record is read from here until then (the object is the put's token). */
 interface Unwritten<T> {
   record: T;
-  text: string;
+  /** Its line; undefined until its batch is written for a put of `putSoon`. */
+  text: string | undefined;
 }
 
 interface Pending<T> {
   id: string;
-  text: string;
+  text: string | undefined;
   bytes: number;
   /** The put this line writes; none for a removal. */
   put?: Unwritten<T>;
@@ -106,6 +107,8 @@ export class StateFile<T, S = T> implements SyncTarget {
   #handle: FileHandle | undefined;
   #reader: Reader | undefined;
   #batch: Pending<T>[] = [];
+  /** Each id's last line in the batch not yet taken, where a `putSoon` may replace the record. */
+  #lastInBatch = new Map<string, Pending<T>>();
   #waiters: Waiter[] = [];
   #writing: Promise<void> | undefined;
   #scheduled = false;
@@ -187,6 +190,24 @@ export class StateFile<T, S = T> implements SyncTarget {
     const put: Unwritten<T> = { record, text };
     this.#unwritten.set(id, put);
     return this.#append({ id, text, bytes, put });
+  }
+
+  /**
+   * Sets the record as `put` does, but its line is made when its batch is written: the puts of one id
+   * made while a write is under way make one line (a record changed often, such as a digest, is
+   * encoded once per write, not once per change). The record must not change after.
+   */
+  putSoon(id: string, record: T): Promise<void> {
+    if (this.#summarize || this.#path === undefined) return this.put(id, record);
+    this.#records.set(id, record as unknown as S);
+    const last = this.#lastInBatch.get(id);
+    if (last?.put && last.text === undefined) {
+      last.put.record = record;
+      return this.#append(undefined);
+    }
+    const put: Unwritten<T> = { record, text: undefined };
+    this.#unwritten.set(id, put);
+    return this.#append({ id, text: undefined, bytes: 0, put });
   }
 
   /** Removes the record (nothing when absent); resolves once that is on disk. */
@@ -299,9 +320,13 @@ export class StateFile<T, S = T> implements SyncTarget {
     );
   }
 
-  #append(line: Pending<T>): Promise<void> {
+  /** Adds the line to the batch (none: a `putSoon` that replaced a record in it); resolves once it is written. */
+  #append(line: Pending<T> | undefined): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the state file is closed'));
-    this.#batch.push(line);
+    if (line) {
+      this.#batch.push(line);
+      this.#lastInBatch.set(line.id, line);
+    }
     const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
     if (!this.#scheduled && !this.#writing) {
       this.#scheduled = true;
@@ -324,6 +349,8 @@ export class StateFile<T, S = T> implements SyncTarget {
     const waiters = this.#waiters;
     this.#batch = [];
     this.#waiters = [];
+    this.#lastInBatch.clear();
+    for (const line of lines) if (line.text === undefined) this.#encodeSoon(line);
     this.#writing = (async () => {
       try {
         if (this.#mustRewrite || this.#outweighedAfter(lines)) {
@@ -350,6 +377,14 @@ export class StateFile<T, S = T> implements SyncTarget {
       }
     })();
     return this.#writing;
+  }
+
+  /** A `putSoon`'s line, made now its batch is written. */
+  #encodeSoon(line: Pending<T>): void {
+    const { text, bytes } = this.encode(line.id, line.put!.record);
+    line.text = text;
+    line.bytes = bytes;
+    line.put!.text = text;
   }
 
   /** What the last write left unsynced; under "interval" the next background sync takes it. */
@@ -487,7 +522,7 @@ export class StateFile<T, S = T> implements SyncTarget {
 
   /** A live record's line for the rewrite: encoded from memory, or copied from the file as it is. */
   async #lineOf(id: string, unwritten: Unwritten<T> | undefined): Promise<Buffer | undefined> {
-    if (unwritten) return Buffer.from(unwritten.text);
+    if (unwritten) return Buffer.from(unwritten.text ?? this.encode(id, unwritten.record).text);
     if (!this.#summarize) {
       const record = this.#records.get(id);
       return record === undefined ? undefined : Buffer.from(this.encode(id, record as unknown as T).text);

@@ -199,3 +199,49 @@ test('a file holding more live records than the store keeps is trimmed oldest fi
   await b.close();
   await done();
 });
+
+test('putSoon: the puts of one id while a write is under way make one line, encoded once, the latest record', async () => {
+  const { file, done } = await tempFile();
+  const a = await StateFile.open(file, isRec, logger());
+  let encoded = 0;
+  const put = (n: number): Promise<void> =>
+    a.putSoon('x', {
+      get n() {
+        encoded++;
+        return n;
+      },
+    } as Rec);
+  const first = Array.from({ length: 50 }, (_, i) => put(i));
+  assert.equal(a.get('x')!.n, 49, 'memory has the latest at once');
+  await Promise.resolve();
+  // The first batch is being written now: these gather into the next.
+  const second = Array.from({ length: 50 }, (_, i) => put(50 + i));
+  await Promise.all([...first, ...second]);
+  const lines = (await readFile(file, 'utf8')).trim().split('\n');
+  assert.deepEqual(
+    lines.map((l) => JSON.parse(l)),
+    [
+      { id: 'x', r: { n: 49 } },
+      { id: 'x', r: { n: 99 } },
+    ],
+  );
+  // One encoding per line, plus the read above.
+  assert.equal(encoded, 2 + 1);
+  assert.equal(a.get('x')!.n, 99);
+  await a.close();
+  await done();
+});
+
+test('putSoon keeps the order of a removal between puts of the same id in one batch', async () => {
+  const { file, done } = await tempFile();
+  const a = await StateFile.open(file, isRec, logger());
+  await Promise.all([a.putSoon('x', { n: 1 }), a.remove('x'), a.putSoon('x', { n: 2 }), a.putSoon('x', { n: 3 })]);
+  await Promise.all([a.putSoon('y', { n: 1 }), a.putSoon('y', { n: 2 }), a.remove('y')]);
+  await a.close();
+  const lines = (await readFile(file, 'utf8')).trim().split('\n');
+  assert.equal(lines.length, 5, lines.join('\n'));
+  const b = await StateFile.open(file, isRec, logger());
+  assert.deepEqual([...b.records], [['x', { n: 3 }]]);
+  await b.close();
+  await done();
+});
