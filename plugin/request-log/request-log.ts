@@ -8,7 +8,7 @@
 // queued write: nothing on the answer's path waits for the disk. Without a state dir it lives in memory.
 import type { Logger } from '../host.ts';
 import { entryOf, type LoggedRequest, type Outcome, type RequestEntry } from './entry.ts';
-import { RequestLogFiles, type Segment, type Stored } from './segments.ts';
+import { entryLine, RequestLogFiles, type Segment, type Stored } from './segments.ts';
 import { errorMessage } from '../util/errors.ts';
 
 export interface RequestLogBounds {
@@ -266,8 +266,7 @@ export class RequestLog {
   /** `live`: the entry as the tail has it, whose serialization its disk line reuses. */
   #keep(logged: LoggedRequest, live?: LiveEntry): void {
     const record = this.#indexed(logged, this.#nextSeq++, undefined, 0, 0);
-    // The same line as the writer's own JSON.stringify({ seq, ...entry }).
-    if (live !== undefined && this.#files) record.line = `{"seq":${record.seq},${live.raw.slice(1)}\n`;
+    if (live !== undefined && this.#files) record.line = entryLine(record.seq, live.raw);
     this.#index.push(record);
     this.#files?.write(record);
     this.#trim(logged.atMs);

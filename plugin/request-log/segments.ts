@@ -35,6 +35,14 @@ export class Segment {
   ) {}
 }
 
+/**
+ * The entry's line on disk, `{"seq":…,` then the entry's own JSON (`JSON.stringify(entry)`): the
+ * entry is never copied to add its number (a spread here took V8's slow copy for every request).
+ */
+export function entryLine(seq: number, json: string): string {
+  return json.length > 2 ? `{"seq":${seq},${json.slice(1)}\n` : `{"seq":${seq}}\n`;
+}
+
 /** An entry as the log's index holds it: whole until written, then only where its line is. */
 export interface Stored {
   readonly seq: number;
@@ -159,7 +167,7 @@ export class RequestLogFiles {
       }
       const slice = batch.slice(from, from + (this.#segmentEntries - current.lines));
       from += slice.length;
-      const lines = slice.map((s) => s.line ?? `${JSON.stringify({ seq: s.seq, ...s.entry })}\n`);
+      const lines = slice.map((s) => s.line ?? entryLine(s.seq, JSON.stringify(s.entry)));
       const text = lines.join('');
       try {
         await current.handle.write(text);
