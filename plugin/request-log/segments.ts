@@ -36,8 +36,8 @@ export class Segment {
 }
 
 /**
- * The entry's line on disk, `{"seq":…,` then the entry's own JSON (`JSON.stringify(entry)`): the
- * entry is never copied to add its number (a spread here took V8's slow copy for every request).
+ * The entry's line on disk: `{"seq":…,` then the entry's own JSON (`JSON.stringify(entry)`), so the
+ * live tail's serialization serves as the line too, and the entry is never copied to add its number.
  */
 export function entryLine(seq: number, json: string): string {
   return json.length > 2 ? `{"seq":${seq},${json.slice(1)}\n` : `{"seq":${seq}}\n`;
