@@ -287,7 +287,8 @@ export class RequestLog {
       dropped = true;
     }
     if (!dropped) return;
-    if (this.#start > 1024 && this.#start * 2 > this.#index.length) {
+    // Dropped entries are let go once they are an eighth of the index, not half: each holds its id.
+    if (this.#start > 1024 && this.#start * 8 > this.#index.length) {
       this.#index = this.#index.slice(this.#start);
       this.#start = 0;
     }

@@ -7,6 +7,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, readdir, readFile, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
+import autocannon from 'autocannon';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -142,4 +143,37 @@ test("the launcher fixes glibc's mmap threshold for the gateway; a value in the 
     )?.[1];
   assert.equal(await given({}), '131072');
   assert.equal(await given({ MALLOC_MMAP_THRESHOLD_: '65536' }), '65536');
+});
+
+test('the gateway the launcher starts gives its heap back once idle after a burst (gc exposed, one collection logged)', async () => {
+  const stateDir = await tempDir('hookgate-idle-gc-');
+  await writeConfig(stateDir);
+  const gateway = spawn(LAUNCHER, ['gateway', '--state-dir', stateDir, '--port', '0'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  gateway.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  gateway.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  try {
+    await waitUntil(() => /listening on http:\/\/\S+/.test(out), `the gateway listening:\n${out}`, 120_000);
+    const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+    // A burst: each request leaves a little on the heap (its request log entry, what was promoted).
+    const burst = await autocannon({
+      url: `${url}/hooks/wake`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${HOOK_TOKEN}` },
+      body: JSON.stringify({ text: 'burst', mode: 'next-heartbeat' }),
+      connections: 16,
+      amount: 40_000,
+    });
+    assert.equal(burst['2xx'], 40_000);
+    await waitUntil(() => out.includes('memory given back once idle'), `a collection once idle:\n${out}`, 120_000);
+    const line = out.split('\n').find((l) => l.includes('memory given back once idle'))!;
+    const heap = Number(/heapMb[=":\s]+(\d+)/.exec(line)?.[1]);
+    const after = Number(/afterMb[=":\s]+(\d+)/.exec(line)?.[1]);
+    assert.ok(after < heap, line);
+  } finally {
+    gateway.kill('SIGKILL');
+  }
 });

@@ -2,6 +2,7 @@
 // with fresh tokens first when there is none.
 import { parseArgs } from 'node:util';
 import { startGateway, type RunningGateway } from '../../server/gateway.ts';
+import { collectWhenIdle } from '../../server/idle-collect.ts';
 import { ConfigError } from '../../../../host-kit.ts';
 import { errorMessage } from '../../../../util/errors.ts';
 import { writeDefaultConfig } from '../../server/settings.ts';
@@ -80,6 +81,8 @@ async function runGateway(args: string[]): Promise<number> {
     );
   }
   console.log(`listening on ${gw.url}`);
+  // The process is the gateway's own here (an embedding process keeps its own heap in hand).
+  const idle = collectWhenIdle(logger);
 
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
@@ -89,6 +92,7 @@ async function runGateway(args: string[]): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  idle.stop();
   await gw.close();
   logger.info('stopped');
   await logger.close();
