@@ -1,4 +1,4 @@
-// The part of autocannon's API the benchmark uses (the package ships no types).
+// The part of autocannon's API the benchmark and the tests use (the package ships no types).
 declare module 'autocannon' {
   interface Histogram {
     average: number;
@@ -24,6 +24,8 @@ declare module 'autocannon' {
     connections?: number;
     pipelining?: number;
     duration?: number;
+    /** Stops after this many requests instead of after `duration`. */
+    amount?: number;
     /** Each request may be changed before it is sent (a header per request). */
     requests?: { setupRequest?(req: { headers: Record<string, string> }): { headers: Record<string, string> } }[];
   }

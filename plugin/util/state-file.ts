@@ -202,7 +202,9 @@ export class StateFile<T, S = T> implements SyncTarget {
     this.#records.set(id, record as unknown as S);
     const last = this.#lastInBatch.get(id);
     if (last?.put && last.text === undefined) {
-      last.put.record = record;
+      // A new token: a rewrite that copied the record before this put does not count the line as written.
+      last.put = { record, text: undefined };
+      this.#unwritten.set(id, last.put);
       return this.#append(undefined);
     }
     const put: Unwritten<T> = { record, text: undefined };
