@@ -206,7 +206,10 @@ test('a budget that holds: the run past it is held in Redis (newer ones behind i
   assert.equal(behind.status, 202, JSON.stringify(behind.body));
   assert.equal(behind.body.held, true, JSON.stringify(behind.body));
   // Every instance reads the count again each second (pauses/queued-holds.ts): the assistant too, soon.
-  await eventually(async () => (await agentHook(assistant)).held === 2, LONG_MS);
+  await eventually(async () => (await agentHook(assistant)).held === 2, LONG_MS).catch(async (err) => {
+    const counts = [await agentHook(door), await agentHook(assistant)].map((h) => h.held);
+    throw new Error(`${(err as Error).message}: held at the door and the assistant ${counts}\n${assistant.output()}`);
+  });
   const status = async (runId: string) => (await assistant.admin(`/api/runs/${runId}`).catch(() => undefined))?.status;
   const ended = async (): Promise<boolean> =>
     (await status(runIds[0]!)) === 'ok' && (await status(runIds[1]!)) === 'ok';
